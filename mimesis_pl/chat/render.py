@@ -1,0 +1,271 @@
+"""Incremental chat rendering: the single source of token ids and loss masks for SFT and RL.
+
+Message ``k`` contributes the token *delta* ``render(messages[:k+1]) - render(messages[:k])``.
+A message of a trained role is trained on everything after its role header up to and including
+its end-of-turn token; the header and every other message are context. Once per sample the
+concatenated deltas are checked against the tokenisation of the full render, so a template that
+rewrites earlier turns (Qwen3 drops old ``<think>`` blocks) or a tokeniser that merges tokens across
+a boundary is an error instead of a silent difference between what is trained and what is served.
+
+RL uses the same deltas: :meth:`ChatRenderer.continuation_ids` appends the tokens of new messages
+after a turn the policy generated, without re-tokenising the generated text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from transformers.utils.chat_template_utils import render_jinja_template
+
+from .validate import ROLES, validate_messages
+
+_PROBE = "\u2063mimesis-probe\u2063"
+
+
+class RenderError(ValueError):
+    """A conversation that cannot be rendered into a consistent token sequence."""
+
+
+@dataclass(frozen=True)
+class RenderedChat:
+    """Token ids of one conversation and what is trained.
+
+    ``input_ids`` and ``loss_mask`` have the same length; ``message_spans[k]`` is the half-open
+    token range ``[start, end)`` of message ``k``'s delta and ``trained_spans`` the ranges with mask 1.
+    """
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    message_spans: list[tuple[int, int]]
+    trained_spans: list[tuple[int, int]]
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def num_trained(self) -> int:
+        return sum(self.loss_mask)
+
+
+class ChatRenderer:
+    """Render conversations with a tokenizer's chat template, by deltas.
+
+    Args:
+        tokenizer: a transformers tokenizer with a ``chat_template``.
+        train_roles: roles whose content (and end-of-turn token) get loss mask 1.
+        tools: tool schemas passed to the template (rendered in the system block).
+        eot_token: the end-of-turn token; defaults to the tokenizer's ``eos_token``.
+        **template_kwargs: extra template variables, e.g. ``enable_thinking=True``.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        train_roles: Sequence[str] = ("assistant",),
+        tools: list[dict] | None = None,
+        eot_token: str | None = None,
+        **template_kwargs: Any,
+    ) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise RenderError(f"tokenizer {type(tokenizer).__name__} has no chat_template")
+        unknown = [r for r in train_roles if r not in ROLES]
+        if unknown:
+            raise ValueError(f"train_roles: unknown role(s) {unknown}; expected a subset of {ROLES}")
+        self.tokenizer = tokenizer
+        self.train_roles = tuple(train_roles)
+        self.tools = tools
+        self.template_kwargs = dict(template_kwargs)
+        self._jinja_kwargs = {**tokenizer.special_tokens_map, **template_kwargs}
+        eot_token = eot_token or tokenizer.eos_token
+        if eot_token is None:
+            raise RenderError("no end-of-turn token: pass eot_token= or give the tokenizer an eos_token")
+        self.eot_token = eot_token
+        self.eot_id = tokenizer.convert_tokens_to_ids(eot_token)
+        self._header_ids: dict[str, list[int]] = {}
+        self.generation_prompt = self._find_generation_prompt()
+
+    # -- text ---------------------------------------------------------------------------------
+
+    def render_text(self, messages: Sequence[Mapping], add_generation_prompt: bool = False) -> str:
+        """The template's text for ``messages`` (exactly what ``apply_chat_template`` renders)."""
+        rendered, _ = render_jinja_template(
+            conversations=[list(messages)],
+            tools=self.tools,
+            chat_template=self.tokenizer.chat_template,
+            add_generation_prompt=add_generation_prompt,
+            **self._jinja_kwargs,
+        )
+        return rendered[0]
+
+    def _find_generation_prompt(self) -> str:
+        probe = [{"role": "user", "content": "x"}]
+        with_prompt = self.render_text(probe, add_generation_prompt=True)
+        without = self.render_text(probe, add_generation_prompt=False)
+        if not with_prompt.startswith(without) or len(with_prompt) == len(without):
+            raise RenderError(
+                "the chat template has no generation prompt: add_generation_prompt=True must append the "
+                "assistant header (e.g. '<|im_start|>assistant\\n') to the rendered conversation"
+            )
+        return with_prompt[len(without) :]
+
+    def header_ids(self, role: str) -> list[int]:
+        """Token ids of the role header that precedes a message's trained content.
+
+        For ``assistant`` it is the generation prompt — exactly what the model is conditioned on
+        when it generates — so SFT trains the same tokens RL samples.
+        """
+        if role not in self._header_ids:
+            if role == "assistant":
+                text = self.generation_prompt
+            else:
+                delta = self.render_text([{"role": role, "content": _PROBE}])
+                text = delta[: delta.index(_PROBE)] if _PROBE in delta else ""
+            self._header_ids[role] = self._tokenize([text])[0] if text else []
+        return self._header_ids[role]
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+    # -- SFT ----------------------------------------------------------------------------------
+
+    def render(self, messages: Sequence[Mapping], sample: Any = None) -> RenderedChat:
+        """Token ids and loss mask of a whole conversation; ``sample`` names it in errors."""
+        validate_messages(messages, sample=sample)
+        texts = self._prefix_texts(messages, sample)
+        deltas = [texts[0]] + [texts[k][len(texts[k - 1]) :] for k in range(1, len(texts))]
+        delta_ids = self._tokenize(deltas)
+
+        input_ids: list[int] = []
+        loss_mask: list[int] = []
+        message_spans: list[tuple[int, int]] = []
+        trained_spans: list[tuple[int, int]] = []
+        for k, (message, ids) in enumerate(zip(messages, delta_ids)):
+            start = len(input_ids)
+            input_ids.extend(ids)
+            message_spans.append((start, len(input_ids)))
+            if message["role"] in self.train_roles:
+                lo, hi = self._trained_range(ids, message["role"], sample, k)
+                loss_mask.extend([0] * lo + [1] * (hi - lo) + [0] * (len(ids) - hi))
+                if hi > lo:
+                    trained_spans.append((start + lo, start + hi))
+            else:
+                loss_mask.extend([0] * len(ids))
+
+        full_ids = self._tokenize([texts[-1]])[0]
+        if full_ids != input_ids:
+            raise RenderError(_token_mismatch_message(sample, input_ids, full_ids, message_spans, self.tokenizer))
+        return RenderedChat(input_ids, loss_mask, message_spans, trained_spans)
+
+    def _prefix_texts(self, messages: Sequence[Mapping], sample: Any) -> list[str]:
+        texts: list[str] = []
+        for k in range(len(messages)):
+            try:
+                text = self.render_text(messages[: k + 1])
+            except Exception as err:  # jinja raises many types; name the message instead
+                raise RenderError(
+                    f"sample {sample}: message {k}: the chat template failed: {type(err).__name__}: {err}"
+                ) from err
+            if texts and not text.startswith(texts[-1]):
+                at = _first_difference(texts[-1], text)
+                raise RenderError(
+                    f"sample {sample}: message {k} ({messages[k]['role']}): rendering it changed the text of "
+                    f"earlier messages at char {at} ({texts[-1][at:at + 40]!r} became {text[at:at + 40]!r}). "
+                    "The template rewrites earlier turns (e.g. Qwen3 drops <think> blocks of old assistant "
+                    "turns), so training on deltas would differ from what the model is served. Use a "
+                    "prefix-stable template (mimesis-pl's chatml.jinja keeps reasoning on every turn)."
+                )
+            texts.append(text)
+        return texts
+
+    def _trained_range(self, ids: list[int], role: str, sample: Any, k: int) -> tuple[int, int]:
+        header = self.header_ids(role)
+        if ids[: len(header)] != header:
+            raise RenderError(
+                f"sample {sample}: message {k} ({role}): its tokens do not start with the {role} header "
+                f"{self.tokenizer.convert_ids_to_tokens(header)} (got "
+                f"{self.tokenizer.convert_ids_to_tokens(ids[: len(header) + 2])}); the first content "
+                "characters merge with the header under this tokenizer (e.g. content starting with a newline)"
+            )
+        lo = len(header)
+        hi = len(ids)
+        for i in range(len(ids) - 1, lo - 1, -1):
+            if ids[i] == self.eot_id:
+                hi = i + 1  # the end-of-turn token is trained; the separator after it is not generated
+                break
+        return lo, hi
+
+    # -- RL -----------------------------------------------------------------------------------
+
+    def prompt_ids(self, messages: Sequence[Mapping], sample: Any = None) -> list[int]:
+        """Token ids of ``messages`` followed by the generation prompt (the start of a rollout)."""
+        validate_messages(messages, sample=sample)
+        return self._tokenize([self.render_text(messages, add_generation_prompt=True)])[0]
+
+    def continuation_ids(
+        self,
+        messages: Sequence[Mapping],
+        new_messages: Sequence[Mapping],
+        add_generation_prompt: bool = True,
+        sample: Any = None,
+    ) -> list[int]:
+        """Tokens to append after the ids of ``messages`` when ``new_messages`` arrive.
+
+        ``messages`` is the conversation the existing ids stand for. When its last message is an
+        assistant turn the policy generated, those ids end at the end-of-turn token, so the
+        template's separator after it (``"\\n"`` in ChatML) is added here. The generated text itself
+        is never re-tokenised.
+        """
+        validate_messages(list(messages) + list(new_messages), sample=sample)
+        before = self.render_text(messages)
+        after = self.render_text(list(messages) + list(new_messages), add_generation_prompt=add_generation_prompt)
+        if not after.startswith(before):
+            at = _first_difference(before, after)
+            raise RenderError(
+                f"sample {sample}: appending {len(new_messages)} message(s) changed the text of earlier ones at "
+                f"char {at}; the template is not prefix-stable, so token-in/token-out rollouts are impossible"
+            )
+        tail = ""
+        if messages and messages[-1]["role"] == "assistant":
+            cut = before.rfind(self.eot_token)
+            if cut == -1:
+                raise RenderError(f"sample {sample}: the last assistant turn renders without {self.eot_token!r}")
+            tail = before[cut + len(self.eot_token) :]
+        return self._tokenize([tail + after[len(before) :]])[0]
+
+    def message_delta_ids(self, history: Sequence[Mapping], message: Mapping) -> list[int]:
+        """Token ids one complete ``message`` adds after ``history`` (e.g. a coaching note)."""
+        return self.continuation_ids(history, [message], add_generation_prompt=False)
+
+
+def render_with_mask(
+    tokenizer: Any,
+    messages: Sequence[Mapping],
+    train_roles: Sequence[str] = ("assistant",),
+    tools: list[dict] | None = None,
+    sample: Any = None,
+    **template_kwargs: Any,
+) -> RenderedChat:
+    """Functional form of :meth:`ChatRenderer.render` (builds a renderer per call; reuse one in loops)."""
+    return ChatRenderer(tokenizer, train_roles=train_roles, tools=tools, **template_kwargs).render(messages, sample)
+
+
+def _first_difference(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def _token_mismatch_message(sample, ids, full, spans, tokenizer) -> str:
+    at = _first_difference(ids, full)  # works on lists too
+    k = next((i for i, (s, e) in enumerate(spans) if s <= at < e), len(spans) - 1)
+    got = tokenizer.convert_ids_to_tokens(ids[max(0, at - 2) : at + 3])
+    want = tokenizer.convert_ids_to_tokens(full[max(0, at - 2) : at + 3])
+    return (
+        f"sample {sample}: tokens of the per-message deltas differ from the tokens of the full render at "
+        f"position {at} (message {k}): deltas give {got}, the full render gives {want}. The tokenizer merges "
+        "characters across a message boundary, so the trained sequence would differ from what is served."
+    )
