@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from .corpus import generate_corpus
+from .samples import write_samples
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Tags the model writes as text: decoded verbatim (not "special"), but always single tokens.
@@ -122,7 +123,7 @@ def build_model(spec: TinyModelSpec, tokenizer):
 
 
 def build_all(out: str | Path, models: tuple[str, ...] = ("tiny-qwen3",)) -> list[Path]:
-    """Write one HF model folder per name in ``models`` under ``out``; return the folders."""
+    """Write one HF model folder per name in ``models`` and the sample data under ``out``."""
     out = Path(out)
     tokenizer = train_tokenizer()
     written = []
@@ -136,13 +137,14 @@ def build_all(out: str | Path, models: tuple[str, ...] = ("tiny-qwen3",)) -> lis
         build_model(spec, tokenizer).save_pretrained(folder)
         (folder / "mimesis_spec.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
         written.append(folder)
+    written.extend(write_samples(out))
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mimesis-pl assets", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="train the tokenizer and write the tiny model folders")
+    b = sub.add_parser("build", help="train the tokenizer, write the tiny model folders and sample data")
     b.add_argument("--out", default="assets", help="folder to write into (default: assets)")
     b.add_argument("--models", nargs="+", default=["tiny-qwen3"], choices=sorted(TINY_MODELS))
     args = parser.parse_args(argv)

@@ -1,0 +1,77 @@
+"""``mimesis-pl``: LightningCLI for fit / validate / test / predict, plus helper subcommands.
+
+    mimesis-pl fit --config configs/tiny/chat_sft.yaml
+    mimesis-pl data show --config configs/tiny/chat_sft.yaml --n 2
+    mimesis-pl assets build --out assets
+    mimesis-pl shim --upstream http://127.0.0.1:8000/v1
+"""
+
+from __future__ import annotations
+
+import sys
+
+import lightning.pytorch as pl
+from lightning.pytorch.cli import LightningCLI
+
+TRAINER_DEFAULTS = {
+    "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},
+    # Our DataModules shard their own resumable batch samplers across ranks.
+    "use_distributed_sampler": False,
+}
+
+
+class MimesisCLI(LightningCLI):
+    """LightningCLI in subclass mode: ``model`` and ``data`` are ``class_path`` + ``init_args``.
+
+    Every run writes its fully resolved config (``config.yaml``) into the logger's run folder.
+    A DataModule with ``tokenizer_path: null`` gets the model's tokenizer.
+    """
+
+    def __init__(self, args=None, run: bool = True, **kwargs) -> None:
+        super().__init__(
+            pl.LightningModule,
+            pl.LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            save_config_kwargs={"overwrite": True},
+            trainer_defaults=TRAINER_DEFAULTS,
+            args=args,
+            run=run,
+            **kwargs,
+        )
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        datamodule, model = self.datamodule, self.model
+        if hasattr(datamodule, "connect") and getattr(datamodule, "tokenizer_path", "") is None:
+            datamodule.connect(model_path=getattr(model, "model_path", None))
+
+
+def _helper_commands():
+    from .assets.build import main as assets_main
+    from .data.show import main as data_main
+
+    commands = {"assets": assets_main, "data": data_main}
+    try:
+        from .shim.server import main as shim_main
+    except ImportError:  # the shim's optional server pieces are missing
+        shim_main = None
+    if shim_main is not None:
+        commands["shim"] = shim_main
+    return commands
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("assets", "data", "shim"):
+        commands = _helper_commands()
+        if argv[0] not in commands:
+            print(f"mimesis-pl {argv[0]}: not available in this installation", file=sys.stderr)
+            return 2
+        return int(commands[argv[0]](argv[1:]) or 0)
+    MimesisCLI(args=argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

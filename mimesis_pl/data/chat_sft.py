@@ -1,0 +1,283 @@
+"""SFT DataModules over conversations: render with masks, apply length limits, bucket and resume.
+
+:class:`ChatSFTDataModule` does the shared work; subclasses only say where conversations come from
+(:meth:`ChatSFTDataModule.iter_conversations`). Bad rows are either raised as a named error or
+skipped and counted (``on_bad_sample``); the counts are logged at set-up and kept in ``stats``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader
+
+from ..chat import ChatRenderer
+from .batching import ResumableBucketBatchSampler, collate_padded
+from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One training conversation and where it came from (``sample_id`` names it in errors)."""
+
+    sample_id: str
+    messages: list[dict[str, Any]]
+
+
+class BadSample(ValueError):
+    """A row that cannot become a training sample; the message names the file, row and field."""
+
+
+class ChatSFTDataModule(pl.LightningDataModule):
+    """Shared SFT pipeline: conversations → :class:`ChatRenderer` → length limits → batches.
+
+    Args:
+        tokenizer_path: tokenizer folder; ``None`` takes the model's (bound by the CLI through
+            :meth:`connect`).
+        train_roles: roles trained on (loss mask 1 on their content and end-of-turn token).
+        enable_thinking: passed to the chat template (``None`` leaves it undefined).
+        limits: prompt / response / total token limits and the truncation policy.
+        batch_size: sequences per batch; ``max_tokens_per_batch`` also caps padded tokens.
+        val_fraction: share of conversations held out for validation, chosen by a hash of the
+            sample id (stable across runs and data order).
+        on_bad_sample: ``"skip"`` counts and logs bad rows; ``"raise"`` stops at the first one.
+        seed: data order seed.
+    """
+
+    def __init__(
+        self,
+        tokenizer_path: str | None = None,
+        train_roles: tuple[str, ...] = ("assistant",),
+        enable_thinking: bool | None = None,
+        limits: LengthLimits = LengthLimits(),
+        batch_size: int = 8,
+        max_tokens_per_batch: int | None = None,
+        val_fraction: float = 0.0,
+        on_bad_sample: Literal["skip", "raise"] = "skip",
+        seed: int = 0,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        if not 0.0 <= val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+        if on_bad_sample not in ("skip", "raise"):
+            raise ValueError(f"on_bad_sample must be 'skip' or 'raise', got {on_bad_sample!r}")
+        self.tokenizer_path = tokenizer_path
+        self.train_roles = tuple(train_roles)
+        self.enable_thinking = enable_thinking
+        self.limits = limits
+        self.batch_size = batch_size
+        self.max_tokens_per_batch = max_tokens_per_batch
+        self.val_fraction = val_fraction
+        self.on_bad_sample = on_bad_sample
+        self.seed = seed
+        self.num_workers = num_workers
+        self.tokenizer = None
+        self.stats: Counter = Counter()
+        self.skip_examples: list[str] = []
+        self.train_samples: list[dict[str, Any]] = []
+        self.val_samples: list[dict[str, Any]] = []
+        self._train_sampler: ResumableBucketBatchSampler | None = None
+        self._pending_state: dict[str, Any] | None = None
+
+    # -- what subclasses provide ----------------------------------------------------------------
+
+    def iter_conversations(self) -> Iterator[Conversation | BadSample]:
+        """Yield conversations, and a :class:`BadSample` (not raised) for each row that cannot be read."""
+        raise NotImplementedError
+
+    def template_kwargs(self) -> dict[str, Any]:
+        return {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
+
+    # -- wiring ----------------------------------------------------------------------------------
+
+    def connect(self, tokenizer=None, model_path: str | None = None) -> None:
+        """Bind a tokenizer late (the CLI passes the model's path when ``tokenizer_path`` is unset)."""
+        if tokenizer is not None:
+            self.tokenizer = tokenizer
+        elif self.tokenizer_path is None:
+            self.tokenizer_path = model_path
+
+    def _load_tokenizer(self):
+        if self.tokenizer is None:
+            if self.tokenizer_path is None:
+                raise ValueError(f"{type(self).__name__}: set data.init_args.tokenizer_path or a model path")
+            from transformers import AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
+        return self.tokenizer
+
+    def renderer(self) -> ChatRenderer:
+        return ChatRenderer(self._load_tokenizer(), train_roles=self.train_roles, **self.template_kwargs())
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_samples or self.val_samples:
+            return
+        renderer = self.renderer()
+        truncation = TruncationStats()
+        stats: Counter = Counter()
+        for conv in self.iter_conversations():
+            if isinstance(conv, BadSample):  # a row the reader could not turn into messages
+                self._skip(stats, "bad_row", conv)
+                continue
+            stats["conversations"] += 1
+            try:
+                rendered = renderer.render(conv.messages, sample=conv.sample_id)
+                ids, mask = apply_length_limits(
+                    rendered.input_ids, rendered.loss_mask, self.limits, truncation, sample=conv.sample_id
+                )
+            except SampleTooLong as err:
+                self._skip(stats, "too_long", err)
+                continue
+            except ValueError as err:
+                self._skip(stats, "render_error", err)
+                continue
+            if not any(mask):
+                self._skip(stats, "no_trained_tokens", BadSample(f"sample {conv.sample_id}: no trained tokens left"))
+                continue
+            sample = {"input_ids": ids, "loss_mask": mask, "sample_id": conv.sample_id}
+            (self.val_samples if self._is_val(conv.sample_id) else self.train_samples).append(sample)
+        stats.update(truncation.counts)
+        stats["train_samples"] = len(self.train_samples)
+        stats["val_samples"] = len(self.val_samples)
+        self.stats = stats
+        log.info("%s: %s", type(self).__name__, ", ".join(f"{k}={v}" for k, v in sorted(stats.items())))
+        for example in self.skip_examples:
+            log.warning("skipped: %s", example)
+        if not self.train_samples:
+            raise ValueError(
+                f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); first problems: "
+                f"{self.skip_examples[:3]}"
+            )
+
+    def _skip(self, stats: Counter, reason: str, err: Exception) -> None:
+        if self.on_bad_sample == "raise":
+            raise err
+        stats[f"skipped_{reason}"] += 1
+        if len(self.skip_examples) < 20:
+            self.skip_examples.append(f"{reason}: {err}")
+
+    def _is_val(self, sample_id: str) -> bool:
+        if self.val_fraction <= 0:
+            return False
+        digest = hashlib.sha256(f"{self.seed}:{sample_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.val_fraction
+
+    def preview(self, n: int) -> list[dict[str, Any]]:
+        """The first ``n`` rendered samples in source order (train, then validation)."""
+        return (self.train_samples + self.val_samples)[:n]
+
+    # -- loaders ---------------------------------------------------------------------------------
+
+    def _collate(self):
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        return partial(collate_padded, pad_id=pad)
+
+    def train_sampler(self) -> ResumableBucketBatchSampler:
+        if self._train_sampler is None:
+            rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
+            self._train_sampler = ResumableBucketBatchSampler(
+                [len(s["input_ids"]) for s in self.train_samples],
+                batch_size=self.batch_size,
+                max_tokens=self.max_tokens_per_batch,
+                seed=self.seed,
+                rank=rank,
+                num_replicas=world,
+            )
+            if self._pending_state is not None:
+                self._train_sampler.load_state_dict(self._pending_state)
+                self._pending_state = None
+        return self._train_sampler
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(
+            self.train_samples, batch_sampler=self.train_sampler(), collate_fn=self._collate(), num_workers=self.num_workers
+        )
+
+    def val_dataloader(self) -> DataLoader | list:
+        if not self.val_samples:
+            return []
+        sampler = ResumableBucketBatchSampler(
+            [len(s["input_ids"]) for s in self.val_samples], batch_size=self.batch_size,
+            max_tokens=self.max_tokens_per_batch, shuffle=False,
+        )
+        return DataLoader(self.val_samples, batch_sampler=sampler, collate_fn=self._collate(), num_workers=self.num_workers)
+
+    # -- resume ----------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._train_sampler is None or self.trainer is None:
+            return {}
+        consumed = self.trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        return {"train_sampler": self._train_sampler.state_dict(consumed_batches=consumed)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = state_dict.get("train_sampler")
+        if state is None:
+            return
+        if self._train_sampler is not None:
+            self._train_sampler.load_state_dict(state)
+        else:
+            self._pending_state = state
+
+
+class JsonlChatSFTDataModule(ChatSFTDataModule):
+    """Conversations from JSONL files, one ``{"messages": [...]}`` object per line.
+
+    Args:
+        files: JSONL paths (globs allowed, expanded in sorted order).
+        messages_field: the key that holds the message list.
+        **kwargs: see :class:`ChatSFTDataModule`.
+    """
+
+    def __init__(self, files: list[str], messages_field: str = "messages", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.files = list(files)
+        self.messages_field = messages_field
+
+    def iter_conversations(self) -> Iterator[Conversation | BadSample]:
+        for path in expand_files(self.files):
+            with open(path, encoding="utf-8") as handle:
+                for line_no, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    where = f"{path}:{line_no}"
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        yield BadSample(f"{where}: not valid JSON ({err.msg} at column {err.colno})")
+                        continue
+                    messages = record.get(self.messages_field) if isinstance(record, dict) else None
+                    if not isinstance(messages, list):
+                        yield BadSample(f"{where}: field '{self.messages_field}' must be a list of messages")
+                        continue
+                    yield Conversation(sample_id=where, messages=messages)
+
+
+def expand_files(patterns: list[str]) -> list[Path]:
+    """Expand globs in sorted order; a pattern that matches nothing is an error naming it."""
+    out: list[Path] = []
+    for pattern in patterns:
+        if any(ch in pattern for ch in "*?["):
+            matches = sorted(Path().glob(pattern)) if not Path(pattern).is_absolute() else sorted(
+                Path("/").glob(pattern.lstrip("/"))
+            )
+        else:
+            matches = [Path(pattern)] if Path(pattern).exists() else []
+        if not matches:
+            raise FileNotFoundError(f"no file matches {pattern!r}")
+        out.extend(matches)
+    return out

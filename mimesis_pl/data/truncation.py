@@ -1,0 +1,88 @@
+"""Length limits for rendered samples: every cut is explicit, counted and reported."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+Truncation = Literal["error", "left", "right"]
+
+
+class SampleTooLong(ValueError):
+    """A sample exceeds a length limit under ``truncation="error"``."""
+
+
+@dataclass(frozen=True)
+class LengthLimits:
+    """Token limits of one SFT sample.
+
+    The *prompt* is everything before the first trained token, the *response* everything from it on.
+    Under ``left`` and ``right`` an over-long prompt keeps its last ``max_prompt_length`` tokens (the
+    most recent context) and an over-long response keeps its first ``max_response_length`` tokens;
+    if the total is still over ``max_length``, ``left`` keeps the last and ``right`` the first
+    ``max_length`` tokens. Under ``error`` any violation raises :class:`SampleTooLong`.
+    """
+
+    max_prompt_length: int | None = 16384
+    max_response_length: int | None = 8192
+    max_length: int | None = 24576
+    truncation: Truncation = "error"
+
+    def __post_init__(self) -> None:
+        if self.truncation not in ("error", "left", "right"):
+            raise ValueError(f"truncation must be 'error', 'left' or 'right', got {self.truncation!r}")
+        for name in ("max_prompt_length", "max_response_length", "max_length"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or null, got {value}")
+
+
+@dataclass
+class TruncationStats:
+    """Counts of what the limits did, for logging (``counts`` keys are stable metric names)."""
+
+    counts: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())) or "nothing truncated"
+
+
+def apply_length_limits(
+    input_ids: list[int], loss_mask: list[int], limits: LengthLimits, stats: TruncationStats | None = None, sample=None
+) -> tuple[list[int], list[int]]:
+    """Return ``(input_ids, loss_mask)`` within ``limits``; record each cut in ``stats``."""
+    stats = stats if stats is not None else TruncationStats()
+    first = next((i for i, m in enumerate(loss_mask) if m), len(loss_mask))
+    prompt_ids, response_ids = input_ids[:first], input_ids[first:]
+    prompt_mask, response_mask = loss_mask[:first], loss_mask[first:]
+
+    violations = []
+    if limits.max_prompt_length is not None and len(prompt_ids) > limits.max_prompt_length:
+        violations.append(f"prompt has {len(prompt_ids)} tokens > max_prompt_length={limits.max_prompt_length}")
+    if limits.max_response_length is not None and len(response_ids) > limits.max_response_length:
+        violations.append(f"response has {len(response_ids)} tokens > max_response_length={limits.max_response_length}")
+    if limits.max_length is not None and len(input_ids) > limits.max_length:
+        violations.append(f"sample has {len(input_ids)} tokens > max_length={limits.max_length}")
+    if not violations:
+        return input_ids, loss_mask
+    if limits.truncation == "error":
+        raise SampleTooLong(f"sample {sample}: " + "; ".join(violations) + " (set truncation: left|right to cut)")
+
+    if limits.max_prompt_length is not None and len(prompt_ids) > limits.max_prompt_length:
+        cut = len(prompt_ids) - limits.max_prompt_length
+        prompt_ids, prompt_mask = prompt_ids[cut:], prompt_mask[cut:]
+        stats.counts["prompt_truncated"] += 1
+    if limits.max_response_length is not None and len(response_ids) > limits.max_response_length:
+        response_ids = response_ids[: limits.max_response_length]
+        response_mask = response_mask[: limits.max_response_length]
+        stats.counts["response_truncated"] += 1
+    ids, mask = prompt_ids + response_ids, prompt_mask + response_mask
+    if limits.max_length is not None and len(ids) > limits.max_length:
+        if limits.truncation == "left":
+            ids, mask = ids[-limits.max_length :], mask[-limits.max_length :]
+        else:
+            ids, mask = ids[: limits.max_length], mask[: limits.max_length]
+        stats.counts[f"total_truncated_{limits.truncation}"] += 1
+    stats.counts["samples_truncated"] += 1
+    return ids, mask

@@ -1,0 +1,128 @@
+"""Write HF checkpoints (``save_pretrained`` folders) during and after training.
+
+The folders load with ``AutoModelForCausalLM.from_pretrained`` and can be served by vLLM: weights
+(LoRA merged, or the adapter alone), tokenizer with its chat template, generation config and any
+processor files of the source model.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+
+log = logging.getLogger(__name__)
+
+_PASSTHROUGH_FILES = ("generation_config.json", "preprocessor_config.json", "processor_config.json", "mimesis_spec.json")
+
+
+def full_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The whole state dict on CPU, gathered from FSDP2 shards when the module is sharded."""
+    if any(type(p).__name__ == "DTensor" for p in module.parameters()):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(module, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+
+
+def merged_lora_state_dict(peft_model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Base-model state dict with every LoRA delta added to its weight; the live model is untouched."""
+    from peft.tuners.lora import LoraLayer
+
+    base = peft_model.get_base_model()
+    state: dict[str, torch.Tensor] = {}
+    for key, value in full_state_dict(base).items():
+        if "lora_" in key:
+            continue
+        state[key.replace(".base_layer.", ".")] = value
+    for name, layer in base.named_modules():
+        if isinstance(layer, LoraLayer):
+            with torch.no_grad():
+                for adapter in layer.active_adapters:
+                    if adapter in layer.lora_A:
+                        delta = layer.get_delta_weight(adapter).detach().to("cpu", state[f"{name}.weight"].dtype)
+                        state[f"{name}.weight"] = state[f"{name}.weight"] + delta
+    return state
+
+
+def export_hf(
+    model: torch.nn.Module,
+    out_dir: str | Path,
+    tokenizer: Any = None,
+    source_dir: str | Path | None = None,
+    merge_lora: bool = True,
+    is_main_process: bool = True,
+) -> Path:
+    """Save ``model`` as a HF folder; with LoRA, merged weights or the adapter (``merge_lora=False``)."""
+    out_dir = Path(out_dir)
+    is_peft = hasattr(model, "peft_config")
+    if is_peft and merge_lora:
+        state, target = merged_lora_state_dict(model), model.get_base_model()
+    else:
+        state, target = (None, model) if is_peft else (full_state_dict(model), model)
+    if not is_main_process:
+        return out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if state is None:
+        target.save_pretrained(out_dir)  # peft: adapter_config.json + adapter_model.safetensors
+    else:
+        target.save_pretrained(out_dir, state_dict=state)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(out_dir)
+    if source_dir is not None:
+        for name in _PASSTHROUGH_FILES:
+            src = Path(source_dir) / name
+            if src.is_file() and not (out_dir / name).exists():
+                shutil.copy2(src, out_dir / name)
+    return out_dir
+
+
+class HFExportCallback(pl.Callback):
+    """Export a HF folder every ``every_n_steps`` optimiser steps and at the end of fitting.
+
+    Folders: ``{dirpath}/step-{N}`` and ``{dirpath}/final``; ``dirpath`` defaults to
+    ``{log_dir}/hf``. The tokenizer is the DataModule's (or the model path's).
+    """
+
+    def __init__(
+        self, dirpath: str | None = None, every_n_steps: int = 0, merge_lora: bool = True, save_on_train_end: bool = True
+    ) -> None:
+        self.dirpath = dirpath
+        self.every_n_steps = every_n_steps
+        self.merge_lora = merge_lora
+        self.save_on_train_end = save_on_train_end
+        self.exported: list[Path] = []
+
+    def _root(self, trainer: pl.Trainer) -> Path:
+        if self.dirpath is not None:
+            return Path(self.dirpath)
+        return Path(trainer.log_dir or trainer.default_root_dir) / "hf"
+
+    def _export(self, trainer: pl.Trainer, module: pl.LightningModule, name: str) -> None:
+        tokenizer = getattr(trainer.datamodule, "tokenizer", None) if trainer.datamodule is not None else None
+        source = getattr(module, "model_path", None)
+        if tokenizer is None and source is not None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(source)
+        out = export_hf(
+            module.model, self._root(trainer) / name, tokenizer=tokenizer, source_dir=source,
+            merge_lora=self.merge_lora, is_main_process=trainer.is_global_zero,
+        )
+        if trainer.is_global_zero:
+            self.exported.append(out)
+            log.info("exported HF checkpoint to %s", out)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        step = trainer.global_step
+        if self.every_n_steps > 0 and step > 0 and step % self.every_n_steps == 0:
+            if not self.exported or self.exported[-1].name != f"step-{step}":
+                self._export(trainer, pl_module, f"step-{step}")
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self.save_on_train_end:
+            self._export(trainer, pl_module, "final")

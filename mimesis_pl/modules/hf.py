@@ -1,0 +1,100 @@
+"""Loading HF causal LMs (optionally with LoRA), building AdamW + schedule, and sharding with FSDP2."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from .settings import LoraSettings, OptimSettings
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def load_causal_lm(
+    model_path: str,
+    dtype: str | None = None,
+    attn_implementation: str | None = "sdpa",
+    trust_remote_code: bool = False,
+    gradient_checkpointing: bool = False,
+    lora: LoraSettings | None = None,
+):
+    """``AutoModelForCausalLM.from_pretrained(model_path)`` in train mode, plus LoRA if asked.
+
+    ``dtype`` is the *storage* dtype of the weights (``None`` keeps float32 master weights, which is
+    what mixed precision wants); autocast comes from the Trainer's ``precision``.
+    """
+    from transformers import AutoModelForCausalLM
+
+    if dtype is not None and dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)} or null, got {dtype!r}")
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "dtype": _DTYPES.get(dtype, torch.float32)}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
+    if lora is not None:
+        from peft import LoraConfig, get_peft_model
+
+        config = LoraConfig(
+            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
+        if gradient_checkpointing:
+            model.enable_input_require_grads()
+        model = get_peft_model(model, config)
+    model.train()  # from_pretrained returns eval mode
+    return model
+
+
+def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str, min_lr_ratio: float) -> float:
+    """Learning-rate factor at optimiser ``step`` (0-based): linear warm-up, then the decay."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule == "constant":
+        return 1.0
+    decay_steps = max(1, total_steps - warmup_steps)
+    progress = min(1.0, (step - warmup_steps) / decay_steps)
+    if schedule == "cosine":
+        shape = 0.5 * (1.0 + math.cos(math.pi * progress))
+    elif schedule == "linear":
+        shape = 1.0 - progress
+    else:
+        raise ValueError(f"schedule must be 'cosine', 'linear' or 'constant', got {schedule!r}")
+    return min_lr_ratio + (1.0 - min_lr_ratio) * shape
+
+
+def build_optimizer(module: torch.nn.Module, settings: OptimSettings, total_steps: int):
+    """AdamW (no weight decay on 1-D parameters: norms and biases) and a per-step LambdaLR."""
+    decay, no_decay = [], []
+    for p in module.parameters():
+        if p.requires_grad:
+            (decay if p.ndim >= 2 else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": settings.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=settings.lr, betas=tuple(settings.betas), eps=settings.eps)
+    warmup = settings.warmup_steps if settings.warmup_steps is not None else int(settings.warmup_ratio * total_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_multiplier(step, total_steps, warmup, settings.schedule, settings.min_lr_ratio)
+    )
+    return optimizer, scheduler
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The transformer blocks of a HF causal LM (through a peft wrapper too)."""
+    decoder = model.get_decoder()
+    layers = getattr(decoder, "layers", None)
+    if layers is None:
+        raise ValueError(f"cannot find decoder layers on {type(decoder).__name__} to shard")
+    return list(layers)
+
+
+def shard_fsdp2(model: torch.nn.Module, mesh) -> None:
+    """FSDP2: shard each decoder layer, then the root (embeddings, norm, head)."""
+    from torch.distributed.fsdp import fully_shard
+
+    for layer in decoder_layers(model):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)

@@ -1,0 +1,87 @@
+"""Next-token log-probabilities without materialising full-vocabulary logits for the whole batch.
+
+For a 150k-token vocabulary the ``[B, T, V]`` float32 logits dominate training memory. Here the
+final hidden states are projected chunk by chunk, each chunk under activation checkpointing, so at
+most ``chunk_size × V`` logits live at once in the forward *and* the backward pass.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+
+def _chunk_logprobs(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor):
+    logits = F.linear(hidden, weight, bias).float()
+    logz = torch.logsumexp(logits, dim=-1)
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return picked - logz
+
+
+def _chunk_entropy(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):
+    logits = F.linear(hidden, weight, bias).float()
+    logp = logits.log_softmax(-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def chunked_token_logprobs(
+    hidden: torch.Tensor, lm_head: torch.nn.Linear, targets: torch.Tensor, chunk_size: int = 4096
+) -> torch.Tensor:
+    """Log-probability of each target token.
+
+    Args:
+        hidden: ``[B, T, H]`` final hidden states (any float dtype).
+        lm_head: the output projection (``weight [V, H]``).
+        targets: ``[B, T]`` long, the token whose probability each position predicts.
+        chunk_size: positions projected at once.
+
+    Returns:
+        ``[B, T]`` float32 log-probabilities.
+    """
+    flat_h = hidden.reshape(-1, hidden.shape[-1])
+    flat_t = targets.reshape(-1)
+    weight, bias = lm_head.weight, getattr(lm_head, "bias", None)
+    pieces = []
+    for start in range(0, flat_h.shape[0], chunk_size):
+        h, t = flat_h[start : start + chunk_size], flat_t[start : start + chunk_size]
+        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+            pieces.append(checkpoint(_chunk_logprobs, h, weight, bias, t, use_reentrant=False))
+        else:
+            pieces.append(_chunk_logprobs(h, weight, bias, t))
+    return torch.cat(pieces).view(targets.shape)
+
+
+@torch.no_grad()
+def chunked_token_entropy(hidden: torch.Tensor, lm_head: torch.nn.Linear, chunk_size: int = 4096) -> torch.Tensor:
+    """``[B, T]`` float32 entropy of the next-token distribution at each position (no gradient)."""
+    flat_h = hidden.reshape(-1, hidden.shape[-1])
+    weight, bias = lm_head.weight, getattr(lm_head, "bias", None)
+    pieces = [_chunk_entropy(flat_h[s : s + chunk_size], weight, bias) for s in range(0, flat_h.shape[0], chunk_size)]
+    return torch.cat(pieces).view(hidden.shape[:-1])
+
+
+def model_token_logprobs(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
+    chunk_size: int = 4096,
+    return_hidden: bool = False,
+):
+    """Log-prob of ``input_ids[:, 1:]`` under a HF causal LM (or a peft wrapper of one).
+
+    Returns ``[B, T-1]`` float32 (position ``i`` scores token ``i + 1``), and the final hidden
+    states ``[B, T, H]`` when ``return_hidden``.
+    """
+    decoder = model.get_decoder()
+    out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
+    hidden = out.last_hidden_state
+    logprobs = chunked_token_logprobs(hidden[:, :-1], model.get_output_embeddings(), input_ids[:, 1:], chunk_size)
+    return (logprobs, hidden) if return_hidden else logprobs
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values`` where ``mask`` is 1 (0 when the mask is empty, never NaN)."""
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum().clamp(min=1)
