@@ -100,7 +100,9 @@ class ResumableBucketBatchSampler(Sampler[list[int]]):
         yield from batches[skip:]
 
     def __len__(self) -> int:
-        return len(self.batches(self.epoch)) - self._skip
+        # The full epoch: on a mid-epoch resume Lightning restores its own batch counters and
+        # expects only the remaining batches from the iterator.
+        return len(self.batches(self.epoch))
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:

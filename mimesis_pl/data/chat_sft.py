@@ -221,7 +221,9 @@ class ChatSFTDataModule(pl.LightningDataModule):
     def state_dict(self) -> dict[str, Any]:
         if self._train_sampler is None or self.trainer is None:
             return {}
-        consumed = self.trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        # ``processed`` counts the batch whose on_train_batch_end is saving this checkpoint;
+        # ``completed`` lags by one there.
+        consumed = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
         return {"train_sampler": self._train_sampler.state_dict(consumed_batches=consumed)}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

@@ -1,0 +1,31 @@
+"""Record a digest of every training batch, to audit data order across runs and resumes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import lightning.pytorch as pl
+import torch
+
+
+def batch_digest(batch: dict[str, torch.Tensor]) -> str:
+    """A short hash of the batch's token ids (order and padding included)."""
+    ids = batch["input_ids"].detach().cpu().contiguous()
+    return hashlib.sha256(ids.numpy().tobytes() + str(tuple(ids.shape)).encode()).hexdigest()[:16]
+
+
+class BatchAuditCallback(pl.Callback):
+    """Append ``{"step", "epoch", "batch_idx", "digest"}`` per training batch to a JSONL file (rank 0)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if not trainer.is_global_zero:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"step": trainer.global_step, "epoch": trainer.current_epoch, "batch_idx": batch_idx, "digest": batch_digest(batch)}
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
