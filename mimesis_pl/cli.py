@@ -53,7 +53,7 @@ def _helper_commands():
 
     commands = {"assets": assets_main, "data": data_main}
     try:
-        from .shim.server import main as shim_main
+        from .shim.serve import main as shim_main
     except ImportError:  # the shim's optional server pieces are missing
         shim_main = None
     if shim_main is not None:

@@ -1,0 +1,146 @@
+"""``mimesis-pl shim``: run a :class:`~mimesis_pl.shim.service.PrivilegedShim` as a process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+
+from mimesis_pl.shim.service import PrivilegedShim
+from mimesis_pl.shim.store import StoreLimits
+
+_DEFAULTS = StoreLimits()
+
+
+def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Privileged-channel shim: proxies OpenAI chat completions to UPSTREAM, returns only "
+        "the public text and keeps each reply's <think> reasoning under its episode "
+        "(POST /ep/{id}/v1/chat/completions, GET /ep/{id}/privileged, DELETE /ep/{id}, GET /stats).",
+    )
+    p.add_argument("--upstream", required=True, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
+    p.add_argument("--port", type=int, default=8710, help="bind port; 0 picks a free one (default: 8710)")
+    p.add_argument("--token", default=None, help="bearer token required on the privileged routes")
+    p.add_argument(
+        "--token-env",
+        default=None,
+        metavar="NAME",
+        help="read the bearer token from environment variable NAME (keeps it out of `ps`)",
+    )
+    p.add_argument(
+        "--upstream-api-key-env",
+        default=None,
+        metavar="NAME",
+        help="environment variable holding the key sent to the upstream",
+    )
+    p.add_argument("--model", default=None, help="force this model name into every forwarded request")
+    p.add_argument(
+        "--ttl-s",
+        type=float,
+        default=_DEFAULTS.ttl_s,
+        help="evict an episode not written for this long (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=int,
+        default=_DEFAULTS.max_episodes,
+        help="episodes kept, least recently written evicted first (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-entries-per-episode",
+        type=int,
+        default=_DEFAULTS.max_entries_per_episode,
+        help="older entries of a longer episode are dropped; indices stay absolute (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-entry-chars",
+        type=int,
+        default=_DEFAULTS.max_entry_chars,
+        help="stored reasoning / public text cut to this length (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-total-chars",
+        type=int,
+        default=_DEFAULTS.max_total_chars,
+        help="characters stored over all episodes before LRU eviction (default: %(default)s)",
+    )
+    p.add_argument(
+        "--upstream-timeout-s",
+        type=float,
+        default=300.0,
+        help="limit of one upstream call; beyond it the caller gets HTTP 504 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-upstream-connections",
+        type=int,
+        default=256,
+        help="pooled connections to the upstream (default: %(default)s)",
+    )
+    return p
+
+
+def _secret(parser: argparse.ArgumentParser, flag: str, name: str | None) -> str | None:
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        parser.error(f"{flag} {name}: environment variable {name} is not set or empty")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (without the program/subcommand name), serve until SIGINT/SIGTERM, return 0."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.token and args.token_env:
+        parser.error("give --token or --token-env, not both")
+    token = args.token or _secret(parser, "--token-env", args.token_env)
+    api_key = _secret(parser, "--upstream-api-key-env", args.upstream_api_key_env)
+    try:
+        limits = StoreLimits(
+            ttl_s=args.ttl_s,
+            max_episodes=args.max_episodes,
+            max_entries_per_episode=args.max_entries_per_episode,
+            max_entry_chars=args.max_entry_chars,
+            max_total_chars=args.max_total_chars,
+        )
+        shim = PrivilegedShim(
+            args.upstream,
+            host=args.host,
+            port=args.port,
+            token=token,
+            limits=limits,
+            upstream_api_key=api_key,
+            model_override=args.model,
+            upstream_timeout_s=args.upstream_timeout_s,
+            max_upstream_connections=args.max_upstream_connections,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        asyncio.run(_serve(shim))
+    except (OSError, ValueError) as exc:  # port in use, shim pointed at itself
+        print(f"mimesis-pl shim: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(shim: PrivilegedShim) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    def ready(url: str) -> None:
+        # One parseable line: launchers (and tests) wait for it before sending traffic.
+        print(f"mimesis-pl shim: serving {url} -> {shim.upstream_url}", flush=True)
+
+    await shim.serve_forever(stop, on_ready=ready)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
