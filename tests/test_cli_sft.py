@@ -111,3 +111,20 @@ def test_data_show_text_uses_brackets_off_terminal(capsys, in_repo):
     assert main(["data", "show", "--config", CONFIG, "--n", "1", "--colour", "never"]) == 0
     out = capsys.readouterr().out
     assert "[[" in out and "<|im_end|>]]" in out
+
+
+@pytest.mark.parametrize("name", ["simulator_roleswap_sft", "simulator_thoughttrace_sft"])
+def test_tiny_simulator_sft_learns(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    main(["fit", "--config", str(REPO / "configs" / "tiny" / f"{name}.yaml"), f"--trainer.logger.init_args.save_dir={tmp_path}",
+          "--trainer.max_steps=40", "--trainer.val_check_interval=40" if "roleswap" in name else "--trainer.log_every_n_steps=5"])
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = next((tmp_path / f"tiny_{name.removeprefix('simulator_')}").iterdir())
+    events = EventAccumulator(str(run))
+    events.Reload()
+    losses = [e.value for e in events.Scalars("train/loss")]
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert (run / "hf" / "final" / "model.safetensors").is_file()
+    counts = {t: events.Scalars(t)[0].value for t in events.Tags()["scalars"] if t.startswith("data/")}
+    assert counts["data/train_samples"] > 0

@@ -67,6 +67,75 @@ def chat_sft_records(n: int = 48, seed: int = 0) -> list[dict]:
     return [{"messages": makers[i % len(makers)](rng)} for i in range(n)]
 
 
+_TOPICS = ("a trip to Lisbon", "a birthday cake", "learning the violin", "a job interview", "a broken bike", "a tax form")
+_HUMAN_OPENERS = ("hey can you help me with {t}", "i need ideas for {t}", "quick question about {t}", "help with {t} pls")
+_HUMAN_FOLLOWUPS = ("shorter please", "that is too generic", "ok and what about the cost", "thanks, one more thing", "hmm not sure")
+_AI_REPLIES = (
+    "Sure! Here are three ideas for {t}.",
+    "Happy to help with {t}. First, tell me your budget.",
+    "Here is a short plan for {t}: start small and keep notes.",
+)
+
+
+def _chat(rng: random.Random, turns: int) -> list[dict]:
+    topic = rng.choice(_TOPICS)
+    messages = []
+    for k in range(turns):
+        human = (rng.choice(_HUMAN_OPENERS) if k == 0 else rng.choice(_HUMAN_FOLLOWUPS)).format(t=topic)
+        messages.append({"role": "user", "content": human})
+        messages.append({"role": "assistant", "content": rng.choice(_AI_REPLIES).format(t=topic)})
+    return messages
+
+
+def roleswap_tables(seed: int = 0) -> dict[str, list[dict]]:
+    """Rows ``{data_source, messages}`` per file: human–AI chats of several sources."""
+    rng = random.Random(seed)
+    files: dict[str, list[dict]] = {}
+    files["wildchat.parquet"] = [{"data_source": "wildchat", "messages": _chat(rng, rng.randint(1, 3))} for _ in range(16)]
+    files["lmsys.parquet"] = [{"data_source": "lmsys", "messages": _chat(rng, rng.randint(1, 2))} for _ in range(8)]
+    files["human_llm.parquet"] = [
+        {"data_source": "human_llm", "messages": [{"role": "system", "content": "You are a helpful assistant."}] + _chat(rng, 1)}
+        for _ in range(8)
+    ]
+    files["psych101.parquet"] = [{"data_source": "psych101", "messages": _chat(rng, rng.randint(10, 14))} for _ in range(4)]
+    return files
+
+
+def thoughttrace_records(n: int = 24, seed: int = 0) -> list[dict]:
+    """ThoughtTrace-format records: human turns with ``reasons``, AI turns with ``reactions``."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        topic = rng.choice(_TOPICS)
+        messages = []
+        for k in range(rng.randint(1, 3)):
+            human = (rng.choice(_HUMAN_OPENERS) if k == 0 else rng.choice(_HUMAN_FOLLOWUPS)).format(t=topic)
+            reasons = [] if rng.random() < 0.2 else [{"content": f"I care about {topic} and want a quick answer"}]
+            messages.append({"type": "user", "content": human, "reasons": reasons})
+            messages.append(
+                {"type": "assistant", "content": rng.choice(_AI_REPLIES).format(t=topic), "reactions": [{"content": "too long"}]}
+            )
+        records.append(
+            {
+                "id": f"tt-{i:03d}",
+                "task_summary": f"Get help with {topic}.",
+                "task_expectation": "Short, concrete suggestions.",
+                "survey_answers": [{"age": rng.choice(["18-24", "25-34", "35-44"]), "occupation": rng.choice(["nurse", "student", "chef"]), "purposes": ["planning", "writing"]}],
+                "messages": messages,
+            }
+        )
+    return records
+
+
+def write_parquet(rows: list[dict], path: Path, row_group_size: int = 8) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=row_group_size)
+    return path
+
+
 def write_jsonl(records: list[dict], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
@@ -77,4 +146,8 @@ def write_jsonl(records: list[dict], path: Path) -> Path:
 
 def write_samples(out: Path) -> list[Path]:
     """Write every sample data set under ``out/data``; return the files."""
-    return [write_jsonl(chat_sft_records(), out / "data" / "chat_sft" / "train.jsonl")]
+    data = out / "data"
+    written = [write_jsonl(chat_sft_records(), data / "chat_sft" / "train.jsonl")]
+    written += [write_parquet(rows, data / "roleswap" / name) for name, rows in roleswap_tables().items()]
+    written.append(write_jsonl(thoughttrace_records(), data / "thoughttrace" / "train.jsonl"))
+    return written

@@ -29,14 +29,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Conversation:
-    """One training conversation and where it came from (``sample_id`` names it in errors)."""
+    """One conversation and where it came from (``sample_id`` names it in errors).
+
+    ``split`` forces ``"train"`` or ``"val"``; ``None`` lets ``val_fraction`` decide by a hash of
+    ``sample_id``. ``source`` (e.g. the data source) is counted in the set-up stats.
+    """
 
     sample_id: str
     messages: list[dict[str, Any]]
+    split: str | None = None
+    source: str | None = None
 
 
 class BadSample(ValueError):
-    """A row that cannot become a training sample; the message names the file, row and field."""
+    """A row that cannot become a training sample; the message names the file, row and field.
+
+    ``reason`` is the stats key it is counted under (``skipped_{reason}``).
+    """
+
+    def __init__(self, message: str, reason: str = "bad_row") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ChatSFTDataModule(pl.LightningDataModule):
@@ -52,6 +65,7 @@ class ChatSFTDataModule(pl.LightningDataModule):
         val_fraction: share of conversations held out for validation, chosen by a hash of the
             sample id (stable across runs and data order).
         on_bad_sample: ``"skip"`` counts and logs bad rows; ``"raise"`` stops at the first one.
+        drop_trailing_context: drop messages after the last trained one (they train nothing).
         seed: data order seed.
     """
 
@@ -65,6 +79,7 @@ class ChatSFTDataModule(pl.LightningDataModule):
         max_tokens_per_batch: int | None = None,
         val_fraction: float = 0.0,
         on_bad_sample: Literal["skip", "raise"] = "skip",
+        drop_trailing_context: bool = True,
         seed: int = 0,
         num_workers: int = 0,
     ) -> None:
@@ -81,6 +96,7 @@ class ChatSFTDataModule(pl.LightningDataModule):
         self.max_tokens_per_batch = max_tokens_per_batch
         self.val_fraction = val_fraction
         self.on_bad_sample = on_bad_sample
+        self.drop_trailing_context = drop_trailing_context
         self.seed = seed
         self.num_workers = num_workers
         self.tokenizer = None
@@ -131,11 +147,21 @@ class ChatSFTDataModule(pl.LightningDataModule):
         stats: Counter = Counter()
         for conv in self.iter_conversations():
             if isinstance(conv, BadSample):  # a row the reader could not turn into messages
-                self._skip(stats, "bad_row", conv)
+                self._skip(stats, conv.reason, conv)
                 continue
             stats["conversations"] += 1
+            if conv.source is not None:
+                stats[f"source/{conv.source}"] += 1
+            messages = conv.messages
+            if self.drop_trailing_context:
+                keep = len(messages)
+                while keep > 0 and isinstance(messages[keep - 1], dict) and messages[keep - 1].get("role") not in self.train_roles:
+                    keep -= 1
+                if 0 < keep < len(messages):
+                    stats["trailing_context_dropped"] += 1
+                    messages = messages[:keep]
             try:
-                rendered = renderer.render(conv.messages, sample=conv.sample_id)
+                rendered = renderer.render(messages, sample=conv.sample_id)
                 ids, mask = apply_length_limits(
                     rendered.input_ids, rendered.loss_mask, self.limits, truncation, sample=conv.sample_id
                 )
@@ -149,7 +175,8 @@ class ChatSFTDataModule(pl.LightningDataModule):
                 self._skip(stats, "no_trained_tokens", BadSample(f"sample {conv.sample_id}: no trained tokens left"))
                 continue
             sample = {"input_ids": ids, "loss_mask": mask, "sample_id": conv.sample_id}
-            (self.val_samples if self._is_val(conv.sample_id) else self.train_samples).append(sample)
+            is_val = conv.split == "val" if conv.split is not None else self._is_val(conv.sample_id)
+            (self.val_samples if is_val else self.train_samples).append(sample)
         stats.update(truncation.counts)
         stats["train_samples"] = len(self.train_samples)
         stats["val_samples"] = len(self.val_samples)
