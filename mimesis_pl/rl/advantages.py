@@ -315,6 +315,7 @@ def foldgrpo_advantages(
     response_mask: Tensor,
     norm_by_std: bool = True,
     eps: float = 1e-6,
+    singleton: str = "zero",
 ) -> Tensor:
     """FoldGRPO: GRPO where one rollout may yield several rows; group statistics count rollouts.
 
@@ -325,12 +326,16 @@ def foldgrpo_advantages(
             each (group, gen_uid) pair enters μ and σ, so a rollout folded into many rows does not
             outweigh its siblings.
         response_mask: [B, T] 1 on trained tokens.
-        norm_by_std, eps: as in `grpo_outcome_advantages` (a group with one rollout: μ = 0, σ = 1).
+        norm_by_std, eps: as in `grpo_outcome_advantages`.
+        singleton: a group with a single rollout has no baseline: ``"zero"`` gives it advantage 0
+            (the simulator spec's fix of D19: the reference fed the raw reward in as advantage);
+            ``"raw"`` keeps μ = 0, σ = 1 as `grpo_outcome_advantages` does.
 
     Returns:
         [B, T] float32: each row's own z-score on its masked tokens.
     """
     _check_eps(eps)
+    _check_choice("singleton", singleton, ("zero", "raw"))
     scores = torch.as_tensor(scores, dtype=torch.float32)
     if scores.dim() != 1:
         raise ValueError(f"scores must be 1-D [B]; got shape {tuple(scores.shape)}")
@@ -345,5 +350,9 @@ def foldgrpo_advantages(
     positions = torch.arange(batch, device=device)
     first_row = torch.full((int(pair.max()) + 1,), batch, dtype=torch.long, device=device)
     first_row.scatter_reduce_(0, pair, positions, reduce="amin")
-    z = _group_zscores(scores, first_row, groups, int(groups.max()) + 1, norm_by_std, eps)
+    n_groups = int(groups.max()) + 1
+    z = _group_zscores(scores, first_row, groups, n_groups, norm_by_std, eps)
+    if singleton == "zero":
+        rollouts_per_group = torch.bincount(groups[first_row], minlength=n_groups)
+        z = torch.where(rollouts_per_group[groups] <= 1, torch.zeros_like(z), z)
     return z[:, None] * response_mask.to(torch.float32)

@@ -325,7 +325,7 @@ def test_foldgrpo_counts_each_rollout_once():
     #   (counting rows instead would give μ = 0.75)
     # group h: v1 rows score 2 then 0 (the first row, 2, is its representative), v2 score 1
     #   stats over [2, 1]: μ = 1.5, σ = √0.5 → rows (2 − 1.5)/σ, (0 − 1.5)/σ, (1 − 1.5)/σ
-    # group k: one rollout w1 in two rows → μ = 0, σ = 1 → 3/(1 + ε)
+    # group k: one rollout w1 in two rows → no baseline → advantage 0 (D19); "raw" keeps 3/(1 + ε)
     scores = torch.tensor([1.0, 1.0, 1.0, 0.0, 2.0, 0.0, 1.0, 3.0, 3.0])
     groups = ["g", "g", "g", "g", "h", "h", "h", "k", "k"]
     gen = ["u1", "u1", "u1", "u2", "v1", "v1", "v2", "w1", "w1"]
@@ -333,9 +333,11 @@ def test_foldgrpo_counts_each_rollout_once():
     mask[0, 1] = 0
     sigma = math.sqrt(0.5) + EPS
     expected = torch.tensor([0.5, 0.5, 0.5, -0.5, 0.5, -1.5, -0.5, 0.0, 0.0]) / sigma
-    expected[7:] = 3 / (1 + EPS)
+    expected[7:] = 0.0
     adv = foldgrpo_advantages(scores, groups, gen, mask)
     close(adv, expected[:, None] * mask)
+    expected[7:] = 3 / (1 + EPS)
+    close(foldgrpo_advantages(scores, groups, gen, mask, singleton="raw"), expected[:, None] * mask)
 
 
 def test_foldgrpo_with_distinct_rollouts_equals_outcome_grpo():
@@ -351,3 +353,5 @@ def test_foldgrpo_bad_input():
         foldgrpo_advantages(torch.ones(2), [0, 0], [0], torch.ones(2, 3))
     with pytest.raises(ValueError, match="response_mask"):
         foldgrpo_advantages(torch.ones(2), [0, 0], [0, 1], torch.ones(3, 3))
+    with pytest.raises(ValueError, match="singleton"):
+        foldgrpo_advantages(torch.ones(2), [0, 0], [0, 1], torch.ones(2, 3), singleton="keep")
