@@ -1,0 +1,79 @@
+"""Identity of one evaluation trial, the key of the result cache.
+
+A finished trial is reused only when everything that could change its result is the same: the task,
+the trial index, the agent (model *and* revision), the simulator, the gym configuration and the harness
+version (``spec/eval.md`` §2.7). The reference keyed by a hash of the prompt alone, so a new checkpoint
+silently reused old results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from mimesis_pl.eval.replay.values import canonical_json
+
+# Bump when episode semantics or scoring change, so that cached trials of older harnesses are not reused.
+HARNESS_VERSION = "1"
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """Short, stable hash of a (JSON) gym configuration: key order does not matter, values do."""
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:16]
+
+
+def _nonempty(owner: str, **fields: Any) -> None:
+    for name, value in fields.items():
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{owner}.{name} must be a non-empty string, got {value!r}")
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What is evaluated and by what: constant over one run."""
+
+    agent_model: str
+    agent_revision: str
+    simulator: str
+    harness_version: str = HARNESS_VERSION
+
+    def __post_init__(self) -> None:
+        _nonempty("RunIdentity", agent_model=self.agent_model, agent_revision=self.agent_revision,
+                  simulator=self.simulator, harness_version=self.harness_version)
+
+    def key(self, gym: str, gym_config_hash: str, task_id: str, trial: int) -> "TrialKey":
+        return TrialKey(gym=gym, task_id=task_id, trial=trial, agent_model=self.agent_model,
+                        agent_revision=self.agent_revision, simulator=self.simulator,
+                        gym_config_hash=gym_config_hash, harness_version=self.harness_version)
+
+
+@dataclass(frozen=True)
+class TrialKey:
+    """The cache key of one trial; ``digest`` is its stable hex id."""
+
+    gym: str
+    task_id: str
+    trial: int
+    agent_model: str
+    agent_revision: str
+    simulator: str
+    gym_config_hash: str
+    harness_version: str
+
+    def __post_init__(self) -> None:
+        _nonempty("TrialKey", gym=self.gym, task_id=self.task_id, agent_model=self.agent_model,
+                  agent_revision=self.agent_revision, simulator=self.simulator,
+                  gym_config_hash=self.gym_config_hash, harness_version=self.harness_version)
+        if isinstance(self.trial, bool) or not isinstance(self.trial, int) or self.trial < 0:
+            raise ValueError(f"TrialKey.trial must be an int >= 0, got {self.trial!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
+
+    def describe(self) -> str:
+        return f"{self.gym}/{self.task_id}#{self.trial} ({self.agent_model}@{self.agent_revision})"
