@@ -1,0 +1,211 @@
+"""IntentionGym: clarify a vague request by asking the user about its missing details.
+
+The agent sees a vague task (``create_kwargs.task``); the hidden ``missing_details`` (description,
+importance 1–3, options) come from UserRL's intention JSON, passed as ``details_paths`` (default: the
+compact copy ``assets/gyms/intention_details.json``). The user simulator knows one preferred option
+per detail (picked deterministically from the task id) and answers the agent's questions.
+
+Coverage is judged by a rule (:func:`covered_details`): each detail has keywords (content words of
+its description and options); a question covers a detail when it names at least one of them that is
+not a word of the task itself, unless what it names is better explained by another detail.
+
+Reward per question: with importance weights ``w = {3: 1.0, 2: 0.7, 1: 0.4}`` and ``W`` their sum
+over the task's details, a question that newly covers the set ``N`` earns
+``sum(w[i] for i in N) / W * (1 - multi_detail_penalty) ** (len(N) - 1)``. Asking one detail per
+question therefore earns the full share, bundling k details loses 20 % per extra detail (UserRL's
+incentive), and the episode score (sum) is at most 1, reached by covering every detail one by one.
+The episode ends once every detail is covered. Questions covering nothing earn 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from mimesis_pl.envs.assets import bundled_gym_file
+from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
+from mimesis_pl.envs.tasks import GymTask
+from mimesis_pl.envs.text import QUESTION_FILLER, content_words, question_keywords, stem
+from mimesis_pl.users.base import UserSimulator
+
+IMPORTANCE_WEIGHT = {3: 1.0, 2: 0.7, 1: 0.4}
+# Words that say nothing about *which* detail is meant.
+_GENERIC = frozenset(
+    stem(w) for w in "user prefer preferred specific particular desired want need detail details information".split()
+)
+# A question's filler words never count as keywords (see question_keywords), so a detail's cannot either.
+_FILLER = QUESTION_FILLER | frozenset(stem(w) for w in QUESTION_FILLER)
+
+PERSONA_TEMPLATE = """\
+You asked an AI assistant for help with the task below, but your request left out some details. \
+Your actual wishes for those details are listed under "details" (aspect and your preference).
+- Reply as this person, in one or two sentences, to what the assistant just asked.
+- Share a preference only when the question is about that aspect; do not list all your wishes at once.
+- If the question is about something not listed, say you have no particular preference about it.
+- Do not solve the task yourself and do not mention this list.
+<persona>
+{persona}
+</persona>"""
+
+
+@dataclass(frozen=True)
+class MissingDetail:
+    description: str
+    importance: int
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DetailKeys:
+    """Keywords of one detail: ``full`` (its description and options) and ``core`` (minus the task's words)."""
+
+    core: frozenset[str]
+    full: frozenset[str]
+
+
+def detail_keysets(task_text: str, details: Sequence[tuple[str, Sequence[str]]]) -> list[DetailKeys]:
+    """Keywords per detail; ``details`` are ``(description, options)`` pairs."""
+    task_words = content_words(task_text)
+    keys = []
+    for description, options in details:
+        full = {w for w in content_words(" ".join([description, *options])) if w.isalpha()} - _GENERIC - _FILLER
+        full = full or content_words(description)
+        keys.append(DetailKeys(core=frozenset((full - task_words) or full), full=frozenset(full)))
+    return keys
+
+
+def covered_details(question: str, keys: Sequence[DetailKeys], already: set[int]) -> list[int]:
+    """Indices of not-yet-covered details that ``question`` is about.
+
+    A detail is a candidate when the question names one of its core keywords. A candidate whose
+    named keywords are all also named for another candidate is *explained* by that one (a strict
+    subset, or the same words making up a smaller share of its keywords) and does not count; every
+    other candidate does. Covered details take part in this comparison, so that a question about an
+    old detail does not count for a new one through a shared word.
+    """
+    asked = question_keywords(question)
+    hits = {i: asked & k.full for i, k in enumerate(keys) if asked & k.core}
+
+    def explained(i: int) -> bool:
+        share_i = len(hits[i]) / len(keys[i].full)
+        return any(
+            hits[i] < hits[j] or (hits[i] == hits[j] and len(hits[j]) / len(keys[j].full) > share_i)
+            for j in hits
+            if j != i
+        )
+
+    return [i for i in hits if i not in already and not explained(i)]
+
+
+def preferred_option(task_id: str, index: int, options: Sequence[str]) -> str:
+    """The user's wish for detail ``index``: a fixed pick among the options (stable across runs)."""
+    if not options:
+        return "no strong preference"
+    digest = hashlib.sha256(f"{task_id}:{index}".encode()).digest()
+    return str(options[int.from_bytes(digest[:4], "big") % len(options)])
+
+
+@lru_cache(maxsize=8)
+def _load_details_file(path: str) -> dict[str, tuple[MissingDetail, ...]]:
+    try:
+        records = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise TaskDataError(f"cannot read intention data {path}: {err}") from None
+    if not isinstance(records, list):
+        raise TaskDataError(f"{path}: expected a JSON list of intention records")
+    table: dict[str, tuple[MissingDetail, ...]] = {}
+    for i, record in enumerate(records):
+        where = f"{path}: record {i}"
+        rid = str(require(record, "id", where=where))
+        details = []
+        for j, raw in enumerate(require(record, "missing_details", where=f"{where} ({rid})")):
+            at = f"{where} ({rid}) missing_details[{j}]"
+            try:
+                importance = int(require(raw, "importance", where=at))
+            except (TypeError, ValueError):
+                raise TaskDataError(
+                    f"{at}: field 'importance' must be 1, 2 or 3, got {raw.get('importance')!r}"
+                ) from None
+            if importance not in IMPORTANCE_WEIGHT:
+                raise TaskDataError(f"{at}: field 'importance' must be 1, 2 or 3, got {importance}")
+            options = tuple(str(o) for o in (raw.get("options") or []))
+            details.append(MissingDetail(str(require(raw, "description", where=at)), importance, options))
+        table[rid] = tuple(details)
+    return table
+
+
+def load_details(paths: Sequence[str | Path]) -> dict[str, tuple[MissingDetail, ...]]:
+    """Missing details by task id, merged over UserRL-format intention files."""
+    merged: dict[str, tuple[MissingDetail, ...]] = {}
+    for path in paths:
+        merged.update(_load_details_file(str(Path(path))))
+    return merged
+
+
+class IntentionGym(Gym):
+    """Ask clarifying questions until every missing detail of a vague request is known."""
+
+    env_name = "IntentionGym"
+    data_sources = ("interact_intention",)
+    choices = ("action",)
+
+    def __init__(
+        self,
+        *,
+        user: UserSimulator | None = None,
+        details_paths: Sequence[str | Path] | None = None,
+        multi_detail_penalty: float = 0.2,
+    ) -> None:
+        super().__init__(user=user)
+        if not 0.0 <= multi_detail_penalty < 1.0:
+            raise ValueError(f"multi_detail_penalty must be in [0, 1), got {multi_detail_penalty}")
+        self.details_paths = (
+            [Path(p) for p in details_paths] if details_paths else [bundled_gym_file("intention_details.json")]
+        )
+        self.multi_detail_penalty = multi_detail_penalty
+
+    async def _reset(self, task: GymTask) -> None:
+        self._task_id = str(require(task.hidden, "id", where=task.source))
+        self._task_text = str(require(task.hidden, "task", where=task.source))
+        self._category = str(task.hidden.get("category", ""))
+        details = load_details(self.details_paths).get(self._task_id)
+        if not details:
+            raise TaskDataError(
+                f"{task.source}: intention id {self._task_id!r} not found in {[str(p) for p in self.details_paths]}"
+            )
+        self._details = details
+        self._keysets = detail_keysets(self._task_text, [(d.description, d.options) for d in details])
+        self._weight_total = sum(IMPORTANCE_WEIGHT[d.importance] for d in details)
+        self._covered: set[int] = set()
+
+    def _persona_prompt(self) -> str:
+        persona: dict[str, Any] = {
+            "gym": self.env_name,
+            "category": self._category,
+            "task": self._task_text,
+            "details": [
+                {
+                    "aspect": d.description,
+                    "options": list(d.options),
+                    "preference": preferred_option(self._task_id, i, d.options),
+                }
+                for i, d in enumerate(self._details)
+            ],
+        }
+        return PERSONA_TEMPLATE.format(persona=json.dumps(persona, ensure_ascii=False, indent=1))
+
+    async def _step(self, action: Action) -> StepResult:
+        new = covered_details(action.content, self._keysets, self._covered)
+        reward = 0.0
+        if new:
+            share = sum(IMPORTANCE_WEIGHT[self._details[i].importance] for i in new) / self._weight_total
+            reward = share * (1.0 - self.multi_detail_penalty) ** (len(new) - 1)
+        self._covered.update(new)
+        reply = await self._ask_user(action.content)
+        done = len(self._covered) == len(self._details)
+        return self._result(reply.public, reward, done=done, user=reply, covered=sorted(new))

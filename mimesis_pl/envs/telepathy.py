@@ -1,0 +1,120 @@
+"""TelepathyGym: twenty-questions style guessing of a hidden entity.
+
+The user thinks of an entity (``reward_model.title``, described by ``reward_model.ground_truth``); the
+agent asks yes/no questions (``action``) answered by the user simulator and guesses (``answer``).
+
+Guesses are judged by a rule, not by the simulator: a guess is correct when every content word of
+the entity's name appears in it, simple plurals folded (``"a kiwi fruit"`` matches ``Kiwi``; ``"Einstein"``
+does not match ``Albert Einstein``).
+
+Reward: 1.0 for the first correct guess (the episode ends), 0.0 for questions and wrong guesses.
+Episode score = 0 or 1.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
+from mimesis_pl.envs.tasks import GymTask
+from mimesis_pl.envs.text import STOPWORDS, content_words, overlap_fraction, question_keywords, stem, words
+from mimesis_pl.users.base import UserSimulator
+
+_ARTICLES = frozenset({"a", "an", "the"})
+
+PERSONA_TEMPLATE = """\
+You are playing a guessing game as the one who holds the secret. You are thinking of the entity \
+described below; the other player asks yes-or-no questions to find out what it is.
+- Answer each question truthfully about this entity, starting with "Yes", "No" or "Maybe", in at most \
+one short sentence.
+- Never say the entity's name or give away its description unless the player has already named it.
+- If a message is not a yes-or-no question, say briefly that you can only answer yes-or-no questions.
+<persona>
+{persona}
+</persona>"""
+
+
+def entity_keywords(title: str, description: str) -> set[str]:
+    """What the entity "has": content words of its name and hidden description."""
+    return content_words(f"{title} {description}")
+
+
+def yes_no_for(question: str, title: str, description: str) -> tuple[str, set[str], set[str]]:
+    """The scripted answer to a question: ``("Yes"|"No"|"Maybe"|"", asked, matched)``.
+
+    "Yes" when at least half of the question's keywords describe the entity, "No" when none do,
+    "Maybe" in between; "" when the question has no content words at all.
+    """
+    asked = question_keywords(question)
+    if not asked:
+        return "", asked, set()
+    known = entity_keywords(title, description)
+    matched = asked & known
+    share = overlap_fraction(asked, known)
+    verdict = "Yes" if share >= 0.5 else "No" if share == 0 else "Maybe"
+    return verdict, asked, matched
+
+
+def guess_is_correct(guess: str, title: str) -> bool:
+    """Every content word of the name (simple plurals folded) appears in the guess."""
+    title_words = words(title)
+    name = [stem(w) for w in title_words if w not in STOPWORDS] or [stem(w) for w in title_words]
+    if not name:
+        return False
+    said = {stem(w) for w in words(guess)}
+    return all(w in said for w in name) or _joined(guess) == _joined(title)
+
+
+def _joined(text: str) -> str:
+    return "".join(w for w in words(text) if w not in _ARTICLES)
+
+
+@lru_cache(maxsize=4)
+def load_entities(path: str) -> dict[str, str]:
+    """UserRL's ``all_entities_refined.json`` as title → hidden description."""
+    try:
+        records = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise TaskDataError(f"cannot read entity data {path}: {err}") from None
+    return {str(r["title"]): str(r["target_entity"]) for r in records if r.get("title") and r.get("target_entity")}
+
+
+class TelepathyGym(Gym):
+    """Guess the entity the user is thinking of by asking yes/no questions."""
+
+    env_name = "TelepathyGym"
+    data_sources = ("interact_telepathygym",)
+    choices = ("action", "answer")
+
+    def __init__(self, *, user: UserSimulator | None = None, entities_path: str | Path | None = None) -> None:
+        super().__init__(user=user)
+        # Only needed for rows without reward_model.ground_truth (the UserRL parquet rows all have it).
+        self.entities_path = Path(entities_path) if entities_path else None
+
+    async def _reset(self, task: GymTask) -> None:
+        self._title = str(require(task.hidden, "title", where=task.source))
+        description = task.hidden.get("ground_truth")
+        if not description and self.entities_path is not None:
+            description = load_entities(str(self.entities_path)).get(self._title)
+        if not description:
+            raise TaskDataError(
+                f"{task.source}: no hidden description for {self._title!r} (reward_model.ground_truth is empty"
+                + ("" if self.entities_path else " and no entities_path was given")
+                + ")"
+            )
+        self._description = str(description)
+
+    def _persona_prompt(self) -> str:
+        persona: dict[str, Any] = {"gym": self.env_name, "entity": self._title, "description": self._description}
+        return PERSONA_TEMPLATE.format(persona=json.dumps(persona, ensure_ascii=False, indent=1))
+
+    async def _step(self, action: Action) -> StepResult:
+        if action.choice == "action":
+            reply = await self._ask_user(action.content)
+            return self._result(reply.public, user=reply)
+        if guess_is_correct(action.content, self._title):
+            return self._result(f"Correct! I was thinking of {self._title}.", 1.0, done=True)
+        return self._result("No, that is not what I am thinking of. Ask more questions or guess again.")

@@ -1,0 +1,168 @@
+"""OpenAIUser: a user simulator served behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+Typically a MIMESIS simulator served by vLLM/SGLang behind the privileged shim; the
+EnvironmentManager gives each episode its own base URL ``{shim}/ep/{episode_id}/v1`` through
+:meth:`OpenAIUser.for_episode`. Replies are split into public text and reasoning whatever the server
+does: ``<think>`` blocks inside ``content`` and the ``reasoning_content`` / ``reasoning`` fields both
+end up in :attr:`UserReply.reasoning`, never in the public text.
+
+Failures (connection errors, HTTP 429/5xx, an empty public reply) are retried ``max_retries`` times
+with exponential backoff; then, and on other HTTP errors at once, :class:`UserSimulatorError` is
+raised, which the EnvironmentManager records as ``user_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiohttp
+
+from mimesis_pl.chat.think import split_think
+from mimesis_pl.users.base import UserReply, UserSimulatorError
+
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class OpenAIUser:
+    """User simulator over HTTP (OpenAI chat-completions protocol).
+
+    Args:
+        base_url: endpoint root ending in ``/v1`` (replaced per episode when a shim is configured).
+        model: the served model name.
+        api_key_env: name of the environment variable holding the API key (``None``: no auth header).
+        temperature, max_tokens: sampling settings sent with every request.
+        timeout_s: per-request deadline.
+        max_retries: extra attempts after a retryable failure; ``retry_backoff_s`` doubles each time.
+        extra_body: merged into every request body (e.g. ``{"top_p": 0.95}``).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        timeout_s: float = 120.0,
+        max_retries: int = 2,
+        retry_backoff_s: float = 0.5,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
+        self.extra_body = dict(extra_body or {})
+        self._session: aiohttp.ClientSession | None = None
+
+    def for_episode(self, episode_id: str, base_url: str | None) -> OpenAIUser:
+        """A fresh client for one episode, bound to ``base_url`` when given (its own connection pool)."""
+        return OpenAIUser(
+            base_url=base_url or self.base_url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            retry_backoff_s=self.retry_backoff_s,
+            extra_body=self.extra_body,
+        )
+
+    async def reply(self, messages: Sequence[Mapping[str, str]], *, episode_id: str) -> UserReply:
+        body = {
+            "model": self.model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            **self.extra_body,
+        }
+        last_error = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+            try:
+                payload = await self._post(body)
+            except _Retryable as err:
+                last_error = str(err)
+                continue
+            reply = _reply_from(payload, self.base_url)
+            if reply.public:
+                return reply
+            last_error = "the reply has no public text (reasoning only, or empty)"
+        raise UserSimulatorError(
+            f"user simulator at {self.base_url} failed for episode {episode_id!r} "
+            f"after {self.max_retries + 1} attempts: {last_error}"
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        url = f"{self.base_url}/chat/completions"
+        try:
+            session = self._get_session()
+            async with session.post(url, json=body, headers=self._headers()) as response:
+                text = await response.text()
+                if response.status in _RETRY_STATUSES:
+                    raise _Retryable(f"HTTP {response.status} from {url}: {text[:200]}")
+                if response.status >= 400:
+                    raise UserSimulatorError(f"HTTP {response.status} from {url}: {text[:300]}")
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise _Retryable(f"{type(err).__name__} calling {url}: {err}") from None
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError:
+            raise UserSimulatorError(f"{url} returned non-JSON: {text[:200]!r}") from None
+        if not isinstance(payload, dict):
+            raise UserSimulatorError(f"{url} returned {type(payload).__name__}, expected a JSON object")
+        return payload
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        # A session is bound to the loop that created it; a new loop (e.g. a fresh asyncio.run) needs a new one.
+        if self._session is None or self._session.closed or getattr(self._session, "_loop", loop) is not loop:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+        return self._session
+
+    def _headers(self) -> dict[str, str]:
+        if not self.api_key_env:
+            return {}
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise UserSimulatorError(f"environment variable {self.api_key_env!r} (api_key_env) is not set")
+        return {"Authorization": f"Bearer {key}"}
+
+
+class _Retryable(Exception):
+    pass
+
+
+def _reply_from(payload: Mapping[str, Any], where: str) -> UserReply:
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise UserSimulatorError(f"{where}: response has no choices: {str(payload)[:200]}")
+    message = choices[0].get("message") or {}
+    content = message.get("content") or ""
+    if not isinstance(content, str):
+        raise UserSimulatorError(f"{where}: message content is {type(content).__name__}, expected a string")
+    inline, public = split_think(content)
+    # vLLM/SGLang reasoning parsers move the reasoning to one of these fields.
+    separate = message.get("reasoning_content") or message.get("reasoning")
+    parts = [p.strip() for p in (separate if isinstance(separate, str) else None, inline) if p and p.strip()]
+    return UserReply(public=public, reasoning="\n".join(parts) or None)

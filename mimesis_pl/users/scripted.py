@@ -1,0 +1,92 @@
+"""ScriptedUser: the offline user simulator, deterministic rules over the task's hidden data.
+
+Gyms put the hidden data in a ``<persona>{json}</persona>`` block of the system message they send to
+any simulator (an LLM reads it as part of its instructions); the scripted user parses that block
+and answers with the rule of the persona's gym (see :mod:`mimesis_pl.users.scripted_rules`). Every
+reply carries a private reasoning text naming the hidden facts it used, as a served MIMESIS
+simulator's ``<think>`` block would — the material the privileged channel and the leak tests need.
+
+The rules, in short (keywords as in :mod:`mimesis_pl.envs.text`):
+
+- Telepathy: "Yes." when at least half of the question's keywords describe the entity (name and
+  hidden description), "No." when none do, "Maybe, partly." in between.
+- Turtle: the same against the hidden story (title, surface and bottom), "Yes." from 60 %.
+- Intention: when the question is about a missing detail (the gym's own coverage rule), the user
+  states its wish for it ("About the budget for the trip: Low."); otherwise it has no preference.
+- Persuade: the private argument is cut into up to four points of five specific keywords each; an
+  argument naming three keywords of a point answers it. The stance moves from Strongly Agree towards
+  Strongly Disagree in proportion to the points answered, and each reply names the keywords of the
+  next open point ("you have not answered my point about …") and ends with ``Stance: <label>``.
+
+The user keeps no state, so one instance serves every episode, in process or behind HTTP
+(:mod:`mimesis_pl.users.scripted_server`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mimesis_pl.chat.think import join_think
+from mimesis_pl.users.base import UserReply, UserSimulatorError
+from mimesis_pl.users.scripted_rules import RULES
+
+_PERSONA = re.compile(r"<persona>\s*(\{.*?\})\s*</persona>", re.DOTALL)
+
+
+def parse_persona(messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    """The JSON persona block of the first system message."""
+    for message in messages:
+        if message.get("role") == "system":
+            match = _PERSONA.search(str(message.get("content", "")))
+            if match is None:
+                break
+            try:
+                persona = json.loads(match.group(1))
+            except json.JSONDecodeError as err:
+                raise UserSimulatorError(f"scripted user: persona block is not JSON ({err.msg})") from None
+            if not isinstance(persona, dict) or not isinstance(persona.get("gym"), str):
+                raise UserSimulatorError("scripted user: persona block must be a JSON object with a 'gym' field")
+            return persona
+    raise UserSimulatorError("scripted user: no <persona>{...}</persona> block in the system message")
+
+
+class ScriptedUser:
+    """Offline, deterministic user for the built-in gyms (Telepathy, Turtle, Intention, Persuade).
+
+    Args:
+        think: attach the private reasoning to replies (``False`` gives a simulator without a
+            privileged channel, useful to test code paths that must cope with missing reasoning).
+    """
+
+    def __init__(self, *, think: bool = True) -> None:
+        self.think = think
+
+    def for_episode(self, episode_id: str, base_url: str | None) -> ScriptedUser:
+        # Stateless: the same instance serves every episode; there is no endpoint to bind.
+        return self
+
+    def respond(self, messages: Sequence[Mapping[str, str]]) -> UserReply:
+        """The reply to the last message (which must come from the agent, role ``user``)."""
+        if not messages or messages[-1].get("role") != "user":
+            raise UserSimulatorError("scripted user: the last message must be the agent's (role 'user')")
+        persona = parse_persona(messages)
+        rule = RULES.get(persona["gym"])
+        if rule is None:
+            raise UserSimulatorError(f"scripted user: no rules for gym {persona['gym']!r}; known: {sorted(RULES)}")
+        utterances = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+        reply = rule(persona, utterances)
+        return reply if self.think else UserReply(reply.public, None)
+
+    def respond_text(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """The reply as a served reasoning model writes it: ``<think>…</think>`` then the public text."""
+        reply = self.respond(messages)
+        return join_think(reply.reasoning, reply.public)
+
+    async def reply(self, messages: Sequence[Mapping[str, str]], *, episode_id: str) -> UserReply:
+        return self.respond(messages)
+
+    async def aclose(self) -> None:
+        return None
