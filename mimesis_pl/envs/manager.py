@@ -22,12 +22,13 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from mimesis_pl.envs.base import EpisodeOverError, Gym, StepResult, TaskDataError, Termination
 from mimesis_pl.envs.registry import GymRegistry, default_registry
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.tool import format_observation, format_tool_error, parse_turn
+from mimesis_pl.shim.client import shim_root
+from mimesis_pl.shim.store import check_episode_id
 from mimesis_pl.users.base import UserProvider, UserReply, UserSimulator, UserSimulatorError
 
 log = logging.getLogger(__name__)
@@ -40,15 +41,11 @@ _FAILURE_TEXT = {
 
 
 def episode_base_url(shim_url: str, episode_id: str) -> str:
-    """``{shim}/ep/{episode_id}/v1`` for a shim given as ``http://host:port``, ``…/`` or ``…/v1[/]``."""
-    parts = urlsplit(shim_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"shim_url must be an http(s) URL such as http://127.0.0.1:8710, got {shim_url!r}")
-    path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    path = f"{path}/ep/{quote(episode_id, safe='')}/v1"
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    """``{shim}/ep/{episode_id}/v1`` for a shim given as ``http://host:port``, ``…/`` or ``…/v1[/]``.
+
+    The shim's own rules decide (one place): the same root normalisation and episode-id check.
+    """
+    return f"{shim_root(shim_url)}/ep/{check_episode_id(episode_id)}/v1"
 
 
 class TurnResult(NamedTuple):

@@ -122,13 +122,15 @@ def test_episode_urls_are_distinct_and_normalised():
 
     async def go():
         a = await manager.start(kiwi_row(), "ep-a")
-        b = await manager.start(kiwi_row(), "ep/b")
+        b = await manager.start(kiwi_row(), "ep:b")
         return a, b
 
     a, b = asyncio.run(go())
     assert a.user_base_url == "http://127.0.0.1:8710/ep/ep-a/v1"
-    assert b.user_base_url == "http://127.0.0.1:8710/ep/ep%2Fb/v1"
-    assert users.base_urls == {"ep-a": a.user_base_url, "ep/b": b.user_base_url}
+    assert b.user_base_url == "http://127.0.0.1:8710/ep/ep:b/v1"
+    assert users.base_urls == {"ep-a": a.user_base_url, "ep:b": b.user_base_url}
+    with pytest.raises(ValueError, match="ep/b"):  # one URL path segment: the shim's id rules apply
+        episode_base_url("http://h:1", "ep/b")
     for shim in ("http://h:1", "http://h:1/", "http://h:1/v1", "http://h:1/v1/"):
         assert episode_base_url(shim, "x") == "http://h:1/ep/x/v1"
     assert episode_base_url("https://h/prefix/v1", "x") == "https://h/prefix/ep/x/v1"
