@@ -49,7 +49,7 @@ class MimesisCLI(LightningCLI):
 
 def _helper_commands():
     from .assets.build import main as assets_main
-    from .data.show import main as data_main
+    from .data.commands import main as data_main
 
     commands = {"assets": assets_main, "data": data_main}
     try:

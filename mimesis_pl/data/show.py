@@ -54,14 +54,12 @@ def load_datamodule(config_paths: list[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mimesis-pl data", description="Inspect configured data.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    show = sub.add_parser("show", help="render N samples with the trained spans marked")
+    show = argparse.ArgumentParser(prog="mimesis-pl data show", description="Render N samples with the trained spans marked.")
     show.add_argument("--config", action="append", required=True, help="LightningCLI YAML (repeatable)")
     show.add_argument("--n", type=int, default=3, help="number of samples (default 3)")
     show.add_argument("--json", action="store_true", help="print JSON: per sample a list of {text, trained}")
     show.add_argument("--colour", choices=["auto", "always", "never"], default="auto")
-    args = parser.parse_args(argv)
+    args = show.parse_args(argv)
 
     datamodule = load_datamodule(args.config)
     datamodule.setup("fit")

@@ -5,16 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import lightning.pytorch as pl
 import torch
 
 from ..metrics.lm import TokenPerplexity
-from .hf import build_optimizer, load_causal_lm, shard_fsdp2
+from .base import HFCausalLMModule
 from .settings import LoraSettings, OptimSettings
 from .token_ops import model_token_logprobs
 
 
-class CausalLMSFT(pl.LightningModule):
+class CausalLMSFT(HFCausalLMModule):
     """Supervised fine-tuning on batches of ``input_ids``, ``attention_mask``, ``loss_mask``.
 
     ``loss_mask[b, i] = 1`` marks token ``i`` as a target; the loss is the token-mean NLL over all
@@ -43,41 +42,13 @@ class CausalLMSFT(pl.LightningModule):
         trust_remote_code: bool = False,
         loss_chunk_size: int = 4096,
     ) -> None:
-        super().__init__()
+        super().__init__(
+            model_path, lora, optim, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size
+        )
         self.save_hyperparameters()
-        self.model_path = model_path
-        self.lora = lora
-        self.optim = optim
-        self.gradient_checkpointing = gradient_checkpointing
-        self.dtype_name = dtype
-        self.attn_implementation = attn_implementation
-        self.trust_remote_code = trust_remote_code
-        self.loss_chunk_size = loss_chunk_size
-        self.model: torch.nn.Module | None = None
         self.train_ppl = TokenPerplexity()
         self.val_ppl = TokenPerplexity()
         self._step_started: float | None = None
-
-    def configure_model(self) -> None:
-        if self.model is not None:
-            return
-        self.model = load_causal_lm(
-            self.model_path,
-            dtype=self.dtype_name,
-            attn_implementation=self.attn_implementation,
-            trust_remote_code=self.trust_remote_code,
-            gradient_checkpointing=self.gradient_checkpointing,
-            lora=self.lora,
-        )
-        mesh = self._device_mesh_or_none()
-        if mesh is not None:
-            shard_fsdp2(self.model, mesh["data_parallel"] if "data_parallel" in (mesh.mesh_dim_names or ()) else mesh)
-
-    def _device_mesh_or_none(self):
-        try:
-            return self.device_mesh
-        except AttributeError:
-            return None
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -123,7 +94,3 @@ class CausalLMSFT(pl.LightningModule):
         stats = getattr(self.trainer.datamodule, "stats", None)
         if stats and self.logger is not None:
             self.logger.log_metrics({f"data/{k}": float(v) for k, v in stats.items()}, step=0)
-
-    def configure_optimizers(self):
-        optimizer, scheduler = build_optimizer(self.model, self.optim, int(self.trainer.estimated_stepping_batches))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,0 +1,30 @@
+"""``mimesis-pl data …`` subcommands."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: mimesis-pl data {show,prepare-gyms,record-experts} ...
+
+  show            render samples of a configured DataModule with the trained tokens marked
+  prepare-gyms    split UserRL-format gym parquet files into train/val prompt sets by task
+  record-experts  record successful scripted-expert episodes as agent-SFT conversations (JSONL)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "show":
+        from .show import main as run
+    elif cmd == "prepare-gyms":
+        from .gym_prep import main as run
+    elif cmd == "record-experts":
+        from .expert_traces import main as run
+    else:
+        print(f"mimesis-pl data: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return int(run(rest) or 0)

@@ -1,0 +1,87 @@
+"""Turn UserRL-format gym parquet files into our RL prompt sets, split by *task*, not by row.
+
+The reference split rows, so a task appearing in several rows (or a travel scenario in several
+variants) could land in both train and validation. Here every row is keyed by its task id
+(``reward_model.id`` / ``title``); whole tasks go to one side, ``max(1, round(val_fraction · tasks))``
+per gym to validation. Output: ``{out}/train/{gym}.parquet`` and ``{out}/val/{gym}.parquet`` (one
+file per gym keeps each gym's row schema exactly as it was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..envs.registry import default_registry
+from ..envs.tasks import GymTask
+
+
+def prepare_gym_prompts(
+    src: list[str],
+    out_dir: str | Path,
+    val_fraction: float = 0.05,
+    seed: int = 42,
+    max_per_gym: int | None = None,
+    gyms: list[str] | None = None,
+) -> dict[str, Any]:
+    """Split ``src`` parquet files by task into train/val prompt files; return counts per gym and split."""
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    registry = default_registry()
+    wanted = {registry.canonical_name(g) for g in gyms} if gyms else None
+    by_gym: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    skipped: Counter = Counter()
+    for path in src:
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            task = GymTask.from_row(row, source=f"{path}:row{i}")
+            try:
+                gym = registry.canonical_name(task.env_name)
+            except ValueError:
+                skipped[f"unsupported/{task.env_name}"] += 1
+                continue
+            if wanted is not None and gym not in wanted:
+                skipped[f"not_selected/{gym}"] += 1
+                continue
+            by_gym[gym][task.key].append(row)
+    out_dir = Path(out_dir)
+    summary: dict[str, Any] = {"skipped": dict(skipped), "gyms": {}}
+    rng = random.Random(seed)
+    for gym in sorted(by_gym):
+        keys = sorted(by_gym[gym])
+        rng.shuffle(keys)
+        n_val = max(1, round(val_fraction * len(keys))) if val_fraction > 0 and len(keys) > 1 else 0
+        splits = {"val": keys[:n_val], "train": keys[n_val:]}
+        if max_per_gym is not None:
+            splits["train"] = splits["train"][:max_per_gym]
+            splits["val"] = splits["val"][: max(1, max_per_gym // 4)] if splits["val"] else []
+        assert not set(splits["val"]) & set(splits["train"]), "a task landed on both sides"
+        summary["gyms"][gym] = {}
+        for split, split_keys in splits.items():
+            rows = [row for key in split_keys for row in by_gym[gym][key]]
+            summary["gyms"][gym][split] = {"tasks": len(split_keys), "rows": len(rows)}
+            if rows:
+                path = out_dir / split / f"{gym}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(pa.Table.from_pylist(rows), path)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mimesis-pl data prepare-gyms", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--src", nargs="+", required=True, help="UserRL-format parquet files")
+    parser.add_argument("--out", required=True, help="output folder (train/ and val/ are created)")
+    parser.add_argument("--val-fraction", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--max-per-gym", type=int, default=None, help="cap on training tasks per gym")
+    parser.add_argument("--gyms", nargs="*", default=None, help="only these gyms (env names or data sources)")
+    args = parser.parse_args(argv)
+    summary = prepare_gym_prompts(args.src, args.out, args.val_fraction, args.seed, args.max_per_gym, args.gyms)
+    print(json.dumps(summary, indent=1))
+    return 0

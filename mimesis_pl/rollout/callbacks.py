@@ -1,0 +1,206 @@
+"""``RolloutCallback``: before each training batch, sync weights, run the episodes, score them, and
+hand the experience (trajectories, tensors, per-token advantages) to the module."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+
+from ..envs import EnvironmentManager
+from ..rl.advantages import grpo_multiturn_advantages, trajectory_score
+from .engines import SamplingParams, build_engine
+from .loop import MultiTurnRollout
+from .services import SimulatorServices, UserSimSettings
+from .trajectory import Trajectory, collate_trajectories
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RolloutSettings:
+    """Sampling and episode limits (reference defaults: n 8, 16 turns, 1152 + 8192 tokens, T = 1)."""
+
+    engine: str = "hf"
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    n_samples: int = 8
+    max_turns: int = 16
+    max_new_tokens: int = 8192
+    max_length: int = 9344
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    enable_thinking: bool | None = None
+    max_concurrency: int = 128
+    gym_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    step_timeout_s: float = 300.0
+    show_reward: bool = False
+
+
+@dataclass
+class AdvantageSettings:
+    """Multi-turn GRPO (reference: γ 0.8 per turn, R2G credits, R2G trajectory score)."""
+
+    gamma: float = 0.8
+    credit: str = "r2g"
+    score: str = "r2g"
+    norm_by_std: bool = True
+    eps: float = 1e-6
+    zero_credit: str = "uniform"
+    mask_failures: bool = True
+    success_threshold: float = 1.0
+
+
+@dataclass
+class Experience:
+    """One batch of rollouts, ready for the policy update."""
+
+    trajectories: list[Trajectory]
+    tensors: dict[str, torch.Tensor]  # collate_trajectories(...) of the trained trajectories, + "advantages"
+    metrics: dict[str, float]
+    trained: list[int]  # indices into ``trajectories`` that are trained on (failures masked out)
+
+
+class RolloutCallback(pl.Callback):
+    """Runs rollouts for each batch of prompt rows and stores an :class:`Experience` on the module.
+
+    The module must expose ``model`` (a HF causal LM), ``tokenizer`` and ``weights_version`` (bumped
+    after each optimiser step), and read ``experience`` in ``training_step``.
+    """
+
+    def __init__(
+        self,
+        rollout: RolloutSettings = RolloutSettings(),
+        users: UserSimSettings = UserSimSettings(),
+        advantage: AdvantageSettings = AdvantageSettings(),
+    ) -> None:
+        self.settings = rollout
+        self.user_settings = users
+        self.advantage = advantage
+        self.services: SimulatorServices | None = None
+        self.engine = None
+        self.rollout: MultiTurnRollout | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._engine_version = -1
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage != "fit" or self.rollout is not None:
+            return
+        s = self.settings
+        tokenizer = pl_module.tokenizer
+        self.services = SimulatorServices(self.user_settings, coach_url=getattr(pl_module, "coach_shim_url", None)).start()
+        manager = EnvironmentManager(
+            users=self.services.users(), shim_url=self.services.shim_url, gym_options=s.gym_options,
+            max_turns=s.max_turns, step_timeout_s=s.step_timeout_s, show_reward=s.show_reward,
+        )
+        self._loop = asyncio.new_event_loop()
+        sampling = SamplingParams(
+            max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+            stop_token_ids=(tokenizer.eos_token_id,),
+        )
+        template_kwargs = {} if s.enable_thinking is None else {"enable_thinking": s.enable_thinking}
+        self._sampling, self._manager, self._template_kwargs = sampling, manager, template_kwargs
+
+    def _ensure_engine(self, pl_module: pl.LightningModule) -> None:
+        if self.rollout is not None:
+            return
+        s = self.settings
+        kwargs = dict(s.engine_kwargs)
+        if s.engine == "hf":
+            kwargs.setdefault("model", pl_module.model)
+            kwargs.setdefault("tokenizer_or_pad_id", pl_module.tokenizer)
+        self.engine = build_engine(s.engine, **kwargs)
+        self.rollout = MultiTurnRollout(
+            self.engine, pl_module.tokenizer, self._manager, self._sampling, max_length=s.max_length,
+            template_kwargs=self._template_kwargs, max_concurrency=s.max_concurrency,
+        )
+
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self.services is not None:
+            self.services.stop()
+            self.services = None
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+        if self._loop is not None:
+            pending = asyncio.all_tasks(self._loop)  # e.g. an engine's micro-batching task
+            for task in pending:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.close()
+            self._loop = None
+        self.rollout = None
+
+    # -- per batch -------------------------------------------------------------------------------
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int) -> None:
+        self._ensure_engine(pl_module)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        version = getattr(pl_module, "weights_version", 0)
+        if self.settings.engine != "hf" and version != self._engine_version:
+            self.engine.update_weights(pl_module.model)
+        self._engine_version = version
+        timings["time/weight_sync_s"] = time.perf_counter() - t0
+
+        self.engine.wake_up()
+        group_ids = [f"s{trainer.global_step}-b{batch_idx}-p{i}" for i in range(len(batch))]
+        trajectories, rt = self._loop.run_until_complete(
+            self.rollout.run_batch(batch, self.settings.n_samples, group_ids=group_ids)
+        )
+        self.engine.sleep()
+        timings.update({"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment})
+        t0 = time.perf_counter()
+        pl_module.experience = self.build_experience(trajectories, pad_id=_pad_id(pl_module.tokenizer))
+        timings["time/reward_s"] = time.perf_counter() - t0
+        pl_module.experience.metrics.update(timings)
+
+    def build_experience(self, trajectories: list[Trajectory], pad_id: int) -> Experience:
+        """Score trajectories, mask infrastructure failures, compute per-token advantages."""
+        a = self.advantage
+        for t in trajectories:
+            t.reward = float(trajectory_score(t.turn_rewards, a.score, a.gamma)) if t.turn_rewards else 0.0
+        trained = [i for i, t in enumerate(trajectories) if not (a.mask_failures and t.failed) and t.num_turns > 0]
+        metrics = rollout_metrics(trajectories, a.success_threshold)
+        metrics["rollout/trained_fraction"] = len(trained) / max(1, len(trajectories))
+        tensors: dict[str, torch.Tensor] = {}
+        if trained:
+            chosen = [trajectories[i] for i in trained]
+            tensors = collate_trajectories(chosen, pad_id)
+            tensors["advantages"] = grpo_multiturn_advantages(
+                tensors["turn_index"], [t.turn_rewards for t in chosen], [t.group_id for t in chosen], gamma=a.gamma,
+                credit=a.credit, score=a.score, norm_by_std=a.norm_by_std, eps=a.eps, zero_credit=a.zero_credit,
+            )
+        return Experience(trajectories=trajectories, tensors=tensors, metrics=metrics, trained=trained)
+
+
+def rollout_metrics(trajectories: list[Trajectory], success_threshold: float) -> dict[str, float]:
+    """Reward, success, length and termination statistics of a batch (all trajectories)."""
+    rewards = torch.tensor([sum(t.turn_rewards) for t in trajectories], dtype=torch.float32)
+    ok = [t for t in trajectories if not t.failed]
+    metrics = {
+        "rollout/episode_reward_mean": rewards.mean().item() if len(rewards) else 0.0,
+        "rollout/episode_reward_std": rewards.std().item() if len(rewards) > 1 else 0.0,
+        "rollout/score_mean": sum(t.reward for t in trajectories) / max(1, len(trajectories)),
+        "rollout/success_rate": sum(sum(t.turn_rewards) >= success_threshold - 1e-6 for t in ok) / max(1, len(ok)),
+        "rollout/turns_mean": sum(t.num_turns for t in trajectories) / max(1, len(trajectories)),
+        "rollout/response_tokens_mean": sum(t.response_length for t in trajectories) / max(1, len(trajectories)),
+        "rollout/sequence_tokens_mean": sum(len(t.input_ids) for t in trajectories) / max(1, len(trajectories)),
+    }
+    for status, n in Counter(t.status for t in trajectories).items():
+        metrics[f"rollout/status/{status}"] = float(n)
+    tool_errors = sum(t.counters.get("tool_errors", 0) for t in trajectories)
+    metrics["rollout/tool_errors_per_episode"] = tool_errors / max(1, len(trajectories))
+    return metrics
+
+
+def _pad_id(tokenizer) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

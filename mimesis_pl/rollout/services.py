@@ -1,0 +1,114 @@
+"""The simulated-user side of an RL job: which user simulator, and the privileged shim in front of it.
+
+Three set-ups, chosen in YAML (``UserSimSettings.kind``):
+
+- ``scripted``: the offline scripted user, in process (no HTTP; fastest, for unit tests);
+- ``scripted_http``: the scripted user served as an OpenAI-compatible endpoint on loopback, with
+  the real shim in front of it — the embedded default, exercising the same path as a served model;
+- ``openai``: a served simulator (vLLM/SGLang) at ``upstream_url``; the job starts a shim in front
+  of it (``shim: true``) or uses a running one (``shim_url``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..shim.background import ServerThread
+from ..shim.guard import check_distinct_endpoints
+from ..shim.service import PrivilegedShim
+
+
+@dataclass
+class UserSimSettings:
+    """How episodes get their simulated user (see the module docstring)."""
+
+    kind: Literal["scripted", "scripted_http", "openai"] = "scripted_http"
+    upstream_url: str | None = None
+    model: str = "scripted-user"
+    shim: bool = True
+    shim_url: str | None = None
+    shim_token: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout_s: float = 120.0
+
+
+class _ScriptedUserServer:
+    """The scripted user's HTTP app as an ``async start() -> url`` / ``async stop()`` server."""
+
+    def __init__(self) -> None:
+        self._runner = None
+
+    async def start(self) -> str:
+        from ..users.scripted_server import start_scripted_server
+
+        self._runner, url = await start_scripted_server()
+        return url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+class SimulatorServices:
+    """Starts (and stops) what :class:`UserSimSettings` asks for; hands out users and the shim URL."""
+
+    def __init__(self, settings: UserSimSettings, coach_url: str | None = None) -> None:
+        if settings.kind not in ("scripted", "scripted_http", "openai"):
+            raise ValueError(f"user simulator kind must be scripted, scripted_http or openai, got {settings.kind!r}")
+        if settings.kind == "openai" and not (settings.upstream_url or settings.shim_url):
+            raise ValueError("user simulator kind 'openai' needs upstream_url (a served simulator) or shim_url")
+        self.settings = settings
+        self.coach_url = coach_url
+        self._threads: list[ServerThread] = []
+        self.shim_url: str | None = None
+        self.upstream_url: str | None = None
+
+    def start(self) -> SimulatorServices:
+        s = self.settings
+        if s.kind == "scripted":
+            return self
+        upstream = s.upstream_url
+        if s.kind == "scripted_http":
+            upstream = self._start(_ScriptedUserServer(), "mimesis-scripted-user")
+        self.upstream_url = upstream
+        if s.shim_url is not None:
+            self.shim_url = s.shim_url
+        elif s.shim:
+            self.shim_url = self._start(PrivilegedShim(upstream, token=s.shim_token), "mimesis-user-shim")
+        if self.coach_url is not None and self.shim_url is not None:
+            check_distinct_endpoints(self.shim_url, self.coach_url)
+        return self
+
+    def _start(self, server: Any, name: str) -> str:
+        thread = ServerThread(server, name=name)
+        url = thread.start()
+        self._threads.append(thread)
+        return url
+
+    def users(self):
+        """The UserProvider for the EnvironmentManager."""
+        s = self.settings
+        if s.kind == "scripted":
+            from ..users.scripted import ScriptedUser
+
+            return ScriptedUser()
+        from ..users.openai_user import OpenAIUser
+
+        base = self.shim_url or self.upstream_url
+        return OpenAIUser(
+            base_url=_v1(base), model=s.model, api_key_env=s.api_key_env, temperature=s.temperature,
+            max_tokens=s.max_tokens, timeout_s=s.timeout_s,
+        )
+
+    def stop(self) -> None:
+        while self._threads:
+            self._threads.pop().stop()
+
+
+def _v1(url: str) -> str:
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else f"{url}/v1"
