@@ -7,13 +7,16 @@ import json
 from pathlib import Path
 
 import lightning.pytorch as pl
-import torch
 
 
-def batch_digest(batch: dict[str, torch.Tensor]) -> str:
-    """A short hash of the batch's token ids (order and padding included)."""
-    ids = batch["input_ids"].detach().cpu().contiguous()
-    return hashlib.sha256(ids.numpy().tobytes() + str(tuple(ids.shape)).encode()).hexdigest()[:16]
+def batch_digest(batch) -> str:
+    """A short hash of a batch: token ids (order and padding included), or the rows of a prompt batch."""
+    if isinstance(batch, dict) and "input_ids" in batch:
+        ids = batch["input_ids"].detach().cpu().contiguous()
+        payload = ids.numpy().tobytes() + str(tuple(ids.shape)).encode()
+    else:  # RL prompt batches: a list of row dicts
+        payload = json.dumps(batch, sort_keys=True, default=str).encode()
+    return hashlib.sha256(payload).hexdigest()[:16]
 
 
 class BatchAuditCallback(pl.Callback):

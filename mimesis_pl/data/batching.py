@@ -137,3 +137,38 @@ def collate_padded(samples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, 
         loss_mask[row, :n] = torch.as_tensor(s["loss_mask"], dtype=torch.long)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     return {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask, "position_ids": position_ids}
+
+
+class ResumableSamplerMixin:
+    """DataModule mixin: checkpoint and restore the position of ``self._train_sampler``.
+
+    Subclasses create the sampler with :meth:`_install_sampler`; a state loaded before the sampler
+    exists (Lightning restores before it asks for the dataloader) is applied when it is installed.
+    """
+
+    _train_sampler: ResumableBucketBatchSampler | None = None
+    _pending_state: dict[str, Any] | None = None
+
+    def _install_sampler(self, sampler: ResumableBucketBatchSampler) -> ResumableBucketBatchSampler:
+        if self._pending_state is not None:
+            sampler.load_state_dict(self._pending_state)
+            self._pending_state = None
+        self._train_sampler = sampler
+        return sampler
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._train_sampler is None or getattr(self, "trainer", None) is None:
+            return {}
+        # ``processed`` counts the batch whose on_train_batch_end is saving this checkpoint;
+        # ``completed`` lags by one there.
+        consumed = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        return {"train_sampler": self._train_sampler.state_dict(consumed_batches=consumed)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = state_dict.get("train_sampler")
+        if state is None:
+            return
+        if self._train_sampler is not None:
+            self._train_sampler.load_state_dict(state)
+        else:
+            self._pending_state = state

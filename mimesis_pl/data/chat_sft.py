@@ -21,7 +21,7 @@ import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
 from ..chat import ChatRenderer
-from .batching import ResumableBucketBatchSampler, collate_padded
+from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, collate_padded
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
 
 log = logging.getLogger(__name__)
@@ -32,13 +32,15 @@ class Conversation:
     """One conversation and where it came from (``sample_id`` names it in errors).
 
     ``split`` forces ``"train"`` or ``"val"``; ``None`` lets ``val_fraction`` decide by a hash of
-    ``sample_id``. ``source`` (e.g. the data source) is counted in the set-up stats.
+    ``sample_id``. ``source`` (e.g. the data source) is counted in the set-up stats. ``tools``
+    are the tool schemas offered in this conversation (rendered into its system block).
     """
 
     sample_id: str
     messages: list[dict[str, Any]]
     split: str | None = None
     source: str | None = None
+    tools: list[dict[str, Any]] | None = None
 
 
 class BadSample(ValueError):
@@ -52,7 +54,7 @@ class BadSample(ValueError):
         self.reason = reason
 
 
-class ChatSFTDataModule(pl.LightningDataModule):
+class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     """Shared SFT pipeline: conversations → :class:`ChatRenderer` → length limits → batches.
 
     Args:
@@ -104,8 +106,6 @@ class ChatSFTDataModule(pl.LightningDataModule):
         self.skip_examples: list[str] = []
         self.train_samples: list[dict[str, Any]] = []
         self.val_samples: list[dict[str, Any]] = []
-        self._train_sampler: ResumableBucketBatchSampler | None = None
-        self._pending_state: dict[str, Any] | None = None
 
     # -- what subclasses provide ----------------------------------------------------------------
 
@@ -134,15 +134,18 @@ class ChatSFTDataModule(pl.LightningDataModule):
             self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
         return self.tokenizer
 
-    def renderer(self) -> ChatRenderer:
-        return ChatRenderer(self._load_tokenizer(), train_roles=self.train_roles, **self.template_kwargs())
+    def renderer(self, tools: list[dict[str, Any]] | None = None) -> ChatRenderer:
+        key = json.dumps(tools, sort_keys=True) if tools else ""
+        cache = self.__dict__.setdefault("_renderers", {})
+        if key not in cache:
+            cache[key] = ChatRenderer(self._load_tokenizer(), train_roles=self.train_roles, tools=tools, **self.template_kwargs())
+        return cache[key]
 
     # -- set-up ----------------------------------------------------------------------------------
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_samples or self.val_samples:
             return
-        renderer = self.renderer()
         truncation = TruncationStats()
         stats: Counter = Counter()
         for conv in self.iter_conversations():
@@ -161,7 +164,7 @@ class ChatSFTDataModule(pl.LightningDataModule):
                     stats["trailing_context_dropped"] += 1
                     messages = messages[:keep]
             try:
-                rendered = renderer.render(messages, sample=conv.sample_id)
+                rendered = self.renderer(conv.tools).render(messages, sample=conv.sample_id)
                 ids, mask = apply_length_limits(
                     rendered.input_ids, rendered.loss_mask, self.limits, truncation, sample=conv.sample_id
                 )
@@ -216,17 +219,16 @@ class ChatSFTDataModule(pl.LightningDataModule):
     def train_sampler(self) -> ResumableBucketBatchSampler:
         if self._train_sampler is None:
             rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
-            self._train_sampler = ResumableBucketBatchSampler(
-                [len(s["input_ids"]) for s in self.train_samples],
-                batch_size=self.batch_size,
-                max_tokens=self.max_tokens_per_batch,
-                seed=self.seed,
-                rank=rank,
-                num_replicas=world,
+            self._install_sampler(
+                ResumableBucketBatchSampler(
+                    [len(s["input_ids"]) for s in self.train_samples],
+                    batch_size=self.batch_size,
+                    max_tokens=self.max_tokens_per_batch,
+                    seed=self.seed,
+                    rank=rank,
+                    num_replicas=world,
+                )
             )
-            if self._pending_state is not None:
-                self._train_sampler.load_state_dict(self._pending_state)
-                self._pending_state = None
         return self._train_sampler
 
     def train_dataloader(self) -> DataLoader:
@@ -243,39 +245,22 @@ class ChatSFTDataModule(pl.LightningDataModule):
         )
         return DataLoader(self.val_samples, batch_sampler=sampler, collate_fn=self._collate(), num_workers=self.num_workers)
 
-    # -- resume ----------------------------------------------------------------------------------
-
-    def state_dict(self) -> dict[str, Any]:
-        if self._train_sampler is None or self.trainer is None:
-            return {}
-        # ``processed`` counts the batch whose on_train_batch_end is saving this checkpoint;
-        # ``completed`` lags by one there.
-        consumed = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
-        return {"train_sampler": self._train_sampler.state_dict(consumed_batches=consumed)}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = state_dict.get("train_sampler")
-        if state is None:
-            return
-        if self._train_sampler is not None:
-            self._train_sampler.load_state_dict(state)
-        else:
-            self._pending_state = state
-
 
 class JsonlChatSFTDataModule(ChatSFTDataModule):
-    """Conversations from JSONL files, one ``{"messages": [...]}`` object per line.
+    """Conversations from JSONL files, one ``{"messages": [...], "tools": [...]?}`` object per line.
 
     Args:
         files: JSONL paths (globs allowed, expanded in sorted order).
         messages_field: the key that holds the message list.
+        tools_field: the key that holds the (optional) tool schemas offered in the conversation.
         **kwargs: see :class:`ChatSFTDataModule`.
     """
 
-    def __init__(self, files: list[str], messages_field: str = "messages", **kwargs: Any) -> None:
+    def __init__(self, files: list[str], messages_field: str = "messages", tools_field: str = "tools", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.files = list(files)
         self.messages_field = messages_field
+        self.tools_field = tools_field
 
     def iter_conversations(self) -> Iterator[Conversation | BadSample]:
         for path in expand_files(self.files):
@@ -293,7 +278,11 @@ class JsonlChatSFTDataModule(ChatSFTDataModule):
                     if not isinstance(messages, list):
                         yield BadSample(f"{where}: field '{self.messages_field}' must be a list of messages")
                         continue
-                    yield Conversation(sample_id=where, messages=messages)
+                    tools = record.get(self.tools_field)
+                    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+                        yield BadSample(f"{where}: field '{self.tools_field}' must be a list of tool schemas")
+                        continue
+                    yield Conversation(sample_id=where, messages=messages, tools=tools)
 
 
 def expand_files(patterns: list[str]) -> list[Path]:

@@ -12,7 +12,7 @@ from typing import Any
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from .batching import ResumableBucketBatchSampler
+from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin
 from .mixture import ParquetRows, mixture_index, parse_file_specs
 
 REQUIRED_COLUMNS = ("data_source", "prompt", "reward_model", "extra_info")
@@ -38,7 +38,7 @@ def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return batch
 
 
-class GymPromptDataModule(pl.LightningDataModule):
+class GymPromptDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     """Batches of gym prompt rows for RL.
 
     Args:
@@ -61,8 +61,6 @@ class GymPromptDataModule(pl.LightningDataModule):
         self.seed = seed
         self.train_rows: list[dict[str, Any]] = []
         self.val_rows: list[dict[str, Any]] = []
-        self._sampler: ResumableBucketBatchSampler | None = None
-        self._pending: dict[str, Any] | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if not self.train_rows:
@@ -73,27 +71,11 @@ class GymPromptDataModule(pl.LightningDataModule):
             self.val_rows = read_prompt_rows(self.val_files, self.seed)
 
     def train_dataloader(self) -> DataLoader:
-        if self._sampler is None:
+        if self._train_sampler is None:
             rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
-            self._sampler = ResumableBucketBatchSampler(
-                [1] * len(self.train_rows), batch_size=self.batch_size, seed=self.seed, rank=rank, num_replicas=world
+            self._install_sampler(
+                ResumableBucketBatchSampler(
+                    [1] * len(self.train_rows), batch_size=self.batch_size, seed=self.seed, rank=rank, num_replicas=world
+                )
             )
-            if self._pending is not None:
-                self._sampler.load_state_dict(self._pending)
-                self._pending = None
-        return DataLoader(self.train_rows, batch_sampler=self._sampler, collate_fn=_as_list)
-
-    def state_dict(self) -> dict[str, Any]:
-        if self._sampler is None or self.trainer is None:
-            return {}
-        consumed = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
-        return {"train_sampler": self._sampler.state_dict(consumed_batches=consumed)}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = state_dict.get("train_sampler")
-        if state is None:
-            return
-        if self._sampler is not None:
-            self._sampler.load_state_dict(state)
-        else:
-            self._pending = state
+        return DataLoader(self.train_rows, batch_sampler=self._train_sampler, collate_fn=_as_list)

@@ -1,0 +1,40 @@
+import asyncio
+import json
+
+from mimesis_pl.chat import ChatRenderer, parse_tool_calls
+from mimesis_pl.data import JsonlChatSFTDataModule
+from mimesis_pl.data.expert_traces import record_expert_traces
+from mimesis_pl.envs import read_gym_tasks
+
+from ..conftest import ASSETS
+
+
+def test_expert_traces_are_successful_sft_conversations(tmp_path, tiny_model_path):
+    tasks = [t for path in sorted((ASSETS / "data/gyms/train").glob("*.parquet")) for t in read_gym_tasks(path)[:2]]
+    records, counts = asyncio.run(record_expert_traces(tasks))
+    assert len(records) == len(tasks) == 10
+    for record in records:
+        assert record["score"] >= 1.0 - 1e-9
+        roles = [m["role"] for m in record["messages"]]
+        assert roles[:2] == ["system", "user"] and roles[-1] == "assistant"
+        for m in record["messages"]:
+            if m["role"] == "assistant":
+                calls, _ = parse_tool_calls(m["content"])
+                assert [c.name for c in calls] == ["interact_with_env"]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    dm = JsonlChatSFTDataModule(files=[str(path)], tokenizer_path=str(tiny_model_path), limits=_no_limits())
+    dm.setup("fit")
+    assert dm.stats["train_samples"] == 10
+    # the tool schema is rendered in the prompt, and only assistant turns are trained
+    sample = dm.train_samples[0]
+    text = dm.tokenizer.decode(sample["input_ids"])
+    assert "interact_with_env" in text.split("<|im_start|>user")[0]
+    trained = dm.tokenizer.decode([t for t, m in zip(sample["input_ids"], sample["loss_mask"]) if m])
+    assert "<|im_start|>" not in trained and trained.count("<|im_end|>") == text.count("<|im_start|>assistant")
+
+
+def _no_limits():
+    from mimesis_pl.data import LengthLimits
+
+    return LengthLimits(None, None, None, "error")
