@@ -1,8 +1,9 @@
 """LightningModules (thin glue over ``rl/`` and ``chat/``) and their shared helpers."""
 
+from .agent_csd import AgentCSD
 from .agent_grpo import AgentGRPO
 from .causal_lm_sft import CausalLMSFT
 from .export import HFExportCallback, export_hf
 from .settings import LoraSettings, OptimSettings
 
-__all__ = ["AgentGRPO", "CausalLMSFT", "HFExportCallback", "LoraSettings", "OptimSettings", "export_hf"]
+__all__ = ["AgentCSD", "AgentGRPO", "CausalLMSFT", "HFExportCallback", "LoraSettings", "OptimSettings", "export_hf"]

@@ -1,0 +1,136 @@
+"""``AgentCSD``: GRPO plus coached on-policy self-distillation (CSD).
+
+For coached turns the same policy re-scores its own sampled tokens with a coaching note spliced into
+its exact token prefix (the teacher row); a gated token-level loss pulls the student towards tokens
+the coached teacher prefers. Total loss per micro-batch: ``L_pg + csd_coef · L_csd``. The teacher
+forward uses the current weights, under ``no_grad``, in the same mode as the student, inside the
+micro-batch loop (so it moves with the student across mini-batches).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..rl.losses import csd_loss
+from ..rl.teacher import pack_teacher_rows
+from .agent_grpo import AgentGRPO
+from .settings import LoraSettings, OptimSettings
+from .teacher_forward import check_no_dropout, teacher_logprobs
+
+ESTIMATORS = ("sdar", "ref", "k3")
+
+
+class AgentCSD(AgentGRPO):
+    """The agent trained with GRPO + CSD; needs a ``CoachCallback`` after the ``RolloutCallback``.
+
+    Args (beyond :class:`AgentGRPO`):
+        csd_coef: α, the weight of the CSD loss (reference 0.01).
+        estimator: ``sdar`` (σ(β·Δ)-gated imitation, default), ``ref`` or ``k3``.
+        beta: gate sharpness of ``sdar`` (reference 5.0).
+        csd_warmup_steps: optimiser steps with the CSD term off.
+        adv_gate: keep only coached tokens with ``|advantage| <= adv_gate`` (``None``: off).
+        teacher_chunk_rows: teacher rows per forward.
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        lora: LoraSettings | None = None,
+        optim: OptimSettings = OptimSettings(lr=1e-6, weight_decay=0.01, schedule="constant"),
+        ppo_mini_batch_size: int = 64,
+        micro_batch_size: int = 2,
+        ppo_epochs: int = 1,
+        clip_low: float = 0.2,
+        clip_high: float = 0.2,
+        dual_clip: float | None = 3.0,
+        loss_agg: str = "token-mean",
+        grad_clip: float = 1.0,
+        gradient_checkpointing: bool = False,
+        dtype: str | None = None,
+        attn_implementation: str | None = "sdpa",
+        trust_remote_code: bool = False,
+        loss_chunk_size: int = 4096,
+        log_entropy: bool = True,
+        csd_coef: float = 0.01,
+        estimator: str = "sdar",
+        beta: float = 5.0,
+        csd_warmup_steps: int = 0,
+        adv_gate: float | None = None,
+        teacher_chunk_rows: int = 4,
+    ) -> None:
+        if estimator not in ESTIMATORS:
+            raise ValueError(
+                f"estimator {estimator!r} is not supported by AgentCSD; choose one of {ESTIMATORS} "
+                "(the top-k 'distill' estimator exists in mimesis_pl.rl.losses but needs student top-k log-probs)"
+            )
+        super().__init__(
+            model_path, lora, optim, ppo_mini_batch_size, micro_batch_size, ppo_epochs, clip_low, clip_high, dual_clip,
+            loss_agg, grad_clip, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size,
+            log_entropy,
+        )
+        self.save_hyperparameters()
+        self.csd_coef = csd_coef
+        self.estimator = estimator
+        self.beta = beta
+        self.csd_warmup_steps = csd_warmup_steps
+        self.adv_gate = adv_gate
+        self.teacher_chunk_rows = teacher_chunk_rows
+
+    def configure_model(self) -> None:
+        super().configure_model()
+        check_no_dropout(self.model.config, where=f"{self.model_path}/config.json")
+
+    def training_step(self, batch, batch_idx: int) -> None:
+        exp = self.experience
+        teacher = getattr(exp, "teacher", None) if exp is not None else None
+        if exp is not None and exp.trained and teacher is None:
+            raise RuntimeError("AgentCSD needs a CoachCallback after the RolloutCallback in trainer.callbacks")
+        self._csd_teacher = teacher
+        super().training_step(batch, batch_idx)
+
+    def update_policy(self, t, old, advantages, response, metrics, extra_loss=None) -> None:
+        teacher = self._csd_teacher
+        if teacher is not None:
+            metrics.update(teacher.metrics)
+
+            def csd_term(rows: torch.Tensor, logprobs: torch.Tensor, width: int):
+                return self._csd_term(teacher, t, rows, logprobs, width, advantages, response)
+
+            extra_loss = csd_term
+        super().update_policy(t, old, advantages, response, metrics, extra_loss)
+
+    def _csd_term(self, teacher, t, rows, logprobs, width, advantages, response):
+        """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``)."""
+        length = t["input_ids"].shape[1]
+        real = [teacher.real[int(i)] for i in rows]
+        mask = torch.zeros_like(logprobs, dtype=torch.bool)
+        if not any(r.rows for r in real):
+            zero = logprobs.sum() * 0.0  # keep the graph identical across ranks and micro-batches
+            return zero, {"csd/tokens": 0.0}
+        packed = pack_teacher_rows(real, response_length=length, pad_id=self._pad_id())
+        # teacher maps are in absolute positions; student log-prob column j scores token j + 1
+        teacher_lp = teacher_logprobs(self.model, packed, self.teacher_chunk_rows)[:, 1 : width + 1]
+        mask = packed.teacher_mask[:, 1 : width + 1].to(logprobs.device) & response[rows, :width].bool()
+        placebo_lp = None
+        if teacher.placebo is not None:
+            placebo = [teacher.placebo[int(i)] for i in rows]
+            if any(p.rows for p in placebo):
+                packed_p = pack_teacher_rows(placebo, response_length=length, pad_id=self._pad_id())
+                placebo_lp = teacher_logprobs(self.model, packed_p, self.teacher_chunk_rows, fill=float("nan"))
+                placebo_lp = placebo_lp[:, 1 : width + 1]
+        if self.global_step < self.csd_warmup_steps:
+            mask = torch.zeros_like(mask)
+        if self.adv_gate is not None:
+            mask = mask & (advantages[rows, :width].abs() <= self.adv_gate)
+        loss, m = csd_loss(
+            logprobs, teacher_lp.to(logprobs.dtype), mask.to(logprobs.dtype), estimator=self.estimator, beta=self.beta,
+            placebo_logprobs=None if placebo_lp is None else placebo_lp.to(logprobs.dtype),
+        )
+        metrics = {f"csd/{k}": float(v) for k, v in m.items()}
+        metrics["csd/tokens"] = float(mask.sum())
+        metrics["csd/loss"] = float(loss.detach())
+        return self.csd_coef * torch.nan_to_num(loss), metrics
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer
+        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
