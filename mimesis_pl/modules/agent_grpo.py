@@ -18,7 +18,7 @@ from torchmetrics import MeanMetric
 from ..rl.losses import policy_loss
 from .base import HFCausalLMModule
 from .settings import LoraSettings, OptimSettings
-from .token_ops import chunked_token_entropy, model_token_logprobs
+from .token_ops import model_token_logprobs
 
 
 class AgentGRPO(HFCausalLMModule):
@@ -80,14 +80,30 @@ class AgentGRPO(HFCausalLMModule):
     # -- log-probs -------------------------------------------------------------------------------
 
     def _logprobs(self, t: dict[str, torch.Tensor], rows: torch.Tensor, entropy: bool = False):
-        """``[b, L-1]`` log-probs of ids 1.. of ``rows`` (and the entropy at those positions)."""
+        """``[b, w-1]`` log-probs of ids 1.. of ``rows`` on response positions (0 elsewhere), the entropy
+        there when asked, and the padded width ``w`` of these rows."""
         ids = t["input_ids"][rows].to(self.device)
         attn = t["attention_mask"][rows].to(self.device)
         width = int(attn.sum(-1).max())
         ids, attn = ids[:, :width], attn[:, :width]
-        logprobs, hidden = model_token_logprobs(self.model, ids, attn, chunk_size=self.loss_chunk_size, return_hidden=True)
-        ent = chunked_token_entropy(hidden[:, :-1].detach(), self.model.get_output_embeddings()) if entropy else None
+        targets = t["response_mask"][rows, 1:width].to(self.device)
+        logprobs, ent = model_token_logprobs(
+            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=True
+        ) if entropy else (
+            model_token_logprobs(self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets),
+            None,
+        )
         return logprobs, ent, width
+
+    def _has_dropout(self) -> bool:
+        """Train-mode forwards are stochastic with dropout: then old log-probs need their own eval pass."""
+        from .teacher_forward import check_no_dropout
+
+        try:
+            check_no_dropout(self.model.config)
+        except ValueError:
+            return True
+        return False
 
     @torch.no_grad()
     def _old_logprobs(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -115,23 +131,31 @@ class AgentGRPO(HFCausalLMModule):
             self._step_without_update(metrics)
             return
         t = exp.tensors
-        old = self._old_logprobs(t)
         response = t["response_mask"][:, 1:].to(self.device).float()
-        rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
-        n_resp = response.sum().clamp(min=1)
-        metrics["train/logprob_mismatch_abs"] = ((old - rollout_lp).abs() * response).sum().item() / n_resp.item()
+        # On-policy (one epoch, one mini-batch): the old log-probs *are* the first forward's, detached,
+        # so the separate no-grad pass is skipped.
+        on_policy = self.ppo_epochs == 1 and self.ppo_mini_batch_size >= response.shape[0] and not self._has_dropout()
+        old = None if on_policy else self._old_logprobs(t)
         advantages = t["advantages"][:, 1:].to(self.device)
         self.update_policy(t, old, advantages, response, metrics)
+        rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
+        used = self._old_used if old is None else old
+        metrics["train/logprob_mismatch_abs"] = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
         self._log(metrics, exp)
 
     def update_policy(self, t, old, advantages, response, metrics, extra_loss=None) -> None:
-        """PPO passes over mini-batches; ``extra_loss(rows, logprobs, width) -> (loss, metrics)`` adds a term (CSD)."""
+        """PPO passes over mini-batches; ``extra_loss(rows, logprobs, width) -> (loss, metrics)`` adds a term (CSD).
+
+        ``old=None`` means on-policy: each micro-batch's own log-probs, detached, are the old ones.
+        """
         opt = self.optimizers()
         sched = self.lr_schedulers()
         batch = t["input_ids"].shape[0]
         generator = torch.Generator().manual_seed(int(self.global_step))
         sums: dict[str, float] = {}
         n_updates = 0
+        if old is None:
+            self._old_used = torch.zeros_like(response)
         for _ in range(self.ppo_epochs):
             order = torch.randperm(batch, generator=generator)
             for mb_start in range(0, batch, self.ppo_mini_batch_size):
@@ -144,8 +168,13 @@ class AgentGRPO(HFCausalLMModule):
                     logprobs, entropy, width = self._logprobs(t, rows, entropy=want_entropy)
                     w = width - 1
                     mask = response[rows, :w]
+                    if old is None:
+                        old_rows = logprobs.detach()
+                        self._old_used[rows, :w] = old_rows
+                    else:
+                        old_rows = old[rows, :w]
                     loss, m = policy_loss(
-                        logprobs, old[rows, :w], advantages[rows, :w], mask, clip_low=self.clip[0],
+                        logprobs, old_rows, advantages[rows, :w], mask, clip_low=self.clip[0],
                         clip_high=self.clip[1], dual_clip=self.clip[2], agg=self.loss_agg,
                     )
                     if extra_loss is not None:

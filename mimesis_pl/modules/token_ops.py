@@ -68,17 +68,43 @@ def model_token_logprobs(
     position_ids: torch.Tensor | None = None,
     chunk_size: int = 4096,
     return_hidden: bool = False,
+    target_mask: torch.Tensor | None = None,
+    return_entropy: bool = False,
 ):
     """Log-prob of ``input_ids[:, 1:]`` under a HF causal LM (or a peft wrapper of one).
 
-    Returns ``[B, T-1]`` float32 (position ``i`` scores token ``i + 1``), and the final hidden
-    states ``[B, T, H]`` when ``return_hidden``.
+    Args:
+        target_mask: ``[B, T-1]``; when given, only these positions are projected to the vocabulary
+            (the rest of the output is 0). RL batches are mostly prompt and tool tokens, so this
+            skips most of the head's work.
+        return_entropy: also return the next-token entropy ``[B, T-1]`` (no gradient) at the same positions.
+
+    Returns ``logprobs [B, T-1]`` float32 (position ``i`` scores token ``i + 1``), then the final hidden
+    states ``[B, T, H]`` when ``return_hidden`` and the entropy when ``return_entropy``.
     """
     decoder = model.get_decoder()
     out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
     hidden = out.last_hidden_state
-    logprobs = chunked_token_logprobs(hidden[:, :-1], model.get_output_embeddings(), input_ids[:, 1:], chunk_size)
-    return (logprobs, hidden) if return_hidden else logprobs
+    head = model.get_output_embeddings()
+    predicting, targets = hidden[:, :-1], input_ids[:, 1:]
+    entropy = None
+    if target_mask is None:
+        logprobs = chunked_token_logprobs(predicting, head, targets, chunk_size)
+        if return_entropy:
+            entropy = chunked_token_entropy(predicting.detach(), head, chunk_size)
+    else:
+        where = target_mask.bool()
+        picked = chunked_token_logprobs(predicting[where][None], head, targets[where][None], chunk_size)[0]
+        logprobs = torch.zeros(targets.shape, dtype=picked.dtype, device=picked.device).masked_scatter(where, picked)
+        if return_entropy:
+            ent = chunked_token_entropy(predicting[where].detach()[None], head, chunk_size)[0]
+            entropy = torch.zeros(targets.shape, dtype=ent.dtype, device=ent.device).masked_scatter(where, ent)
+    result = (logprobs,)
+    if return_hidden:
+        result += (hidden,)
+    if return_entropy:
+        result += (entropy,)
+    return result if len(result) > 1 else logprobs
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -109,3 +109,47 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
     assert len(events.Scalars("train/updates")) == 3
     assert any(t.startswith("rollout/status/") for t in tags)
     assert (run / "config.yaml").is_file()
+
+
+class _Fixed:
+    """A callback handing the module a fixed experience every step."""
+
+    def __new__(cls, experience):
+        import lightning.pytorch as pl
+
+        class Fixed(pl.Callback):
+            def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+                import copy
+
+                pl_module.experience = copy.copy(experience)
+
+        return Fixed()
+
+
+def _one_update(tiny_model_path, experience, force_old_pass: bool, monkeypatch):
+    import lightning.pytorch as pl
+
+    from mimesis_pl.data.prompts import GymPromptDataModule
+    from mimesis_pl.modules import AgentGRPO
+
+    module = AgentGRPO(str(tiny_model_path), ppo_mini_batch_size=8, micro_batch_size=1)
+    if force_old_pass:
+        monkeypatch.setattr(AgentGRPO, "_has_dropout", lambda self: True)
+    torch.manual_seed(0)
+    trainer = pl.Trainer(accelerator="cpu", max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[_Fixed(experience)], use_distributed_sampler=False)
+    trainer.fit(module, datamodule=GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=1))
+    monkeypatch.undo()
+    return {k: v.detach().clone() for k, v in module.model.state_dict().items()}
+
+
+def test_on_policy_shortcut_gives_the_same_update_as_an_old_logprob_pass(tiny_tokenizer, tiny_model_path, monkeypatch):
+    tok = tiny_tokenizer
+    a = episode(tok, [say("action", "Is it a fruit?"), say("answer", "Kiwi")])
+    b = episode(tok, [say("answer", "Banana"), say("answer", "Kiwi")], gen_uid="g-1")
+    b.turn_rewards = [0.0, 0.5]  # make the group informative
+    exp = RolloutCallback().build_experience([a, b], pad_id=tok.pad_token_id)
+    shortcut = _one_update(tiny_model_path, exp, False, monkeypatch)
+    explicit = _one_update(tiny_model_path, exp, True, monkeypatch)
+    for key in shortcut:
+        assert torch.allclose(shortcut[key], explicit[key], atol=1e-6), key
