@@ -1,5 +1,7 @@
-"""Evaluation: replay with teacher forcing (``eval.replay``), agent evaluation over gyms
-(``eval.trials``: keys, resumable cache, retries, aggregation) and report writers (``eval.report``).
+"""Evaluation: replay with teacher forcing (``eval.replay``), episodes over gyms where the environment
+owns the trajectory (``eval.episodes``), trials of agent evaluation (``eval.trials``: keys, resumable
+cache, retries, aggregation), the agent under test built from settings (``eval.agent_backend``), the
+evaluation DataModules (``eval.datamodules``) and report writers (``eval.report``).
 
 Replay and episode results are different measurements and are reported separately.
 """

@@ -150,7 +150,8 @@ class AgentEvalModule(_EvalModule):
                                      gym_options=self.gym_options, max_turns=self.max_turns,
                                      step_timeout_s=self.step_timeout_s, show_reward=self.show_reward)
         runner = self.backend.episode_runner(manager)
-        identity = RunIdentity(self.backend.name, self.backend.revision, self.simulator_name or simulator_label(self.users))
+        simulator = self.simulator_name or simulator_label(self.users)
+        identity = RunIdentity(self.backend.name, self.backend.revision, simulator)
         cache = TrialCache(self._cache_dir(out) / "trials.jsonl")
         self.executor = EpisodeExecutor(runner, identity, cache, n_trials=self.n_trials, retry=self.retry.policy(),
                                         max_concurrency=self.max_concurrency, transcripts=out / "episodes.jsonl")

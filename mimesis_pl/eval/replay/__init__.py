@@ -18,9 +18,10 @@ from mimesis_pl.eval.replay.case import (
     ToolExpectation,
     Turn,
 )
+from mimesis_pl.eval.replay.engine_agent import EngineChatAgent
 from mimesis_pl.eval.replay.executor import ReplayExecutor, ReplayRun, rescore, run_replay
 from mimesis_pl.eval.replay.load import load_cases, read_case_file
-from mimesis_pl.eval.replay.openai_agent import OpenAIChatAgent, decision_from_message
+from mimesis_pl.eval.replay.openai_agent import OpenAIChatAgent, decision_from_message, request_messages
 from mimesis_pl.eval.replay.plan import ExecutionPlan, HistoryEntry, Oracle, ReplayRequest, SkippedStep, project
 from mimesis_pl.eval.replay.records import (
     ReplayRecord,
@@ -33,10 +34,10 @@ from mimesis_pl.eval.replay.scorer import Judge, OracleResult, ReplayScorer, Req
 from mimesis_pl.eval.replay.validate import CaseFormatError, parse_case
 
 __all__ = [
-    "AgentDecision", "CaseFormatError", "ChatAgent", "ExecutionPlan", "Expectation", "FinalExpectation",
+    "AgentDecision", "CaseFormatError", "ChatAgent", "EngineChatAgent", "ExecutionPlan", "Expectation", "FinalExpectation",
     "HistoryEntry", "Judge", "Observation", "OpenAIChatAgent", "Oracle", "OracleResult", "Path", "ReplayCase",
     "ReplayExecutor", "ReplayRecord", "ReplayRequest", "ReplayRun", "ReplayScorer", "ReplaySummary",
     "RequestScore", "ScriptedAgent", "SkippedStep", "Step", "ToolExpectation", "Turn", "decision_from_message",
     "decision_from_text", "load_cases", "parse_case", "project", "read_case_file", "read_replay_records",
-    "rescore", "run_replay", "summarize_replay", "write_replay_records",
+    "request_messages", "rescore", "run_replay", "summarize_replay", "write_replay_records",
 ]

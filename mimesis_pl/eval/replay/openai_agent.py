@@ -21,6 +21,19 @@ def render_context_message(context: Mapping[str, Any]) -> dict[str, str]:
     return {"role": "system", "content": "Request context (JSON): " + canonical_json(context)}
 
 
+def request_messages(request: ReplayRequest, context_mode: Literal["system", "none"] = "system") -> list[dict[str, Any]]:
+    """The request's messages as fresh dicts, with the request context as a system message after the
+    case's own system prompt (``context_mode="system"``). Every agent kind sends the same messages."""
+    if context_mode not in ("system", "none"):
+        raise ValueError(f"context_mode must be 'system' or 'none', got {context_mode!r}")
+    payload = request.to_openai()
+    messages = payload["messages"]
+    if context_mode == "system" and payload["context"]:
+        at = 1 if messages and messages[0]["role"] == "system" else 0
+        messages.insert(at, render_context_message(payload["context"]))
+    return messages
+
+
 def decision_from_message(message: Mapping[str, Any]) -> AgentDecision:
     """Read a decision from an OpenAI ``choices[0].message`` (as a dict).
 
@@ -90,12 +103,7 @@ class OpenAIChatAgent:
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0)
 
     def build_messages(self, request: ReplayRequest) -> list[dict[str, Any]]:
-        payload = request.to_openai()
-        messages = payload["messages"]
-        if self.context_mode == "system" and payload["context"]:
-            at = 1 if messages and messages[0]["role"] == "system" else 0
-            messages.insert(at, render_context_message(payload["context"]))
-        return messages
+        return request_messages(request, self.context_mode)
 
     async def decide(self, request: ReplayRequest) -> AgentDecision:
         kwargs: dict[str, Any] = {"model": self.model, "messages": self.build_messages(request),
