@@ -1,0 +1,125 @@
+"""CSD vs GRPO on the identical tiny workload, and teacher-row memory vs the reference's fixed layout.
+
+    python bench/bench_csd.py [--episodes 16] [--steps 5]
+
+One set of real rollouts (tiny agent, built-in gyms, scripted users) and one set of scripted-coach
+notes are made once; then AgentGRPO and AgentCSD each run ``--steps`` optimiser steps on that same
+experience inside a real Lightning Trainer. Printed: median step time of each and the ratio
+CSD / GRPO (goal <= 1.25), and the bytes of teacher rows per trajectory (real + placebo, packed)
+against the reference's 2 × 32 × 10368 int32 block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import statistics
+import time
+from pathlib import Path
+
+import lightning.pytorch as pl
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from mimesis_pl.csd import ScriptedCoach, coach_batch
+from mimesis_pl.data.prompts import GymPromptDataModule, read_prompt_rows
+from mimesis_pl.envs import EnvironmentManager, GymTask
+from mimesis_pl.modules import AgentCSD, AgentGRPO
+from mimesis_pl.rl.placebo import PlaceboPool
+from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+from mimesis_pl.rollout.callbacks import RolloutCallback
+from mimesis_pl.rollout.coach_callback import TeacherBatch
+from mimesis_pl.rollout.engines import HFEngine, SamplingParams
+from mimesis_pl.rollout.loop import MultiTurnRollout
+from mimesis_pl.chat import ChatRenderer
+from mimesis_pl.users.scripted import ScriptedUser
+
+REFERENCE_BYTES = 2 * 32 * 10368 * 4
+
+
+class FixedExperience(pl.Callback):
+    """Hands the module the same experience every step and times ``training_step``."""
+
+    def __init__(self, experience) -> None:
+        self.experience = experience
+        self.times: list[float] = []
+        self._t0 = 0.0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        pl_module.experience = copy.copy(self.experience)
+        self._t0 = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.times.append(time.perf_counter() - self._t0)
+
+
+def make_experience(model_path: str, n_episodes: int):
+    tok = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    rows = read_prompt_rows(["assets/data/gyms/train/*.parquet"], seed=0)[: n_episodes // 2]
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=4)
+    loop = MultiTurnRollout(HFEngine(model, tok), tok, manager, SamplingParams(max_new_tokens=160), max_length=3072)
+
+    async def run():
+        trajs, _ = await loop.run_batch(rows, n_samples=2)
+        hidden = [GymTask.from_row(rows[i // 2]).hidden for i in range(len(trajs))]
+        notes, counts = await coach_batch(trajs, hidden, None, ScriptedCoach(), k=4)
+        return trajs, notes, counts
+
+    trajs, notes, counts = asyncio.run(run())
+    exp = RolloutCallback().build_experience(trajs, pad_id=tok.pad_token_id)
+    renderer = ChatRenderer(tok)
+    render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})  # noqa: E731
+    pool = PlaceboPool(min_size=1)
+    for (i, _), note in notes.items():
+        pool.add(note, trajs[i].group_id + "-pool", "other-task")  # a pool of earlier notes
+    real, placebo = [], []
+    for b, i in enumerate(exp.trained):
+        t = trajs[i]
+        mine = {turn: note for (j, turn), note in notes.items() if j == i}
+        real.append(build_teacher_rows(t.input_ids, t.turn_spans, mine, render, len(t.input_ids) + 1024, prompt_len=0))
+        drawn = {turn: pool.draw(note, t.group_id, t.task_key) for turn, note in mine.items()}
+        placebo.append(build_teacher_rows(t.input_ids, t.turn_spans, {k: v for k, v in drawn.items() if v}, render,
+                                          len(t.input_ids) + 1024, prompt_len=0))
+    exp.teacher = TeacherBatch(real, placebo, {})
+    return exp, counts, tok
+
+
+def run(module, experience, steps: int) -> list[float]:
+    timer = FixedExperience(experience)
+    data = GymPromptDataModule(files=["assets/data/gyms/train/*.parquet"], batch_size=1)
+    trainer = pl.Trainer(
+        accelerator="cpu", max_steps=steps + 1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, callbacks=[timer], use_distributed_sampler=False,
+    )
+    trainer.fit(module, datamodule=data)
+    return timer.times[1:]  # the first step includes optimiser state allocation
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="assets/tiny-agent")
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    exp, counts, tok = make_experience(args.model, args.episodes)
+    kwargs = dict(ppo_mini_batch_size=len(exp.trained), micro_batch_size=4, log_entropy=False)
+    grpo, csd = [], []
+    for _ in range(2):  # interleave to spread machine noise over both
+        grpo += run(AgentGRPO(args.model, **kwargs), exp, args.steps)
+        csd += run(AgentCSD(args.model, **kwargs), exp, args.steps)
+    g, c = statistics.median(grpo), statistics.median(csd)
+    n = len(exp.trained)
+    real = pack_teacher_rows(exp.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
+    plac = pack_teacher_rows(exp.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
+    row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
+    print(f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo")
+    print(f"GRPO step (median of {len(grpo)}): {g * 1e3:8.1f} ms")
+    print(f"CSD  step (median of {len(csd)}): {c * 1e3:8.1f} ms   ratio CSD/GRPO {c / g:.2f}")
+    print(f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
+          f"   ({REFERENCE_BYTES / (row_bytes / n):.0f}x less)")
+
+
+if __name__ == "__main__":
+    Path("runs").mkdir(exist_ok=True)
+    main()
