@@ -81,7 +81,7 @@ def make_experience(model_path: str, n_episodes: int):
         drawn = {turn: pool.draw(note, t.group_id, t.task_key) for turn, note in mine.items()}
         placebo.append(build_teacher_rows(t.input_ids, t.turn_spans, {k: v for k, v in drawn.items() if v}, render,
                                           len(t.input_ids) + 1024, prompt_len=0))
-    exp.teacher = TeacherBatch(real, placebo, {})
+    exp.teacher = TeacherBatch(real, placebo, {}, spans=[trajs[i].turn_spans for i in exp.trained])
     return exp, counts, tok
 
 
@@ -104,18 +104,20 @@ def main() -> None:
     args = parser.parse_args()
     exp, counts, tok = make_experience(args.model, args.episodes)
     kwargs = dict(ppo_mini_batch_size=len(exp.trained), micro_batch_size=4, log_entropy=False)
-    grpo, csd = [], []
+    grpo, csd, packed = [], [], []
     for _ in range(2):  # interleave to spread machine noise over both
         grpo += run(AgentGRPO(args.model, **kwargs), exp, args.steps)
         csd += run(AgentCSD(args.model, **kwargs), exp, args.steps)
-    g, c = statistics.median(grpo), statistics.median(csd)
+        packed += run(AgentCSD(args.model, teacher_mode="packed", **kwargs), exp, args.steps)
+    g, c, p = statistics.median(grpo), statistics.median(csd), statistics.median(packed)
     n = len(exp.trained)
     real = pack_teacher_rows(exp.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     plac = pack_teacher_rows(exp.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
     print(f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo")
     print(f"GRPO step (median of {len(grpo)}): {g * 1e3:8.1f} ms")
-    print(f"CSD  step (median of {len(csd)}): {c * 1e3:8.1f} ms   ratio CSD/GRPO {c / g:.2f}")
+    print(f"CSD  step (median of {len(csd)}): {c * 1e3:8.1f} ms   ratio CSD/GRPO {c / g:.2f}   (teacher_mode=prefix_cache)")
+    print(f"CSD  step (median of {len(packed)}): {p * 1e3:8.1f} ms   ratio CSD/GRPO {p / g:.2f}   (teacher_mode=packed)")
     print(f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
           f"   ({REFERENCE_BYTES / (row_bytes / n):.0f}x less)")
 

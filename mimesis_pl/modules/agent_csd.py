@@ -15,7 +15,7 @@ from ..rl.losses import csd_loss
 from ..rl.teacher import pack_teacher_rows
 from .agent_grpo import AgentGRPO
 from .settings import LoraSettings, OptimSettings
-from .teacher_forward import check_no_dropout, teacher_logprobs
+from .teacher_forward import check_no_dropout, teacher_logprobs, teacher_logprobs_prefix_cached
 
 ESTIMATORS = ("sdar", "ref", "k3")
 
@@ -29,7 +29,10 @@ class AgentCSD(AgentGRPO):
         beta: gate sharpness of ``sdar`` (reference 5.0).
         csd_warmup_steps: optimiser steps with the CSD term off.
         adv_gate: keep only coached tokens with ``|advantage| <= adv_gate`` (``None``: off).
-        teacher_chunk_rows: teacher rows per forward.
+        teacher_chunk_rows: teacher rows per forward (``packed`` mode).
+        teacher_mode: ``prefix_cache`` (default) forwards each coached trajectory's prefix once and
+            reuses its KV cache for every teacher row (real and placebo), so a row costs only its note
+            and turn; ``packed`` forwards whole left-padded rows in chunks.
     """
 
     def __init__(
@@ -57,7 +60,10 @@ class AgentCSD(AgentGRPO):
         csd_warmup_steps: int = 0,
         adv_gate: float | None = None,
         teacher_chunk_rows: int = 4,
+        teacher_mode: str = "prefix_cache",
     ) -> None:
+        if teacher_mode not in ("prefix_cache", "packed"):
+            raise ValueError(f"teacher_mode must be 'prefix_cache' or 'packed', got {teacher_mode!r}")
         if estimator not in ESTIMATORS:
             raise ValueError(
                 f"estimator {estimator!r} is not supported by AgentCSD; choose one of {ESTIMATORS} "
@@ -75,6 +81,7 @@ class AgentCSD(AgentGRPO):
         self.csd_warmup_steps = csd_warmup_steps
         self.adv_gate = adv_gate
         self.teacher_chunk_rows = teacher_chunk_rows
+        self.teacher_mode = teacher_mode
 
     def configure_model(self) -> None:
         super().configure_model()
@@ -103,21 +110,19 @@ class AgentCSD(AgentGRPO):
         """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``)."""
         length = t["input_ids"].shape[1]
         real = [teacher.real[int(i)] for i in rows]
-        mask = torch.zeros_like(logprobs, dtype=torch.bool)
-        if not any(r.rows for r in real):
-            zero = logprobs.sum() * 0.0  # keep the graph identical across ranks and micro-batches
+        placebo = [teacher.placebo[int(i)] for i in rows] if teacher.placebo is not None else None
+        n_forwards = self._teacher_forwards(real, placebo)
+        self._equalize_forwards(n_forwards)
+        if n_forwards == 0:
+            zero = logprobs.sum() * 0.0  # keep the graph identical across micro-batches
             return zero, {"csd/tokens": 0.0}
-        packed = pack_teacher_rows(real, response_length=length, pad_id=self._pad_id())
-        # teacher maps are in absolute positions; student log-prob column j scores token j + 1
-        teacher_lp = teacher_logprobs(self.model, packed, self.teacher_chunk_rows)[:, 1 : width + 1]
-        mask = packed.teacher_mask[:, 1 : width + 1].to(logprobs.device) & response[rows, :width].bool()
-        placebo_lp = None
-        if teacher.placebo is not None:
-            placebo = [teacher.placebo[int(i)] for i in rows]
-            if any(p.rows for p in placebo):
-                packed_p = pack_teacher_rows(placebo, response_length=length, pad_id=self._pad_id())
-                placebo_lp = teacher_logprobs(self.model, packed_p, self.teacher_chunk_rows, fill=float("nan"))
-                placebo_lp = placebo_lp[:, 1 : width + 1]
+        if self.teacher_mode == "prefix_cache":
+            teacher_full, placebo_full, mask_full = self._teacher_prefix_cached(t, rows, real, placebo, length, teacher)
+        else:
+            teacher_full, placebo_full, mask_full = self._teacher_packed(real, placebo, length)
+        teacher_lp = teacher_full[:, 1 : width + 1]  # maps are absolute; student column j scores token j + 1
+        mask = mask_full[:, 1 : width + 1].to(logprobs.device) & response[rows, :width].bool()
+        placebo_lp = placebo_full[:, 1 : width + 1] if placebo_full is not None else None
         if self.global_step < self.csd_warmup_steps:
             mask = torch.zeros_like(mask)
         if self.adv_gate is not None:
@@ -130,6 +135,56 @@ class AgentCSD(AgentGRPO):
         metrics["csd/tokens"] = float(mask.sum())
         metrics["csd/loss"] = float(loss.detach())
         return self.csd_coef * torch.nan_to_num(loss), metrics
+
+    def _teacher_forwards(self, real, placebo) -> int:
+        n_rows = sum(len(r.rows) for r in real) + (sum(len(p.rows) for p in placebo) if placebo else 0)
+        if self.teacher_mode == "packed":
+            return -(-sum(len(r.rows) for r in real) // self.teacher_chunk_rows) + (
+                -(-sum(len(p.rows) for p in placebo) // self.teacher_chunk_rows) if placebo else 0
+            )
+        prefixes = sum(1 for k, r in enumerate(real) if r.rows or (placebo and placebo[k].rows))
+        return n_rows + prefixes if n_rows else 0
+
+    def _equalize_forwards(self, n_forwards: int) -> None:
+        """Under data parallelism every rank must run as many forwards as the busiest one (FSDP
+        gathers weights inside each forward): ranks with fewer teacher rows run dummy forwards."""
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            return
+        if torch.distributed.get_world_size() == 1:
+            return
+        most = torch.tensor([n_forwards], device=self.device)
+        torch.distributed.all_reduce(most, op=torch.distributed.ReduceOp.MAX)
+        dummy = torch.tensor([[self._pad_id()]], device=self.device)
+        with torch.no_grad():
+            for _ in range(int(most.item()) - n_forwards):
+                self.model(input_ids=dummy, use_cache=False)
+
+    def _teacher_packed(self, real, placebo, length):
+        packed = pack_teacher_rows(real, response_length=length, pad_id=self._pad_id())
+        teacher_full = teacher_logprobs(self.model, packed, self.teacher_chunk_rows)
+        placebo_full = None
+        if placebo is not None and any(p.rows for p in placebo):
+            packed_p = pack_teacher_rows(placebo, response_length=length, pad_id=self._pad_id())
+            placebo_full = teacher_logprobs(self.model, packed_p, self.teacher_chunk_rows, fill=float("nan"))
+        return teacher_full, placebo_full, packed.teacher_mask
+
+    def _teacher_prefix_cached(self, t, rows, real, placebo, length, teacher):
+        b = len(rows)
+        teacher_full = torch.zeros(b, length, device=self.device)
+        placebo_full = torch.full((b, length), float("nan"), device=self.device) if placebo is not None else None
+        mask_full = torch.zeros(b, length, dtype=torch.bool)
+        for k, i in enumerate(rows.tolist()):
+            sets = [real[k]] + ([placebo[k]] if placebo is not None else [])
+            if not any(s.rows for s in sets):
+                continue
+            n = int(t["attention_mask"][i].sum())
+            fills = (0.0, float("nan"))[: len(sets)]
+            outs = teacher_logprobs_prefix_cached(self.model, t["input_ids"][i, :n], teacher.spans[i], sets, fill=fills)
+            teacher_full[k, :n] = outs[0]
+            if placebo_full is not None:
+                placebo_full[k, :n] = outs[1]
+            mask_full[k, : real[k].teacher_mask.numel()] = real[k].teacher_mask
+        return teacher_full, placebo_full, mask_full
 
     def _pad_id(self) -> int:
         tok = self.tokenizer

@@ -50,3 +50,58 @@ def check_no_dropout(config, where: str = "model config") -> None:
                 walk(value, f"{path}{name}.")
 
     walk(config, "")
+
+
+def _crop_to(cache, length: int) -> None:
+    remove = cache.get_seq_length() - length
+    if remove > 0:
+        cache.crop(-remove)  # transformers >= 5.16: a negative count removes that many tokens
+
+
+@torch.no_grad()
+def teacher_logprobs_prefix_cached(
+    model: torch.nn.Module, input_ids: torch.Tensor, spans, row_sets, fill=(0.0,)
+) -> list[torch.Tensor]:
+    """Teacher log-probs by reusing the KV cache of the student's own prefix.
+
+    Every teacher row is ``ids[:header_start] + note + ids[header_start:end]``: its prefix is the
+    student's tokens, so one no-grad forward of the trajectory up to its latest coached header gives
+    the keys/values every row starts from; each row then forwards only its note and turn. Rows are
+    run from the latest header back, cropping the cache each time, so nothing is copied.
+
+    Args:
+        input_ids: ``[L]`` the trajectory's ids.
+        spans: its ``TurnSpan`` list.
+        row_sets: several ``TeacherRows`` of this trajectory (e.g. real and placebo) sharing the prefix.
+        fill: the value for positions without a row, per row set (e.g. ``(0.0, nan)``).
+
+    Returns:
+        one ``[L]`` float32 tensor per row set: the teacher's log-prob of each token that has a row.
+    """
+    device = next(model.parameters()).device
+    length = input_ids.numel()
+    outs = [torch.full((length,), f, dtype=torch.float32, device=device) for f in fill]
+    work = [(spans[turn], row, k) for k, rows in enumerate(row_sets) for turn, row in zip(rows.row_turns, rows.rows)]
+    if not work:
+        return outs
+    work.sort(key=lambda w: -w[0].header_start)
+    prefix_end = work[0][0].header_start
+    ids = input_ids.to(device)
+    cache = None
+    if prefix_end > 0:
+        cache = model(input_ids=ids[None, :prefix_end], use_cache=True).past_key_values
+    for span, row, k in work:
+        hs = span.header_start
+        if cache is not None:
+            _crop_to(cache, hs)
+        suffix = row[hs:].to(device)
+        positions = torch.arange(hs, hs + suffix.numel(), device=device)[None]
+        logits = model(input_ids=suffix[None], past_key_values=cache, position_ids=positions, use_cache=cache is not None).logits[0]
+        note_len = row.numel() - span.end
+        # suffix index of the first sampled token; its predicting logit is the one before it
+        first = note_len + (span.start - hs)
+        predicting = logits[first - 1 : first - 1 + (span.end - span.start)].float()
+        targets = suffix[first : first + (span.end - span.start)]
+        lp = predicting.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(predicting, dim=-1)
+        outs[k][span.start : span.end] = lp
+    return outs

@@ -52,6 +52,7 @@ class TeacherBatch:
     real: list[TeacherRows]
     placebo: list[TeacherRows] | None
     metrics: dict[str, float] = field(default_factory=dict)
+    spans: list[list[Any]] = field(default_factory=list)  # each trajectory's TurnSpans (for prefix caching)
 
 
 class CoachCallback(pl.Callback):
@@ -217,7 +218,9 @@ class CoachCallback(pl.Callback):
                 "csd/coached_token_fraction": coached_tokens / max(1, response_tokens),
             }
         )
-        return TeacherBatch(real=real, placebo=placebo if self.placebo else None, metrics=metrics)
+        return TeacherBatch(
+            real=real, placebo=placebo if self.placebo else None, metrics=metrics, spans=[t.turn_spans for t in chosen]
+        )
 
     def _note_ids(self, note: str) -> list[int]:
         """Tokens of a note as one complete user message placed at a turn's header start."""

@@ -125,3 +125,25 @@ def test_placebo_pool_draws_from_other_groups_and_tasks_and_round_trips():
     for i in range(5):
         pool.add(f"n{i}", f"h{i}", f"k{i}")
     assert len(pool) == 4  # bounded
+
+
+def test_prefix_cached_teacher_equals_the_packed_rows(tiny_tokenizer, model):
+    from mimesis_pl.modules.teacher_forward import teacher_logprobs_prefix_cached
+
+    tok = tiny_tokenizer
+    trajs = episodes(tok, 2)
+    renderer = ChatRenderer(tok)
+    render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})  # noqa: E731
+    real_notes = [{0: NOTE, 2: "Commit."}, {1: NOTE}]
+    placebo_notes = [{0: "Be brief."}, {1: "Think about colours."}]
+    for traj, rn, pn in zip(trajs, real_notes, placebo_notes):
+        real = build_teacher_rows(traj.input_ids, traj.turn_spans, rn, render, 10_000, prompt_len=0)
+        plac = build_teacher_rows(traj.input_ids, traj.turn_spans, pn, render, 10_000, prompt_len=0)
+        got_real, got_plac = teacher_logprobs_prefix_cached(
+            model, torch.tensor(traj.input_ids), traj.turn_spans, [real, plac], fill=(0.0, float("nan"))
+        )
+        L = len(traj.input_ids)
+        want_real = teacher_logprobs(model, pack_teacher_rows([real], L, tok.pad_token_id))[0]
+        want_plac = teacher_logprobs(model, pack_teacher_rows([plac], L, tok.pad_token_id), fill=float("nan"))[0]
+        assert torch.allclose(got_real, want_real, atol=1e-4)
+        assert torch.allclose(got_plac, want_plac, atol=1e-4, equal_nan=True)
