@@ -263,26 +263,38 @@ class JsonlChatSFTDataModule(ChatSFTDataModule):
         self.tools_field = tools_field
 
     def iter_conversations(self) -> Iterator[Conversation | BadSample]:
-        for path in expand_files(self.files):
-            with open(path, encoding="utf-8") as handle:
-                for line_no, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    where = f"{path}:{line_no}"
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        yield BadSample(f"{where}: not valid JSON ({err.msg} at column {err.colno})")
-                        continue
-                    messages = record.get(self.messages_field) if isinstance(record, dict) else None
-                    if not isinstance(messages, list):
-                        yield BadSample(f"{where}: field '{self.messages_field}' must be a list of messages")
-                        continue
-                    tools = record.get(self.tools_field)
-                    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
-                        yield BadSample(f"{where}: field '{self.tools_field}' must be a list of tool schemas")
-                        continue
-                    yield Conversation(sample_id=where, messages=messages, tools=tools)
+        for where, record in iter_jsonl_records(self.files):
+            if isinstance(record, BadSample):
+                yield record
+                continue
+            messages = record.get(self.messages_field)
+            if not isinstance(messages, list):
+                yield BadSample(f"{where}: field '{self.messages_field}' must be a list of messages")
+                continue
+            tools = record.get(self.tools_field)
+            if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+                yield BadSample(f"{where}: field '{self.tools_field}' must be a list of tool schemas")
+                continue
+            yield Conversation(sample_id=where, messages=messages, tools=tools)
+
+
+def iter_jsonl_records(patterns: list[str]) -> Iterator[tuple[str, dict[str, Any] | BadSample]]:
+    """``(file:line, record)`` for every non-blank line; a line that is not a JSON object is a BadSample."""
+    for path in expand_files(patterns):
+        with open(path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{line_no}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    yield where, BadSample(f"{where}: not valid JSON ({err.msg} at column {err.colno})")
+                    continue
+                if not isinstance(record, dict):
+                    yield where, BadSample(f"{where}: expected a JSON object per line, got {type(record).__name__}")
+                    continue
+                yield where, record
 
 
 def expand_files(patterns: list[str]) -> list[Path]:

@@ -8,11 +8,10 @@ system prompt.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
-from .chat_sft import BadSample, ChatSFTDataModule, Conversation, expand_files
+from .chat_sft import BadSample, ChatSFTDataModule, Conversation, iter_jsonl_records
 from .truncation import LengthLimits
 
 DEFAULT_GREETING = "Hi! How can I help you today?"
@@ -126,22 +125,9 @@ class ThoughtTraceDataModule(ChatSFTDataModule):
         self.include_reactions = include_reactions
 
     def iter_conversations(self) -> Iterator[Conversation | BadSample]:
-        for path in expand_files(self.files):
-            with open(path, encoding="utf-8") as handle:
-                for line_no, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    where = f"{path}:{line_no}"
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        yield BadSample(f"{where}: not valid JSON ({err.msg} at column {err.colno})")
-                        continue
-                    if not isinstance(record, dict):
-                        yield BadSample(f"{where}: expected a JSON object per line")
-                        continue
-                    messages = build_messages(record, self.greeting, self.include_reactions, where)
-                    if isinstance(messages, BadSample):
-                        yield messages
-                        continue
-                    yield Conversation(sample_id=where, messages=messages)
+        for where, record in iter_jsonl_records(self.files):
+            if isinstance(record, BadSample):
+                yield record
+                continue
+            messages = build_messages(record, self.greeting, self.include_reactions, where)
+            yield messages if isinstance(messages, BadSample) else Conversation(sample_id=where, messages=messages)
