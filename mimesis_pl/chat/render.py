@@ -153,10 +153,48 @@ class ChatRenderer:
             else:
                 loss_mask.extend([0] * len(ids))
 
-        full_ids = self._tokenize([texts[-1]])[0]
-        if full_ids != input_ids:
-            raise RenderError(_token_mismatch_message(sample, input_ids, full_ids, message_spans, self.tokenizer))
+        if "".join(deltas) != texts[-1]:  # holds by construction; cheap, so checked anyway
+            raise RenderError(f"sample {sample}: the concatenated deltas differ from the full render")
+        if not self._boundaries_are_safe(deltas):
+            full_ids = self._tokenize([texts[-1]])[0]
+            if full_ids != input_ids:
+                raise RenderError(_token_mismatch_message(sample, input_ids, full_ids, message_spans, self.tokenizer))
         return RenderedChat(input_ids, loss_mask, message_spans, trained_spans)
+
+    def _boundaries_are_safe(self, deltas: list[str]) -> bool:
+        """True when tokenising the deltas one by one provably equals tokenising their concatenation.
+
+        A fast tokenizer splits out added tokens (``<|im_start|>`` …) before normalising and merging,
+        so text on either side of one is tokenised independently. If every delta after the first
+        starts with such a token (not stripping neighbouring whitespace) and no added token can match
+        across the boundary, the per-delta ids are the full render's ids and the second, full
+        tokenisation is skipped. Anything else (slow tokenizers, other templates) takes the full check.
+        """
+        starters = self._safe_starters()
+        if not starters:
+            return False
+        longest = max(len(tok) for tok in self._added_texts)
+        for left, right in zip(deltas, deltas[1:]):
+            if not right.startswith(starters):
+                return False
+            window = left[-longest:] + right[:longest]
+            cut = len(left[-longest:])
+            for tok in self._added_texts:  # an added token straddling the boundary would change the split
+                at = window.find(tok)
+                while at != -1:
+                    if at < cut < at + len(tok):
+                        return False
+                    at = window.find(tok, at + 1)
+        return True
+
+    def _safe_starters(self) -> tuple[str, ...]:
+        if not hasattr(self, "_starters"):
+            backend = getattr(self.tokenizer, "_tokenizer", None)
+            added = list(getattr(self.tokenizer, "added_tokens_decoder", {}).values())
+            self._added_texts = [a.content for a in added]
+            plain = [a for a in added if not (a.lstrip or a.rstrip or a.single_word)]
+            self._starters = tuple(a.content for a in plain) if backend is not None and len(plain) == len(added) else ()
+        return self._starters
 
     def _prefix_texts(self, messages: Sequence[Mapping], sample: Any) -> list[str]:
         texts: list[str] = []
