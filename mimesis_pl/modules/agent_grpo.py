@@ -10,6 +10,7 @@ A step whose gradient norm is not finite is skipped and counted.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import torch
@@ -135,9 +136,13 @@ class AgentGRPO(HFCausalLMModule):
         # On-policy (one epoch, one mini-batch): the old log-probs *are* the first forward's, detached,
         # so the separate no-grad pass is skipped.
         on_policy = self.ppo_epochs == 1 and self.ppo_mini_batch_size >= response.shape[0] and not self._has_dropout()
+        started = time.perf_counter()
         old = None if on_policy else self._old_logprobs(t)
+        metrics["time/old_logprobs_s"] = time.perf_counter() - started
         advantages = t["advantages"][:, 1:].to(self.device)
+        started = time.perf_counter()
         self.update_policy(t, old, advantages, response, metrics)
+        metrics["time/update_s"] = time.perf_counter() - started
         rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
         used = self._old_used if old is None else old
         metrics["train/logprob_mismatch_abs"] = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())

@@ -17,7 +17,7 @@ from ..envs import EnvironmentManager
 from ..rl.advantages import grpo_multiturn_advantages, trajectory_score
 from .engines import SamplingParams, build_engine
 from .loop import MultiTurnRollout
-from .services import SimulatorServices, UserSimSettings
+from .services import SimulatorServices, TimedUsers, UserSimSettings
 from .trajectory import Trajectory, collate_trajectories
 
 log = logging.getLogger(__name__)
@@ -97,8 +97,9 @@ class RolloutCallback(pl.Callback):
         s = self.settings
         tokenizer = pl_module.tokenizer
         self.services = SimulatorServices(self.user_settings, coach_url=getattr(pl_module, "coach_shim_url", None)).start()
+        self._users = TimedUsers(self.services.users())
         manager = EnvironmentManager(
-            users=self.services.users(), shim_url=self.services.shim_url, gym_options=s.gym_options,
+            users=self._users, shim_url=self.services.shim_url, gym_options=s.gym_options,
             max_turns=s.max_turns, step_timeout_s=s.step_timeout_s, show_reward=s.show_reward,
         )
         self._loop = asyncio.new_event_loop()
@@ -153,11 +154,13 @@ class RolloutCallback(pl.Callback):
 
         self.engine.wake_up()
         group_ids = [f"s{trainer.global_step}-b{batch_idx}-p{i}" for i in range(len(batch))]
+        user_seconds = self._users.seconds
         trajectories, rt = self._loop.run_until_complete(
             self.rollout.run_batch(batch, self.settings.n_samples, group_ids=group_ids)
         )
         self.engine.sleep()
         timings.update({"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment})
+        timings["time/user_simulator_s"] = self._users.seconds - user_seconds  # summed over concurrent episodes
         t0 = time.perf_counter()
         pl_module.experience = self.build_experience(trajectories, pad_id=_pad_id(pl_module.tokenizer))
         timings["time/reward_s"] = time.perf_counter() - t0

@@ -112,3 +112,32 @@ class SimulatorServices:
 def _v1(url: str) -> str:
     url = url.rstrip("/")
     return url if url.endswith("/v1") else f"{url}/v1"
+
+
+class TimedUsers:
+    """Wraps a user provider and adds up the seconds spent waiting for simulated users (all episodes)."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+        self.seconds = 0.0
+
+    def for_episode(self, episode_id: str, base_url: str | None) -> _TimedUser:
+        return _TimedUser(self.provider.for_episode(episode_id, base_url), self)
+
+
+class _TimedUser:
+    def __init__(self, user: Any, clock: TimedUsers) -> None:
+        self.user = user
+        self.clock = clock
+
+    async def reply(self, messages, *, episode_id: str):
+        import time
+
+        started = time.perf_counter()
+        try:
+            return await self.user.reply(messages, episode_id=episode_id)
+        finally:
+            self.clock.seconds += time.perf_counter() - started
+
+    async def aclose(self) -> None:
+        await self.user.aclose()
