@@ -82,6 +82,8 @@ def model_token_logprobs(
     Returns ``logprobs [B, T-1]`` float32 (position ``i`` scores token ``i + 1``), then the final hidden
     states ``[B, T, H]`` when ``return_hidden`` and the entropy when ``return_entropy``.
     """
+    if _is_sharded(model):
+        return _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy)
     decoder = model.get_decoder()
     out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
     hidden = out.last_hidden_state
@@ -111,3 +113,34 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``values`` where ``mask`` is 1 (0 when the mask is empty, never NaN)."""
     mask = mask.to(values.dtype)
     return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
+def _is_sharded(model: torch.nn.Module) -> bool:
+    return any(type(p).__name__ == "DTensor" for p in model.parameters())
+
+
+def _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy):
+    """The same outputs through the model's own forward, for FSDP2-sharded models.
+
+    FSDP2 gathers a module's weights in that module's forward hook, so calling the decoder or reading
+    ``lm_head.weight`` directly (as the chunked path does) would see shards. This path materialises
+    the full logits; use it where the chunked path cannot run.
+    """
+    out = model(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False,
+        output_hidden_states=return_hidden,
+    )
+    logp = out.logits[:, :-1].float().log_softmax(-1)
+    logprobs = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    if target_mask is not None:
+        logprobs = logprobs * target_mask.to(logprobs.dtype)
+    result = (logprobs,)
+    if return_hidden:
+        result += (out.hidden_states[-1],)
+    if return_entropy:
+        with torch.no_grad():
+            entropy = -(logp.exp() * logp).sum(-1)
+            if target_mask is not None:
+                entropy = entropy * target_mask.to(entropy.dtype)
+        result += (entropy,)
+    return result if len(result) > 1 else logprobs

@@ -115,6 +115,12 @@ class RolloutCallback(pl.Callback):
             return
         s = self.settings
         kwargs = dict(s.engine_kwargs)
+        if s.engine == "hf" and pl_module.trainer is not None and pl_module.trainer.world_size > 1:
+            # Ranks would run different numbers of sharded forwards while generating and deadlock.
+            raise ValueError(
+                "engine 'hf' runs generate on the training weights and is for single-process runs; "
+                "with several processes use engine vllm or sglang (weights are synced after each step)"
+            )
         if s.engine == "hf":
             kwargs.setdefault("model", pl_module.model)
             kwargs.setdefault("tokenizer_or_pad_id", pl_module.tokenizer)
