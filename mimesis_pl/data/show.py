@@ -62,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     args = show.parse_args(argv)
 
     datamodule = load_datamodule(args.config)
+    if not hasattr(datamodule, "preview"):
+        print(
+            f"mimesis-pl data show: {type(datamodule).__name__} has no token-level samples to show "
+            "(it yields prompts for rollouts); use it with an SFT DataModule config",
+            file=sys.stderr,
+        )
+        return 2
     datamodule.setup("fit")
     samples = datamodule.preview(args.n)
     tokenizer = datamodule.tokenizer
