@@ -217,6 +217,6 @@ class AgentGRPO(HFCausalLMModule):
 
     def _log(self, metrics: dict[str, float], exp) -> None:
         rewards = torch.tensor([sum(t.turn_rewards) for t in exp.trajectories], dtype=torch.float32)
-        self.reward_mean.update(rewards)
+        self.reward_mean(rewards)  # forward, not update: Lightning logs a metric's step value from its forward
         self.log("rollout/reward", self.reward_mean, on_step=True, on_epoch=False, prog_bar=True, batch_size=len(rewards))
         self.log_dict(metrics, on_step=True, batch_size=len(rewards))

@@ -104,7 +104,7 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in ("rollout/episode_reward_mean", "rollout/success_rate", "rollout/turns_mean", "train/clipfrac",
-                "time/user_simulator_s", "time/update_s", "time/old_logprobs_s",
+                "time/user_simulator_s", "time/update_s", "time/old_logprobs_s", "rollout/reward",
                 "train/approx_kl", "train/entropy", "train/logprob_mismatch_abs", "time/rollout_s", "time/generate_s"):
         assert tag in tags, tag
     assert len(events.Scalars("train/updates")) == 3
