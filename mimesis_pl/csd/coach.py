@@ -16,7 +16,6 @@ Every coach answer goes through :func:`finish_note` (spec/agent.md §2.13, fixin
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -25,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
-
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.csd.leaks import find_leaks
 from mimesis_pl.csd.prompts import CoachRequest
+from mimesis_pl.llm import ChatCompletionsClient
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +114,6 @@ def chat_completions_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"{path}/chat/completions", "", ""))
 
 
-class _Retryable(Exception):
-    pass
-
-
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-
-
 @dataclass
 class OpenAICoach:
     """A served model as coach, over the OpenAI chat-completions protocol (vLLM, SGLang, the coach shim).
@@ -158,7 +149,9 @@ class OpenAICoach:
             raise ValueError("OpenAICoach: max_retries must be >= 0, max_tokens and max_chars >= 1")
         if self.api_key_env and not os.environ.get(self.api_key_env):
             raise ValueError(f"OpenAICoach: environment variable {self.api_key_env!r} (api_key_env) is not set")
-        self._session: aiohttp.ClientSession | None = None
+        self._client = ChatCompletionsClient(
+            self.url, self.api_key_env, self.timeout_s, self.max_retries, self.retry_backoff_s, RuntimeError
+        )
 
     async def note(self, request: CoachRequest) -> CoachResult:
         body: dict[str, Any] = {
@@ -179,48 +172,10 @@ class OpenAICoach:
         return finish_note(text, max_chars=self.max_chars, avoid=request.avoid)
 
     async def _complete(self, body: dict[str, Any]) -> str:
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
-            try:
-                payload = await self._post(body)
-            except _Retryable as err:
-                last = str(err)
-                continue
-            return _content(payload, self.url)
-        raise RuntimeError(f"coach at {self.url} failed after {self.max_retries + 1} attempts: {last}")
-
-    async def _post(self, body: dict[str, Any]) -> Any:
-        try:
-            async with self._get_session().post(self.url, json=body, headers=self._headers()) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, TimeoutError) as err:
-            raise _Retryable(f"{type(err).__name__} calling {self.url}: {err}") from None
-        if response.status in _RETRY_STATUSES:
-            raise _Retryable(f"HTTP {response.status} from {self.url}: {text[:200]}")
-        if response.status >= 400:
-            raise RuntimeError(f"HTTP {response.status} from {self.url}: {text[:300]}")
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            raise RuntimeError(f"{self.url} returned non-JSON: {text[:200]!r}") from None
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        # A session belongs to the loop that made it; a fresh asyncio.run needs a fresh session.
-        if self._session is None or self._session.closed or getattr(self._session, "_loop", loop) is not loop:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
-        return self._session
-
-    def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return await self._client.call(body, lambda payload: _content(payload, self.url), what=f"coach at {self.url}")
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        await self._client.aclose()
 
 
 def _content(payload: Any, where: str) -> str:

@@ -13,18 +13,12 @@ raised, which the EnvironmentManager records as ``user_error``.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiohttp
-
 from mimesis_pl.chat.think import split_think
+from mimesis_pl.llm import ChatCompletionsClient, RetryableError
 from mimesis_pl.users.base import UserReply, UserSimulatorError
-
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class OpenAIUser:
@@ -66,7 +60,9 @@ class OpenAIUser:
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.extra_body = dict(extra_body or {})
-        self._session: aiohttp.ClientSession | None = None
+        self._client = ChatCompletionsClient(
+            f"{self.base_url}/chat/completions", api_key_env, timeout_s, max_retries, retry_backoff_s, UserSimulatorError
+        )
 
     def for_episode(self, episode_id: str, base_url: str | None) -> OpenAIUser:
         """A fresh client for one episode, bound to ``base_url`` when given (its own connection pool)."""
@@ -90,67 +86,17 @@ class OpenAIUser:
             "max_tokens": self.max_tokens,
             **self.extra_body,
         }
-        last_error = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
-            try:
-                payload = await self._post(body)
-            except _Retryable as err:
-                last_error = str(err)
-                continue
+
+        def read(payload: dict[str, Any]) -> UserReply:
             reply = _reply_from(payload, self.base_url)
-            if reply.public:
-                return reply
-            last_error = "the reply has no public text (reasoning only, or empty)"
-        raise UserSimulatorError(
-            f"user simulator at {self.base_url} failed for episode {episode_id!r} "
-            f"after {self.max_retries + 1} attempts: {last_error}"
-        )
+            if not reply.public:
+                raise RetryableError("the reply has no public text (reasoning only, or empty)")
+            return reply
+
+        return await self._client.call(body, read, what=f"user simulator at {self.base_url} for episode {episode_id!r}")
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
-
-    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        url = f"{self.base_url}/chat/completions"
-        try:
-            session = self._get_session()
-            async with session.post(url, json=body, headers=self._headers()) as response:
-                text = await response.text()
-                if response.status in _RETRY_STATUSES:
-                    raise _Retryable(f"HTTP {response.status} from {url}: {text[:200]}")
-                if response.status >= 400:
-                    raise UserSimulatorError(f"HTTP {response.status} from {url}: {text[:300]}")
-        except (aiohttp.ClientError, TimeoutError) as err:
-            raise _Retryable(f"{type(err).__name__} calling {url}: {err}") from None
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError:
-            raise UserSimulatorError(f"{url} returned non-JSON: {text[:200]!r}") from None
-        if not isinstance(payload, dict):
-            raise UserSimulatorError(f"{url} returned {type(payload).__name__}, expected a JSON object")
-        return payload
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        # A session is bound to the loop that created it; a new loop (e.g. a fresh asyncio.run) needs a new one.
-        if self._session is None or self._session.closed or getattr(self._session, "_loop", loop) is not loop:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
-        return self._session
-
-    def _headers(self) -> dict[str, str]:
-        if not self.api_key_env:
-            return {}
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise UserSimulatorError(f"environment variable {self.api_key_env!r} (api_key_env) is not set")
-        return {"Authorization": f"Bearer {key}"}
-
-
-class _Retryable(Exception):
-    pass
+        await self._client.aclose()
 
 
 def _reply_from(payload: Mapping[str, Any], where: str) -> UserReply:
