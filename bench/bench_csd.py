@@ -74,7 +74,7 @@ def make_experience(model_path: str, n_episodes: int):
     for (i, _), note in notes.items():
         pool.add(note, trajs[i].group_id + "-pool", "other-task")  # a pool of earlier notes
     real, placebo = [], []
-    for b, i in enumerate(exp.trained):
+    for i in exp.trained:
         t = trajs[i]
         mine = {turn: note for (j, turn), note in notes.items() if j == i}
         real.append(build_teacher_rows(t.input_ids, t.turn_spans, mine, render, len(t.input_ids) + 1024, prompt_len=0))

@@ -1,7 +1,7 @@
 import asyncio
 import json
 
-from mimesis_pl.chat import ChatRenderer, parse_tool_calls
+from mimesis_pl.chat import parse_tool_calls
 from mimesis_pl.data import JsonlChatSFTDataModule
 from mimesis_pl.data.expert_traces import record_expert_traces
 from mimesis_pl.envs import read_gym_tasks

@@ -6,7 +6,6 @@ import asyncio
 import json
 import math
 
-import pytest
 import torch
 from rollout_fixtures import ScriptedEngine, say, telepathy_row
 
