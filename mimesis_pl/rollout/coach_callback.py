@@ -146,11 +146,13 @@ class CoachCallback(pl.Callback):
         self._renderer = ChatRenderer(pl_module.tokenizer)
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        while self._threads:
-            self._threads.pop().stop()
         if self._loop is not None:
+            if self.coach is not None and hasattr(self.coach, "aclose"):
+                self._loop.run_until_complete(self.coach.aclose())
             self._loop.close()
             self._loop = None
+        while self._threads:
+            self._threads.pop().stop()
         self.coach = None
 
     def state_dict(self) -> dict[str, Any]:
