@@ -27,9 +27,16 @@ from torchmetrics import MeanMetric
 from ..envs import EnvironmentManager
 from ..eval.agent_backend import AgentBackend, AgentSettings, RetrySettings
 from ..eval.episodes import EpisodeExecutor, GymMetrics
-from ..eval.replay import ReplayExecutor, ReplayRecord, SkippedStep, summarize_replay, write_replay_records
+from ..eval.replay import (
+    ReplayExecutor,
+    ReplayRecord,
+    SkippedStep,
+    summarize_replay,
+    write_replay_records,
+)
 from ..eval.report import replay_scalars, write_episode_report, write_replay_report
 from ..eval.trials import RunIdentity, TaskRef, TrialCache, trial_matrix
+from ..rollout.event_loop import shutdown_loop
 from ..rollout.services import SimulatorServices, UserSimSettings
 
 log = logging.getLogger(__name__)
@@ -86,12 +93,7 @@ class _EvalModule(pl.LightningModule):
             self.backend.close()
             self.backend = None
         if self._loop is not None:
-            pending = asyncio.all_tasks(self._loop)  # e.g. an engine's micro-batching task
-            for task in pending:
-                task.cancel()
-            if pending:
-                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self._loop.close()
+            shutdown_loop(self._loop)
             self._loop = None
 
     def _config(self) -> dict[str, Any]:

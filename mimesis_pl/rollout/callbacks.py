@@ -16,6 +16,7 @@ import torch
 from ..envs import EnvironmentManager
 from ..rl.advantages import grpo_multiturn_advantages, trajectory_score
 from .engines import SamplingParams, build_engine
+from .event_loop import shutdown_loop
 from .loop import MultiTurnRollout
 from .services import SimulatorServices, TimedUsers, UserSimSettings
 from .trajectory import Trajectory, collate_trajectories
@@ -138,11 +139,7 @@ class RolloutCallback(pl.Callback):
             self.engine.close()
             self.engine = None
         if self._loop is not None:
-            pending = asyncio.all_tasks(self._loop)  # e.g. an engine's micro-batching task
-            for task in pending:
-                task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self._loop.close()
+            shutdown_loop(self._loop)
             self._loop = None
         self.rollout = None
 
