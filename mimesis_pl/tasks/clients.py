@@ -265,6 +265,19 @@ class ScriptedJudge:
         return schema(**values)
 
 
+class ScriptedPartner:
+    """Offline stand-in for a conversation partner: a fixed short reply; records every request."""
+
+    def __init__(self, reply: str = "I see. Tell me more.") -> None:
+        self.reply = reply
+        self.failures = 0
+        self.requests: list[list[dict[str, str]]] = []
+
+    async def complete(self, messages: Messages) -> str | None:
+        self.requests.append([dict(m) for m in messages])
+        return self.reply
+
+
 def build_judge(settings: EndpointSettings) -> Judge:
     if settings.kind == "openai":
         return OpenAIJudge(settings, "judge")

@@ -33,6 +33,7 @@ ROUTES: dict[str, str] = {
     "alignx_history16": f"{_PERSONA}:alignx",
     "socsci210": f"{_PERSONA}:socsci210",
     "humanllm": f"{_PERSONA}:humanllm",
+    "usersim-behavior": "mimesis_pl.tasks.usersim_behavior.task:usersim_behavior",
 }
 
 
