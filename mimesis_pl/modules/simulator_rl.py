@@ -105,6 +105,8 @@ class SimulatorRL(AgentGRPO):
         micro_batch_size, ppo_epochs, clip_low, clip_high, dual_clip, loss_agg, grad_clip: the PPO update.
         rollout: sampling and limits. validation: when and how to validate.
         roles: judge, partner and support-agent endpoints (``scripted`` stand-ins or served models).
+        task_options: per data_source settings, e.g. ``{usersim-behavior: {abcd_dir: /data/abcd}}`` (the real
+            ABCD ``guidelines.json`` + ``kb.json``; default: the bundled synthetic stand-in).
         norm_by_std, eps: FoldGRPO normalisation.
     """
 
@@ -124,6 +126,7 @@ class SimulatorRL(AgentGRPO):
         rollout: SimRolloutSettings = SimRolloutSettings(),
         validation: SimValidationSettings = SimValidationSettings(),
         roles: RoleSettings = RoleSettings(),
+        task_options: dict[str, dict[str, Any]] | None = None,
         norm_by_std: bool = True,
         eps: float = 1e-6,
         gradient_checkpointing: bool = False,
@@ -142,6 +145,7 @@ class SimulatorRL(AgentGRPO):
         self.rollout_settings = rollout
         self.validation = validation
         self.roles = roles
+        self.task_options = dict(task_options or {})
         self.norm_by_std = norm_by_std
         self.eps = eps
         self.engine = None
@@ -175,6 +179,7 @@ class SimulatorRL(AgentGRPO):
             support_agent=_support_agent(self.roles.support_agent),
             min_think_tokens=s.min_think_tokens,
             enable_think=s.enable_thinking,
+            options=self.task_options,
         )
         return self._ctx
 

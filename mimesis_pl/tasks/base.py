@@ -42,6 +42,7 @@ class TaskContext:
     global_step: int = 0
     min_think_tokens: int = 4
     enable_think: bool = True  # for tasks that follow the global setting (usersim-behavior)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per data_source, e.g. {"usersim-behavior": {"abcd_dir": ...}}
 
 
 @dataclass

@@ -75,6 +75,8 @@ def step_metrics(results: Sequence[TaskResult]) -> dict[str, float]:
         mine = [r for r in scored if r.data_source == source]
         if mine:
             metrics[f"rollout/{source}/reward"] = sum(r.reward for r in mine) / len(mine)
+        every = [r for r in results if r.data_source == source]
+        metrics[f"rollout/{source}/judge_failed_rate"] = sum(r.status == "judge_failed" for r in every) / len(every)
     lengths = [r.trajectory.response_length for r in results if r.trajectory is not None]
     metrics["rollout/response_tokens_mean"] = sum(lengths) / max(1, len(lengths))
     return metrics

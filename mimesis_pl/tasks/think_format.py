@@ -54,8 +54,8 @@ def check_think_format(
 
     Thinking on: every turn must split strictly with a non-empty answer, reasoning of at least
     ``min_think_tokens`` tokens (``count_tokens``) and no truncation. Thinking off: no turn may
-    start with a think opener, and (unlike the reference, which skips the check there) a truncated
-    turn fails too. A rollout with no generated turn is not format-correct.
+    start with a think opener (as in the reference, truncation is only checked with thinking on).
+    A rollout with no generated turn is not format-correct.
     """
     if not turns:
         return FormatCheck(False, 0.0)
@@ -64,8 +64,6 @@ def check_think_format(
     for turn in turns:
         if not enable_think:
             if turn.text.lstrip().startswith(THINK_OPEN):
-                correct = False
-            if turn.truncated:
                 correct = False
             continue
         reasoning, answer = split_think_strict(turn.text)

@@ -59,6 +59,7 @@ def test_gate_needs_four_reasoning_tokens_an_answer_and_no_truncation():
 def test_gate_with_thinking_off_rejects_an_opened_think_block():
     assert check_think_format([GeneratedTurn("hello there", False)], False, words).correct
     assert not check_think_format([GeneratedTurn("  <think>x</think>hi", False)], False, words).correct
+    assert check_think_format([GeneratedTurn("cut sho", True)], False, words).correct  # only the opener is checked
 
 
 def test_gate_zeroes_the_reward_in_training_only():
