@@ -93,7 +93,10 @@ class UsersimBehaviorTask:
             required=[(f, values[f]) for f in data.required_fields(subflow) if f in values],
             hard_limit=data.has_hard_limit(flow, subflow), goal=goal,
         )
-        hint = behavior.build_hint(**kwargs) if behavior is not None else None
+        try:
+            hint = behavior.build_hint(**kwargs) if behavior is not None else None
+        except TypeError as err:
+            raise RowError(f"{row_name(row)}: extra_info.kwargs do not fit behaviour {behavior.name!r}: {err}") from None
         messages = [{"role": "system", "content": simulator_prompt(scenario, goal, hint)},
                     {"role": "user", "content": CONNECTION_NOTICE}]
         enable = ctx.enable_think
