@@ -227,11 +227,7 @@ class SimulatorRL(AgentGRPO):
             metrics["train/skipped_empty_batch"] = 1.0
             self.log_dict(metrics, on_step=True, batch_size=max(1, len(results)))
             return
-        t = collate_trajectories([r.trajectory for r in trained], _pad_id(self.tokenizer))
-        t["advantages"] = foldgrpo_advantages(
-            torch.tensor([r.reward for r in trained]), [r.trajectory.group_id for r in trained],
-            [r.gen_uid for r in trained], t["response_mask"], norm_by_std=self.norm_by_std, eps=self.eps,
-        )
+        t = fold_experience(trained, _pad_id(self.tokenizer), norm_by_std=self.norm_by_std, eps=self.eps)
         metrics["train/advantage_abs_mean"] = (t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)).item()
         response = t["response_mask"][:, 1:].to(self.device).float()
         on_policy = self.ppo_epochs == 1 and self.ppo_mini_batch_size >= response.shape[0] and not self._has_dropout()
@@ -297,6 +293,21 @@ class SimulatorRL(AgentGRPO):
                 "extra": result.error or None, "messages": result.transcript,
             }
             (folder / f"{name}.json").write_text(json.dumps(record, indent=1, default=str))
+
+
+def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = True, eps: float = 1e-6) -> dict:
+    """Training tensors of scored rollouts with ``advantages [B, L]`` from FoldGRPO.
+
+    Groups are the rows (``trajectory.group_id``); rollouts are deduplicated by ``gen_uid``; a group with
+    a single scored rollout gets advantage 0 (D19). Unscored rollouts must already be filtered out, so
+    they never enter a group's mean or deviation (D3).
+    """
+    t = collate_trajectories([r.trajectory for r in results], pad_id)
+    t["advantages"] = foldgrpo_advantages(
+        torch.tensor([r.reward for r in results], dtype=torch.float32), [r.trajectory.group_id for r in results],
+        [r.gen_uid for r in results], t["response_mask"], norm_by_std=norm_by_std, eps=eps,
+    )
+    return t
 
 
 def _with_temperature(params: SamplingParams, temperature: float) -> SamplingParams:
