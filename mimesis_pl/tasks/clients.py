@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
@@ -26,6 +27,12 @@ from ..llm import ChatCompletionsClient, RetryableError
 
 V = TypeVar("V")
 Messages = Sequence[Mapping[str, str]]
+#: Requests each client keeps for inspection (leak scans, debugging); older ones are dropped.
+KEEP_REQUESTS = 512
+
+
+def request_log() -> deque[list[dict[str, str]]]:
+    return deque(maxlen=KEEP_REQUESTS)
 
 
 @dataclass
@@ -73,7 +80,7 @@ class ChatModel(Protocol):
     """What a task needs from a partner: text for messages, or ``None`` after bounded retries."""
 
     failures: int
-    requests: list[list[dict[str, str]]]
+    requests: deque[list[dict[str, str]]]
 
     async def complete(self, messages: Messages) -> str | None: ...
 
@@ -140,7 +147,7 @@ class OpenAIChatModel:
         self.settings = settings
         self.role = role
         self.failures = 0
-        self.requests: list[list[dict[str, str]]] = []
+        self.requests = request_log()
         self._client = ChatCompletionsClient(
             settings.url.rstrip("/") + "/chat/completions", settings.api_key_env, settings.timeout_s,
             settings.max_retries, settings.retry_backoff_s, _ClientError,
@@ -209,7 +216,7 @@ class JudgeRequest:
 
 class Judge(Protocol):
     failures: int
-    requests: list[list[dict[str, str]]]
+    requests: deque[list[dict[str, str]]]
 
     async def judge(self, request: JudgeRequest, schema: type[V]) -> V | None: ...
 
@@ -239,7 +246,7 @@ class ScriptedJudge:
     def __init__(self, failure_rate: float = 0.0) -> None:
         self.failure_rate = failure_rate
         self.failures = 0
-        self.requests: list[list[dict[str, str]]] = []
+        self.requests = request_log()
 
     async def judge(self, request: JudgeRequest, schema: type[V]) -> V | None:
         self.requests.append(list(request.messages))
@@ -271,7 +278,7 @@ class ScriptedPartner:
     def __init__(self, reply: str = "I see. Tell me more.") -> None:
         self.reply = reply
         self.failures = 0
-        self.requests: list[list[dict[str, str]]] = []
+        self.requests = request_log()
 
     async def complete(self, messages: Messages) -> str | None:
         self.requests.append([dict(m) for m in messages])

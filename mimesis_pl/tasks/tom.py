@@ -50,7 +50,7 @@ def fantom_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[
 
 def polarity(text: str) -> str | None:
     """``"neg"`` if the text says no/false/does not know, else ``"pos"`` if yes/true/knows, else ``None``."""
-    if any(has_word(text, w) for w in _NEGATIVE) or "does not know" in text.lower():
+    if any(has_word(text, w) for w in _NEGATIVE):
         return "neg"
     if any(has_word(text, w) for w in _POSITIVE):
         return "pos"
@@ -72,8 +72,7 @@ def fantom_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, 
         return Scored(float(bool(text) and ok))
     if kind.endswith(":binary"):
         want = polarity(str(gold))
-        said = [w for w in _POSITIVE if has_word(text, w)], [w for w in _NEGATIVE if has_word(text, w)]
-        pos, neg = bool(said[0]), bool(said[1]) or "does not know" in text.lower()
+        pos, neg = any(has_word(text, w) for w in _POSITIVE), any(has_word(text, w) for w in _NEGATIVE)
         return Scored(float((want == "pos" and pos and not neg) or (want == "neg" and neg and not pos)))
     if kind.startswith("fact"):
         return Scored(token_f1(text, str(gold)) if answer is not None else 0.0)
@@ -110,7 +109,8 @@ def hitom_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, A
 
 def paratomi_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
     story = require(info, row, "story")
-    lines = parse_list(story, row, "story") if not (isinstance(story, str) and not story.lstrip().startswith("[")) else [story]
+    plain_text = isinstance(story, str) and not story.lstrip().startswith("[")
+    lines = [story] if plain_text else parse_list(story, row, "story")
     body = "Story:\n" + "\n".join(str(s) for s in lines) + f"\n\nQuestion: {require(info, row, 'question')}"
     cands = info.get("cands")
     if cands:

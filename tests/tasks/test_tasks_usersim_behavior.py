@@ -75,10 +75,10 @@ def test_private_reasoning_never_reaches_the_support_agent_and_reaches_the_judge
     }.get(behavior)
     result = asyncio.run(get_task("usersim-behavior").run(row(behavior, kwargs), ctx, group_id="g", gen_uid="g-0"))
     assert result.status == "ok" and result.metrics["usersim_behavior/n_sim_turns"] == 2.0
-    support_requests = json.dumps(ctx.support_agent.requests)
+    support_requests = json.dumps(list(ctx.support_agent.requests))
     assert ctx.support_agent.requests and SECRET not in support_requests
     assert "i am a gold member" in support_requests
-    judged = json.dumps(ctx.judge.requests)
+    judged = json.dumps(list(ctx.judge.requests))
     assert (SECRET in judged) == (behavior in TRACE_BEHAVIOURS)
     # only the generated span is judged: the seeded identity turns are context, named as such
     content = ctx.judge.requests[0][0]["content"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..clients import EndpointSettings, OpenAIChatModel
+from ..clients import EndpointSettings, OpenAIChatModel, request_log
 from .abcd import FIELD_PHRASES
 from .behaviors import Public, mentions
 
@@ -51,7 +51,7 @@ class ScriptedSupportAgent:
 
     def __init__(self) -> None:
         self.failures = 0
-        self.requests: list[list[dict[str, str]]] = []
+        self.requests = request_log()
 
     async def respond(self, procedure: Procedure, public: Public) -> str | None:
         self.requests.append(public_messages(procedure.system_prompt, public))
@@ -78,7 +78,7 @@ class OpenAISupportAgent:
         return self.model.failures
 
     @property
-    def requests(self) -> list[list[dict[str, str]]]:
+    def requests(self):
         return self.model.requests
 
     async def respond(self, procedure: Procedure, public: Public) -> str | None:
