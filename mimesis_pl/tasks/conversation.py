@@ -138,10 +138,15 @@ class PolicyConversation:
             self.logprobs.extend([0.0] * len(ids))
 
     def trajectory(self, *, group_id: str, gen_uid: str, status: str, reward: float, data_source: str, key: str) -> Trajectory:
+        """The rollout for training; context appended after the last generated turn is cut (it trains nothing)."""
+        end = self.spans[-1].end if self.spans else len(self.ids)
+        if self.spans and self.finish_reasons[-1] == "length":
+            end += 1  # keep the end-of-turn id that closed a truncated turn
         return Trajectory(
-            input_ids=list(self.ids), response_mask=list(self.mask), prompt_length=self.prompt_length,
+            input_ids=self.ids[:end], response_mask=self.mask[:end], prompt_length=self.prompt_length,
             turn_spans=list(self.spans), turn_rewards=[reward] if self.spans else [], group_id=group_id,
-            gen_uid=gen_uid, episode_id=f"{gen_uid}", status=status, rollout_logprobs=self.logprobs,
+            gen_uid=gen_uid, episode_id=f"{gen_uid}", status=status,
+            rollout_logprobs=None if self.logprobs is None else self.logprobs[:end],
             reward=reward, messages=self.messages, finish_reasons=list(self.finish_reasons),
             data_source=data_source, task_key=key,
         )

@@ -98,3 +98,12 @@ def test_one_bad_row_never_fails_the_batch(tiny_tokenizer):
     assert metrics["rollout/task_error_rate"] == 0.5 and metrics["rollout/hitom/reward"] == 1.0
     val = validation_metrics(results[:2])
     assert val["val-core/hitom/reward/mean@1"] == 1.0 and val["val-core/all/format_correct"] == 1.0
+
+
+def test_a_truncated_turn_is_closed_with_an_untrained_end_of_turn_and_fails_the_gate(tiny_tokenizer):
+    ctx = make_context(tiny_tokenizer, lambda p, k: "\nI keep thinking and thinking " * 20, max_new_tokens=8)
+    result = asyncio.run(get_task("hitom").run(ROW, ctx, group_id="g", gen_uid="0"))
+    t = result.trajectory
+    assert result.status == "truncated" and result.metrics["all/format_correct"] == 0.0
+    assert t.turn_spans[0].end - t.turn_spans[0].start == 8 and sum(t.response_mask) == 8
+    assert t.input_ids[-1] == tiny_tokenizer.eos_token_id and t.response_mask[-1] == 0

@@ -109,3 +109,18 @@ def test_several_behaviours_in_one_row_are_a_row_error(tiny_tokenizer):
     wrong = row("fabricated_or_false_premise", {"colour": "red"})
     result = asyncio.run(run_row(wrong, ctx, "g", "g-0", None))
     assert result.status == "task_error" and "kwargs do not fit" in result.error
+
+
+@pytest.mark.parametrize("enable_think", [True, False])
+def test_the_trajectory_is_token_for_token_the_served_render(tiny_tokenizer, enable_think):
+    """Prompt, replayed seed turns, generated turns and agent replies equal one full render (D13)."""
+    from mimesis_pl.chat import ChatRenderer
+
+    respond = reply_with_thought if enable_think else (lambda p, k: "i am a gold member, my jeans are too small")
+    ctx = make_context(tiny_tokenizer, respond, enable_think=enable_think)
+    result = asyncio.run(get_task("usersim-behavior").run(row(None), ctx, group_id="g", gen_uid="0"))
+    ids, messages = result.trajectory.input_ids, result.trajectory.messages
+    last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    full = ChatRenderer(tiny_tokenizer, enable_thinking=enable_think).render(messages[: last + 1]).input_ids
+    assert full[: len(ids)] == ids
+    assert tiny_tokenizer.decode(full[len(ids):]) == "\n"  # only the separator after the last generated turn
