@@ -60,6 +60,8 @@ class SimRolloutSettings:
         min_think_tokens: the format gate's reasoning floor.
         max_concurrency: rollouts in flight.
         row_timeout_s: deadline per rollout (D29); past it the rollout is a ``task_error``.
+        max_empty_batches: consecutive batches with no scored rollout before the run stops with an error
+            (an unreachable judge must not spin forever without an update).
     """
 
     engine: str = "hf"
@@ -75,6 +77,7 @@ class SimRolloutSettings:
     min_think_tokens: int = 4
     max_concurrency: int = 256
     row_timeout_s: float | None = 1800.0
+    max_empty_batches: int = 20
 
 
 @dataclass
@@ -153,6 +156,7 @@ class SimulatorRL(AgentGRPO):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ctx: TaskContext | None = None
         self._last_validated: int | None = None
+        self._empty_batches = 0
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -224,9 +228,17 @@ class SimulatorRL(AgentGRPO):
         trained = [r for r in results if r.trained]
         metrics["rollout/trained_fraction"] = len(trained) / max(1, len(results))
         if not trained:
+            self._empty_batches += 1
+            if self._empty_batches >= self.rollout_settings.max_empty_batches:
+                statuses = sorted({r.status for r in results})
+                raise RuntimeError(
+                    f"{self._empty_batches} batches in a row had no scored rollout (statuses {statuses}; first error: "
+                    f"{next((r.error for r in results if r.error), 'none')}); is the judge or support agent down?"
+                )
             metrics["train/skipped_empty_batch"] = 1.0
             self.log_dict(metrics, on_step=True, batch_size=max(1, len(results)))
             return
+        self._empty_batches = 0
         t = fold_experience(trained, _pad_id(self.tokenizer), norm_by_std=self.norm_by_std, eps=self.eps)
         metrics["train/advantage_abs_mean"] = (t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)).item()
         response = t["response_mask"][:, 1:].to(self.device).float()
@@ -235,6 +247,9 @@ class SimulatorRL(AgentGRPO):
         started = time.perf_counter()
         self.update_policy(t, old, t["advantages"][:, 1:].to(self.device), response, metrics)
         metrics["time/update_s"] = time.perf_counter() - started
+        used = self._old_used if old is None else old
+        rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
+        metrics["train/logprob_mismatch_abs"] = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
         self.log_dict(metrics, on_step=True, batch_size=len(trained))
 
     def on_train_end(self) -> None:

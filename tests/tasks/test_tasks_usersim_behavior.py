@@ -124,3 +124,22 @@ def test_the_trajectory_is_token_for_token_the_served_render(tiny_tokenizer, ena
     full = ChatRenderer(tiny_tokenizer, enable_thinking=enable_think).render(messages[: last + 1]).input_ids
     assert full[: len(ids)] == ids
     assert tiny_tokenizer.decode(full[len(ids):]) == "\n"  # only the separator after the last generated turn
+
+
+def test_selfcheck_every_applicable_behaviour_derives_kwargs_renders_a_hint_and_bounds_its_rule():
+    import random
+
+    data = AbcdData.load()
+    public = [("user", "i am a GOLD member and i want it NOW"), ("agent", "Sorry, that is not possible."),
+              ("user", "can you check it and also send a label? please hurry")]
+    applicable = 0
+    for behavior in BEHAVIORS.values():
+        if not behavior.applicable(data, "product_defect", "return_size", SCENARIO):
+            continue
+        applicable += 1
+        kwargs = behavior.kwargs(SCENARIO, random.Random(0))
+        assert behavior.build_hint(**kwargs).strip(), behavior.name
+        rule = behavior.check_rule(public, SCENARIO, kwargs)
+        assert rule is None or 0.0 <= rule <= 1.0, behavior.name
+    assert applicable == 13  # the stand-in's return_size has a hard limit and every field some behaviours need
+    assert not get_behavior("request_overloading").applicable(data, "product_defect", "no_such_subflow", SCENARIO)
