@@ -2,8 +2,9 @@
 
 from .agent_csd import AgentCSD
 from .agent_grpo import AgentGRPO
+from .simulator_rl import SimulatorRL
 from .causal_lm_sft import CausalLMSFT
 from .export import HFExportCallback, export_hf
 from .settings import LoraSettings, OptimSettings
 
-__all__ = ["AgentCSD", "AgentGRPO", "CausalLMSFT", "HFExportCallback", "LoraSettings", "OptimSettings", "export_hf"]
+__all__ = ["AgentCSD", "AgentGRPO", "CausalLMSFT", "HFExportCallback", "LoraSettings", "OptimSettings", "SimulatorRL", "export_hf"]

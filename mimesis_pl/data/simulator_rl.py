@@ -1,0 +1,115 @@
+"""Simulator-RL rows (spec (c) C3): ``data_source`` + ``extra_info`` (+ ``prompt``), from parquet or JSONL.
+
+Files use the mixture grammar (``path_or_glob[:ratio]``); JSONL files hold one row per line. Every
+row's ``data_source`` must name a registered task: an unknown one is an error at set-up naming the
+file and row and listing the known keys, not a surprise in the middle of a run. The training order
+is seeded and resumable (the sampler position is checkpointed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import lightning.pytorch as pl
+import pyarrow.parquet as pq
+from torch.utils.data import DataLoader
+
+from ..tasks.registry import ROUTES, UnknownTaskError, known_data_sources
+from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin
+from .mixture import mixture_index, parse_file_specs
+
+
+def _read_file(path: str) -> list[dict[str, Any]]:
+    if path.endswith(".jsonl"):
+        rows = []
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:row{n}: not valid JSON ({err})") from None
+                rows.append(row)
+        return rows
+    return pq.read_table(path).to_pylist()
+
+
+def check_row(row: Any, where: str) -> dict[str, Any]:
+    """A row with a known ``data_source`` and a dict (or JSON string) ``extra_info``; errors name ``where``."""
+    if not isinstance(row, Mapping):
+        raise TypeError(f"{where}: a row must be an object, got {type(row).__name__}")
+    source = row.get("data_source")
+    if not isinstance(source, str) or not source:
+        raise ValueError(f"{where}: field data_source is missing or not a string")
+    if source not in ROUTES:
+        raise UnknownTaskError(
+            f"{where}: unknown data_source {source!r}; known data sources: {', '.join(known_data_sources())}"
+        )
+    if not isinstance(row.get("extra_info"), (Mapping, str)):
+        raise TypeError(f"{where}: field extra_info is missing (a dict of the task's fields is required)")
+    return dict(row)
+
+
+def read_task_rows(specs: list[str], seed: int = 0, max_samples: int | None = None) -> list[dict[str, Any]]:
+    """The rows of a mixture in mixture order, each tagged ``_source`` = ``file:rowN``."""
+    parsed = parse_file_specs(specs)
+    tables = [_read_file(s.path) for s in parsed]
+    out = []
+    for f, i in mixture_index([len(t) for t in tables], [s.ratio for s in parsed], seed=seed, max_samples=max_samples):
+        where = f"{parsed[f].path}:row{i}"
+        row = check_row(tables[f][i], where)
+        row["_source"] = where
+        out.append(row)
+    return out
+
+
+def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return batch
+
+
+class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
+    """Batches of task rows for :class:`~mimesis_pl.modules.SimulatorRL`.
+
+    Args:
+        files: training rows (mixture specs; ``.parquet`` or ``.jsonl``).
+        batch_size: prompts per step (reference: 64, each sampled ``n_samples`` times).
+        val_files: validation rows; the module validates on them itself (before training and every
+            ``val_every_n_steps``), so Lightning's own validation loop stays off.
+        max_samples, val_max_samples: caps on rows.
+        seed: order seed.
+    """
+
+    def __init__(
+        self, files: list[str], batch_size: int = 64, val_files: list[str] | None = None,
+        max_samples: int | None = None, val_max_samples: int | None = None, seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.files = list(files)
+        self.batch_size = batch_size
+        self.val_files = list(val_files) if val_files else []
+        self.max_samples = max_samples
+        self.val_max_samples = val_max_samples
+        self.seed = seed
+        self.train_rows: list[dict[str, Any]] = []
+        self.val_rows: list[dict[str, Any]] = []
+
+    def setup(self, stage: str | None = None) -> None:
+        if not self.train_rows:
+            self.train_rows = read_task_rows(self.files, self.seed, self.max_samples)
+            if not self.train_rows:
+                raise ValueError(f"no rows in {self.files}")
+        if self.val_files and not self.val_rows:
+            self.val_rows = read_task_rows(self.val_files, self.seed, self.val_max_samples)
+
+    def train_dataloader(self) -> DataLoader:
+        if self._train_sampler is None:
+            rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
+            self._install_sampler(
+                ResumableBucketBatchSampler(
+                    [1] * len(self.train_rows), batch_size=self.batch_size, seed=self.seed, rank=rank, num_replicas=world
+                )
+            )
+        return DataLoader(self.train_rows, batch_sampler=self._train_sampler, collate_fn=_as_list)

@@ -1,0 +1,64 @@
+"""Answer extraction and small scoring functions shared by the single-turn tasks (pure, no I/O)."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_LETTER = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\s*[.:]?$")
+
+
+def extract_answer(text: str) -> str | None:
+    """The stripped body of the last ``<answer>…</answer>`` in ``text`` (strict: no tag → ``None``)."""
+    found = _ANSWER.findall(text or "")
+    return found[-1].strip() if found else None
+
+
+def parse_letter(answer: str | None, letters: str = "ABCD") -> str | None:
+    """``"B"`` for ``"B"``, ``"(b)"``, ``"b."``; ``None`` unless it is exactly one letter of ``letters``."""
+    if answer is None:
+        return None
+    m = _LETTER.match(answer.strip())
+    if not m:
+        return None
+    letter = m.group(1).upper()
+    return letter if letter in letters.upper() else None
+
+
+def letter_reward(answer: str | None, gold: str, letters: str = "ABCD") -> float:
+    """1.0 when the extracted answer is exactly the gold option letter, else 0.0."""
+    got = parse_letter(answer, letters)
+    return float(got is not None and got == gold.strip().upper()[:1])
+
+
+def normalize_text(text: str) -> str:
+    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """SQuAD token F1 between two strings."""
+    pred, ref = normalize_text(prediction).split(), normalize_text(gold).split()
+    common = Counter(pred) & Counter(ref)
+    same = sum(common.values())
+    if not pred or not ref:
+        return float(pred == ref)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def has_word(text: str, word: str) -> bool:
+    """``word`` occurs in ``text`` as a whole word (case-insensitive)."""
+    return re.search(r"(?<![\w])" + re.escape(word.lower()) + r"(?![\w])", text.lower()) is not None
+
+
+def option_letters(n: int) -> str:
+    """``"ABCD…"``: the first ``n`` capital letters."""
+    return string.ascii_uppercase[:n]

@@ -1,0 +1,111 @@
+"""Typed objects between the stages of simulator RL: a row in, a :class:`TaskResult` out.
+
+A task runs one row with the policy and returns the rollout's trajectory, its reward, flat float
+metrics (logged per task), a status and the rollout's ``gen_uid``. Statuses other than ``ok`` and
+``truncated`` mean the row cannot be scored fairly (``judge_failed``, ``no_turns``, ``task_error``):
+such rows are counted, logged as rates and kept out of the advantage (D3, D5, D22).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ..rollout.trajectory import Trajectory
+from .clients import ChatModel, Judge
+from .conversation import Policy
+
+Status = Literal["ok", "truncated", "judge_failed", "no_turns", "task_error"]
+#: Rows with these statuses are masked out of the loss and out of the group baselines.
+UNSCORED = frozenset({"judge_failed", "no_turns", "task_error"})
+
+
+class RowError(ValueError):
+    """A row that cannot be run (missing or malformed field); the message names the row and field."""
+
+
+@dataclass
+class TaskContext:
+    """Everything a task may use for one row.
+
+    ``is_train`` drives the think-format gate (training only) and eval-only transcript dumps;
+    ``support_agent`` and ``partner`` are the frozen counterparts; ``judge`` scores open-ended rows.
+    """
+
+    policy: Policy
+    judge: Judge
+    partner: ChatModel
+    support_agent: Any
+    is_train: bool = True
+    global_step: int = 0
+    min_think_tokens: int = 4
+    enable_think: bool = True  # for tasks that follow the global setting (usersim-behavior)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per data_source, e.g. {"usersim-behavior": {"abcd_dir": ...}}
+
+
+@dataclass
+class TaskResult:
+    """One rollout of one row."""
+
+    data_source: str
+    gen_uid: str
+    status: Status
+    reward: float  # the training reward (format gate applied when is_train)
+    score: float  # the ungated task score (what evaluation reports)
+    metrics: dict[str, float]
+    trajectory: Trajectory | None
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def trained(self) -> bool:
+        return self.status not in UNSCORED and self.trajectory is not None and self.trajectory.num_turns > 0
+
+
+class Task(Protocol):
+    """A simulator-RL task family member, registered under its ``data_source``."""
+
+    data_source: str
+
+    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult: ...
+
+
+def row_name(row: Mapping[str, Any]) -> str:
+    """``file:rowN`` when the loader tagged the row, else ``data_source#index``."""
+    if row.get("_source"):
+        return str(row["_source"])
+    info = row.get("extra_info") or {}
+    index = info.get("index", "?") if isinstance(info, Mapping) else "?"
+    return f"{row.get('data_source', '?')}#{index}"
+
+
+def extra_info(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row's ``extra_info`` as a dict (a JSON string is parsed); a :class:`RowError` otherwise."""
+    info = row.get("extra_info")
+    if isinstance(info, str):
+        try:
+            info = json.loads(info)
+        except json.JSONDecodeError as err:
+            raise RowError(f"{row_name(row)}: field extra_info is not valid JSON ({err})") from None
+    if not isinstance(info, Mapping):
+        raise RowError(f"{row_name(row)}: field extra_info must be a dict, got {type(info).__name__}")
+    return dict(info)
+
+
+def require(info: Mapping[str, Any], row: Mapping[str, Any], *names: str) -> Any:
+    """The first of ``names`` present (non-null) in ``info``; a :class:`RowError` naming them otherwise."""
+    for name in names:
+        if info.get(name) is not None:
+            return info[name]
+    raise RowError(f"{row_name(row)}: extra_info needs field {' or '.join(repr(n) for n in names)}")
+
+
+def failed_result(row: Mapping[str, Any], gen_uid: str, error: BaseException) -> TaskResult:
+    """The result of a row whose task raised: counted, flagged, never trained on (D5)."""
+    source = str(row.get("data_source", "?"))
+    return TaskResult(
+        data_source=source, gen_uid=gen_uid, status="task_error", reward=0.0, score=0.0,
+        metrics={"all/task_error": 1.0}, trajectory=None, error=f"{type(error).__name__}: {error}",
+    )

@@ -1,0 +1,291 @@
+"""The judge / partner / support-agent clients of simulator RL (spec §2.4, defects D1, D3, D4, D29).
+
+One OpenAI-compatible client per role, each with its own endpoint and model (``RoleSettings``);
+every call goes through :class:`~mimesis_pl.llm.ChatCompletionsClient` (bounded retries with
+backoff, key from a named env var). A reply that is empty, or for the judge not a JSON object
+that validates against the verdict dataclass, is retried; after the last attempt the call returns
+``None`` and counts a failure — never a midpoint, never a silent 0. Callers mark such rows
+``judge_failed`` and keep them out of the advantage.
+
+``Scripted*`` clients are deterministic, offline stand-ins for tests and the tiny config; they see
+exactly what a served model would (they record every request for the leak tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from ..llm import ChatCompletionsClient, RetryableError
+
+V = TypeVar("V")
+Messages = Sequence[Mapping[str, str]]
+#: Requests each client keeps for inspection (leak scans, debugging); older ones are dropped.
+KEEP_REQUESTS = 512
+
+
+def request_log() -> deque[list[dict[str, str]]]:
+    return deque(maxlen=KEEP_REQUESTS)
+
+
+@dataclass
+class EndpointSettings:
+    """One role's model.
+
+    Args:
+        kind: ``scripted`` (offline stand-in) or ``openai`` (an OpenAI-compatible server).
+        url: base URL ending in ``/v1`` (``openai`` only).
+        model: model name sent with every request.
+        api_key_env: environment variable holding the API key (``None``: no auth header).
+        temperature: sampling temperature.
+        max_tokens: completion cap (``None``: the server's default).
+        reasoning_effort: sent when set (``low`` for the judge, ``minimal`` for partners in the reference).
+        timeout_s: per request.
+        max_retries: extra attempts after a retryable failure (bounded: D29).
+        retry_backoff_s: first backoff; doubles each attempt.
+        failure_rate: ``scripted`` only — the deterministic share of calls that fail (by a hash of the
+            request), to exercise the failure path; 0 in real use.
+    """
+
+    kind: Literal["scripted", "openai"] = "scripted"
+    url: str | None = None
+    model: str = "gpt-5-5"
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    timeout_s: float = 300.0
+    max_retries: int = 5
+    retry_backoff_s: float = 1.0
+    failure_rate: float = 0.0
+
+
+@dataclass
+class RoleSettings:
+    """The three external roles of simulator RL, each configured on its own (D4)."""
+
+    judge: EndpointSettings = field(default_factory=EndpointSettings)
+    partner: EndpointSettings = field(default_factory=EndpointSettings)
+    support_agent: EndpointSettings = field(default_factory=EndpointSettings)
+
+
+class ChatModel(Protocol):
+    """What a task needs from a partner: text for messages, or ``None`` after bounded retries."""
+
+    failures: int
+    requests: deque[list[dict[str, str]]]
+
+    async def complete(self, messages: Messages) -> str | None: ...
+
+
+# -- verdict parsing (pure) --------------------------------------------------------------------
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def parse_verdict(text: str, schema: type[V]) -> V | None:
+    """A ``schema`` dataclass from a judge's JSON text, or ``None`` when it does not validate.
+
+    Every field of ``schema`` must be present; ``float`` fields take numbers (not booleans) and
+    ``bool`` fields take booleans (or the strings ``"true"``/``"false"``). Extra keys are ignored.
+    """
+    body = _FENCE.sub(r"\1", text.strip())
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(schema):  # type: ignore[arg-type]
+        if f.name not in data:
+            return None
+        raw = data[f.name]
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        if kind == "bool":
+            if isinstance(raw, str) and raw.lower() in ("true", "false"):
+                raw = raw.lower() == "true"
+            if not isinstance(raw, bool):
+                return None
+        elif kind == "float":
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or math.isnan(raw):
+                return None
+            raw = float(raw)
+        values[f.name] = raw
+    return schema(**values)
+
+
+def schema_hint(schema: type) -> str:
+    """A one-line JSON shape for the prompt: ``{"exhibit": <number 0-1>, "announced": <true|false>}``."""
+    parts = []
+    for f in dataclasses.fields(schema):
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        parts.append(f'"{f.name}": ' + ("<true|false>" if kind == "bool" else "<number 0-1>"))
+    return "{" + ", ".join(parts) + "}"
+
+
+# -- HTTP clients ----------------------------------------------------------------------------
+
+
+class _ClientError(RuntimeError):
+    pass
+
+
+class OpenAIChatModel:
+    """A role served behind ``{url}/chat/completions``; ``complete`` returns ``None`` once retries are spent."""
+
+    def __init__(self, settings: EndpointSettings, role: str) -> None:
+        if not settings.url or not settings.url.startswith(("http://", "https://")):
+            raise ValueError(f"{role}: kind 'openai' needs url: http(s)://HOST/v1, got {settings.url!r}")
+        self.settings = settings
+        self.role = role
+        self.failures = 0
+        self.requests = request_log()
+        self._client = ChatCompletionsClient(
+            settings.url.rstrip("/") + "/chat/completions", settings.api_key_env, settings.timeout_s,
+            settings.max_retries, settings.retry_backoff_s, _ClientError,
+        )
+
+    def body(self, messages: Messages, json_mode: bool = False) -> dict[str, Any]:
+        s = self.settings
+        body: dict[str, Any] = {
+            "model": s.model, "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "temperature": s.temperature,
+        }
+        if s.max_tokens is not None:
+            body["max_completion_tokens"] = s.max_tokens
+        if s.reasoning_effort not in (None, "none"):
+            body["reasoning_effort"] = s.reasoning_effort
+        if json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def _call(self, body: dict[str, Any], read: Callable[[str], Any]) -> Any:
+        self.requests.append(list(body["messages"]))
+
+        def read_payload(payload: dict[str, Any]) -> Any:
+            try:
+                text = payload["choices"][0]["message"].get("content") or ""
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise RetryableError(f"{self.role}: response has no choices[0].message") from None
+            if not text.strip():
+                raise RetryableError(f"{self.role}: empty completion")  # an empty reply is an error (§2.4)
+            return read(text)
+
+        try:
+            return await self._client.call(body, read_payload, what=f"{self.role} ({self.settings.model})")
+        except _ClientError:
+            self.failures += 1
+            return None
+
+    async def complete(self, messages: Messages) -> str | None:
+        return await self._call(self.body(messages), lambda text: text.strip())
+
+    async def complete_json(self, messages: Messages, schema: type[V]) -> V | None:
+        def read(text: str) -> V:
+            verdict = parse_verdict(text, schema)
+            if verdict is None:
+                raise RetryableError(f"{self.role}: reply does not validate as {schema.__name__}: {text[:120]!r}")
+            return verdict
+
+        return await self._call(self.body(messages, json_mode=True), read)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+# -- the judge -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """What one judgement needs: the prompt messages (for a served judge) and the structured inputs
+    a scripted judge reads (``transcript`` lines as ``(speaker, text)``, ``goal``)."""
+
+    messages: list[dict[str, str]]
+    transcript: list[tuple[str, str]] = ()  # type: ignore[assignment]
+    goal: str = ""
+
+
+class Judge(Protocol):
+    failures: int
+    requests: deque[list[dict[str, str]]]
+
+    async def judge(self, request: JudgeRequest, schema: type[V]) -> V | None: ...
+
+
+class OpenAIJudge(OpenAIChatModel):
+    """A served judge: JSON mode, parsed and validated against the verdict dataclass (D1)."""
+
+    async def judge(self, request: JudgeRequest, schema: type[V]) -> V | None:
+        return await self.complete_json(request.messages, schema)
+
+
+def _unit_hash(*parts: str) -> float:
+    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class ScriptedJudge:
+    """Offline stand-in for the judge: deterministic crude features of the transcript, not a quality signal.
+
+    Float fields: ``naturalness`` = 1 when the customer's turns average ≤ 200 characters;
+    ``on_task`` = share of goal words (> 3 letters) the customer mentions; every other float field
+    (``exhibit``, ``placement``, ``cooperative``) = the share of customer turns longer than 3 words;
+    booleans (``announced``) are true when a customer turn says "behavior"/"pretend". A request fails
+    (``None``, counted) when a hash of it falls under ``failure_rate``.
+    """
+
+    def __init__(self, failure_rate: float = 0.0) -> None:
+        self.failure_rate = failure_rate
+        self.failures = 0
+        self.requests = request_log()
+
+    async def judge(self, request: JudgeRequest, schema: type[V]) -> V | None:
+        self.requests.append(list(request.messages))
+        if _unit_hash(json.dumps(request.messages)) < self.failure_rate:
+            self.failures += 1
+            return None
+        said = [text for who, text in request.transcript if who.startswith("CUSTOMER") and "thinking" not in who]
+        n = max(1, len(said))
+        goal_words = {w for w in re.findall(r"[a-z]+", request.goal.lower()) if len(w) > 3}
+        spoken = " ".join(said).lower()
+        features = {
+            "naturalness": float(sum(len(s) for s in said) / n <= 200) if said else 0.0,
+            "on_task": sum(w in spoken for w in goal_words) / len(goal_words) if goal_words else 0.0,
+        }
+        substantive = sum(len(s.split()) > 3 for s in said) / n
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(schema):  # type: ignore[arg-type]
+            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+            if kind == "bool":
+                values[f.name] = bool(re.search(r"\b(behaviou?r|pretend)", spoken))
+            else:
+                values[f.name] = features.get(f.name, substantive)
+        return schema(**values)
+
+
+class ScriptedPartner:
+    """Offline stand-in for a conversation partner: a fixed short reply; records every request."""
+
+    def __init__(self, reply: str = "I see. Tell me more.") -> None:
+        self.reply = reply
+        self.failures = 0
+        self.requests = request_log()
+
+    async def complete(self, messages: Messages) -> str | None:
+        self.requests.append([dict(m) for m in messages])
+        return self.reply
+
+
+def build_judge(settings: EndpointSettings) -> Judge:
+    if settings.kind == "openai":
+        return OpenAIJudge(settings, "judge")
+    return ScriptedJudge(settings.failure_rate)

@@ -1,0 +1,112 @@
+"""Run many rows concurrently, one failure never failing the batch (D5), and summarise the results.
+
+``run_rows`` isolates every rollout: an exception or a per-rollout deadline becomes a ``task_error``
+result (counted, logged, never trained on). ``step_metrics`` and ``validation_metrics`` are pure
+summaries of a list of :class:`TaskResult` with the reference's metric keys (spec §5.10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from .base import UNSCORED, TaskContext, TaskResult, failed_result, row_name
+from .registry import get_task
+
+log = logging.getLogger(__name__)
+
+
+async def run_row(row: Mapping[str, Any], ctx: TaskContext, group_id: str, gen_uid: str, timeout_s: float | None) -> TaskResult:
+    """One rollout of ``row``; never raises for a problem of the row, the task or a partner."""
+    try:
+        task = get_task(str(row.get("data_source")))
+        result = await asyncio.wait_for(task.run(row, ctx, group_id=group_id, gen_uid=gen_uid), timeout_s)
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:  # noqa: BLE001 -- isolate the row (D5): counted as task_error, masked from the loss
+        log.warning("%s (%s): %s: %s", row_name(row), gen_uid, type(err).__name__, err)
+        return failed_result(row, gen_uid, err if not isinstance(err, TimeoutError) else TimeoutError(f"over {timeout_s} s"))
+    return result
+
+
+async def run_rows(
+    rows: Sequence[Mapping[str, Any]], n_samples: int, ctx: TaskContext, group_ids: Sequence[str],
+    timeout_s: float | None = None, max_concurrency: int = 64,
+) -> list[TaskResult]:
+    """``n_samples`` rollouts per row, concurrently; results in (row, sample) order."""
+    limit = asyncio.Semaphore(max_concurrency)
+
+    async def one(row, group_id: str, k: int) -> TaskResult:
+        async with limit:
+            return await run_row(row, ctx, group_id, f"{group_id}-{k}", timeout_s)
+
+    return list(await asyncio.gather(*(one(r, g, k) for r, g in zip(rows, group_ids) for k in range(n_samples))))
+
+
+def _means(results: Sequence[TaskResult]) -> dict[str, float]:
+    sums: dict[str, float] = defaultdict(float)
+    counts: Counter[str] = Counter()
+    for r in results:
+        for key, value in r.metrics.items():
+            sums[key] += float(value)
+            counts[key] += 1
+    return {key: sums[key] / counts[key] for key in sums}
+
+
+def step_metrics(results: Sequence[TaskResult]) -> dict[str, float]:
+    """Per-task flat metrics (means over the rollouts that carry them) and batch statistics.
+
+    Failure rates (``rollout/judge_failed_rate``, ``rollout/task_error_rate``, ``rollout/no_turns_rate``)
+    are over all rollouts; rewards are means over the scored ones only.
+    """
+    n = max(1, len(results))
+    scored = [r for r in results if r.status not in UNSCORED]
+    metrics = _means(scored)
+    statuses = Counter(r.status for r in results)
+    for status in ("judge_failed", "task_error", "no_turns", "truncated"):
+        metrics[f"rollout/{status}_rate"] = statuses.get(status, 0) / n
+    metrics["rollout/reward_mean"] = sum(r.reward for r in scored) / max(1, len(scored))
+    metrics["rollout/score_mean"] = sum(r.score for r in scored) / max(1, len(scored))
+    for source in sorted({r.data_source for r in results}):
+        mine = [r for r in scored if r.data_source == source]
+        if mine:
+            metrics[f"rollout/{source}/reward"] = sum(r.reward for r in mine) / len(mine)
+        every = [r for r in results if r.data_source == source]
+        metrics[f"rollout/{source}/judge_failed_rate"] = sum(r.status == "judge_failed" for r in every) / len(every)
+    lengths = [r.trajectory.response_length for r in results if r.trajectory is not None]
+    metrics["rollout/response_tokens_mean"] = sum(lengths) / max(1, len(lengths))
+    return metrics
+
+
+def validation_metrics(results: Sequence[TaskResult]) -> dict[str, float]:
+    """``val-core/<ds>/reward/mean@1`` (ungated scores of scored rows), ``val-aux/<ds>/<key>/mean@1``,
+    and sample-weighted headlines ``val-core/all/score``, ``val-core/all/format_correct`` and failure rates."""
+    out: dict[str, float] = {}
+    by_source: dict[str, list[TaskResult]] = defaultdict(list)
+    for r in results:
+        by_source[r.data_source].append(r)
+    for source, rows in sorted(by_source.items()):
+        scored = [r for r in rows if r.status not in UNSCORED]
+        if scored:
+            out[f"val-core/{source}/reward/mean@1"] = sum(r.score for r in scored) / len(scored)
+        for key, value in _means(scored).items():
+            out[f"val-aux/{source}/{key}/mean@1"] = value
+        out[f"val-aux/{source}/judge_failed/mean@1"] = sum(r.status == "judge_failed" for r in rows) / len(rows)
+    scored = [r for r in results if r.status not in UNSCORED]
+    headline = _means(scored)
+    for key in ("all/score", "all/format_correct", "all/think_tokens", "all/score_v3"):
+        if key in headline:
+            out[f"val-core/{key}"] = headline[key]
+    n = max(1, len(results))
+    out["val-core/all/judge_failed_rate"] = sum(r.status == "judge_failed" for r in results) / n
+    out["val-core/all/task_error_rate"] = sum(r.status == "task_error" for r in results) / n
+    return out
+
+
+def with_eval_context(ctx: TaskContext) -> TaskContext:
+    """The context for validation: no format gate."""
+    return replace(ctx, is_train=False)

@@ -1,0 +1,81 @@
+"""``SingleTurnTask``: one prompt, one thinking turn, an ``<answer>`` scored by a pure function.
+
+Used by the theory-of-mind (§7.3) and persona/prediction (§7.5) families. Thinking is always on
+(the reference forces it for every family but BehaviorChain; we apply one policy, D8) and the
+answer is extracted from the strictly split public part, never from the reasoning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answers import extract_answer
+from .base import RowError, TaskContext, TaskResult, extra_info, row_name
+from .conversation import BudgetExhausted, PolicyConversation
+from .think_format import check_think_format, gated_reward, split_think_strict
+
+ANSWER_FORMAT = (
+    "Think it through privately first, then give only your final answer inside <answer></answer> tags, "
+    "for example <answer>B</answer>."
+)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A task score in [0, 1] and flat float sub-metrics (logged as ``<prefix>/<key>``)."""
+
+    reward: float
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+PromptFn = Callable[[Mapping[str, Any], Mapping[str, Any]], list[dict[str, str]]]
+ScoreFn = Callable[[str | None, Mapping[str, Any], Mapping[str, Any]], Scored]
+
+
+class SingleTurnTask:
+    """``prompt(info, row)`` → messages; ``score(answer, info, row)`` → :class:`Scored`.
+
+    ``prefix`` names the metrics (``fantom/reward``); several data sources may share one prefix.
+    """
+
+    def __init__(self, data_source: str, prompt: PromptFn, score: ScoreFn, prefix: str | None = None) -> None:
+        self.data_source = data_source
+        self.prompt = prompt
+        self.score = score
+        self.prefix = prefix or data_source
+
+    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+        info = extra_info(row)
+        messages = self.prompt(info, row)
+        conv = PolicyConversation(ctx.policy, messages, enable_think=True, sample=f"{row_name(row)} {gen_uid}")
+        try:
+            turn = await conv.step()
+        except BudgetExhausted:
+            raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to answer") from None
+        _, public = split_think_strict(turn.text)
+        scored = self.score(extract_answer(public), info, row)
+        fmt = check_think_format(conv.turns, True, ctx.policy.count_tokens, ctx.min_think_tokens)
+        reward = gated_reward(scored.reward, fmt, is_train=ctx.is_train)
+        metrics = {
+            f"{self.prefix}/reward": scored.reward,
+            **{f"{self.prefix}/{k}": float(v) for k, v in scored.metrics.items()},
+            "all/score": scored.reward,
+            "all/format_correct": float(fmt.correct),
+            "all/think_tokens": fmt.think_tokens,
+        }
+        status = "truncated" if turn.truncated else "ok"
+        trajectory = conv.trajectory(
+            group_id=group_id, gen_uid=gen_uid, status=status, reward=reward, data_source=self.data_source,
+            key=row_name(row),
+        )
+        return TaskResult(
+            data_source=self.data_source, gen_uid=gen_uid, status=status, reward=reward, score=scored.reward,
+            metrics=metrics, trajectory=trajectory, transcript=conv.messages,
+        )
+
+
+def user_prompt(system: str, body: str) -> list[dict[str, str]]:
+    """A system instruction and one user message that ends with the answer-format instruction."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": f"{body.strip()}\n\n{ANSWER_FORMAT}"}]

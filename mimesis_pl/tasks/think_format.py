@@ -1,0 +1,93 @@
+"""The think-format gate (spec §5.7) in one place: strict reasoning split, token floor, truncation.
+
+A trained simulator turn must carry ``<think>reasoning</think>answer`` with at least
+``min_think_tokens`` reasoning tokens and must have ended on its own (not cut by the length cap);
+on thinking-off rows a turn must not open a think block. A failing row keeps its score for
+evaluation, but its training reward is zeroed (:func:`gated_reward`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..chat.think import THINK_CLOSE, THINK_OPEN, split_think
+
+
+def split_think_strict(text: str) -> tuple[str | None, str]:
+    """``(reasoning, answer)`` of a well-formed completion, else ``(None, "")`` (spec §2.3 strict split).
+
+    Well-formed: exactly one ``</think>``; at most one ``<think>``, and if present the text starts
+    with it (a completion whose opener was pre-filled by the template has none). The split itself
+    is the shared lenient splitter's, which agrees with the strict rule on well-formed text.
+    """
+    opens, closes = text.count(THINK_OPEN), text.count(THINK_CLOSE)
+    if closes != 1 or opens > 1 or (opens == 1 and not text.lstrip().startswith(THINK_OPEN)):
+        return None, ""
+    reasoning, answer = split_think(text)
+    return (reasoning or ""), answer
+
+
+@dataclass(frozen=True)
+class GeneratedTurn:
+    """One turn the policy generated: its decoded text (stop id excluded) and whether the cap cut it."""
+
+    text: str
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class FormatCheck:
+    """Result of :func:`check_think_format`: ``correct`` over all turns, mean reasoning tokens."""
+
+    correct: bool
+    think_tokens: float
+
+
+def check_think_format(
+    turns: Sequence[GeneratedTurn],
+    enable_think: bool,
+    count_tokens: Callable[[str], int],
+    min_think_tokens: int = 4,
+) -> FormatCheck:
+    """Spec §5.7 ``think_stats`` over the generated (never the injected) turns of one rollout.
+
+    Thinking on: every turn must split strictly with a non-empty answer, reasoning of at least
+    ``min_think_tokens`` tokens (``count_tokens``) and no truncation. Thinking off: no turn may
+    start with a think opener (as in the reference, truncation is only checked with thinking on).
+    A rollout with no generated turn is not format-correct.
+    """
+    if not turns:
+        return FormatCheck(False, 0.0)
+    correct = True
+    lengths: list[int] = []
+    for turn in turns:
+        if not enable_think:
+            if turn.text.lstrip().startswith(THINK_OPEN):
+                correct = False
+            continue
+        reasoning, answer = split_think_strict(turn.text)
+        if reasoning is None or not answer:
+            correct = False
+            continue
+        n = count_tokens(reasoning)
+        lengths.append(n)
+        if turn.truncated or n < min_think_tokens:
+            correct = False
+    return FormatCheck(correct, sum(lengths) / len(lengths) if lengths else 0.0)
+
+
+def gated_reward(reward: float, check: FormatCheck, *, is_train: bool) -> float:
+    """The training reward: zero when the format is wrong; evaluation keeps the score."""
+    return 0.0 if is_train and not check.correct else reward
+
+
+def public_text(text: str, enable_think: bool) -> str:
+    """What a partner or judge may see of a turn: the strict answer, or ``""`` for a malformed turn.
+
+    Thinking off: the lenient split's public part (a stray block is removed, never leaked). A turn
+    with no tag at all under thinking on is malformed (the opener was pre-filled), hence ``""``.
+    """
+    if not enable_think:
+        return split_think(text)[1]
+    return split_think_strict(text)[1]

@@ -1,0 +1,93 @@
+"""The frozen ABCD support agent (spec §6.4): rebuilt from the public transcript every turn.
+
+It never sees the simulator's reasoning structurally: its only input is the public transcript
+(customer turns as ``user``, its own as ``assistant``). ``ScriptedSupportAgent`` is the offline
+stand-in (asks for each required field in procedure order, then states the outcome);
+``OpenAISupportAgent`` is a served model. Both record every request for leak scans, return
+``None`` on failure (counted) and never raise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..clients import EndpointSettings, OpenAIChatModel, request_log
+from .abcd import FIELD_PHRASES
+from .behaviors import Public, mentions
+
+MAX_WORDS = 200
+
+
+@dataclass
+class Procedure:
+    """What the scripted agent follows: fields to collect (with values) and whether a hard limit applies."""
+
+    system_prompt: str
+    required: list[tuple[str, str]] = field(default_factory=list)  # (field, true value)
+    hard_limit: bool = False
+    goal: str = ""
+
+
+def public_messages(system_prompt: str, public: Public) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system_prompt}] + [
+        {"role": "user" if role == "user" else "assistant", "content": text} for role, text in public
+    ]
+
+
+def clean_reply(text: str) -> str:
+    """Strip an ``AGENT:`` label, collapse an exactly doubled reply, cut to 200 words (`` [...]``)."""
+    text = re.sub(r"^\s*agent\s*:\s*", "", text.strip(), flags=re.IGNORECASE)
+    if len(text) % 2 == 0:
+        half = len(text) // 2
+        if half > 20 and text[:half] == text[half:]:
+            text = text[:half]
+    words = text.split()
+    return " ".join(words[:MAX_WORDS]) + " [...]" if len(words) > MAX_WORDS else text
+
+
+class ScriptedSupportAgent:
+    """Offline stand-in: asks for the first required field the customer has not yet given, then answers."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.requests = request_log()
+
+    async def respond(self, procedure: Procedure, public: Public) -> str | None:
+        self.requests.append(public_messages(procedure.system_prompt, public))
+        said = " ".join(text for role, text in public if role == "user")
+        for name, value in procedure.required:
+            if not mentions(said, value):
+                return f"Could you give me your {FIELD_PHRASES.get(name, name.replace('_', ' '))}?"
+        if procedure.hard_limit:
+            return "I'm sorry, under our policy that is not possible for this order."
+        return f"Thanks, that is all set: I have taken care of your {procedure.goal.split(' (')[0]}."
+
+    async def aclose(self) -> None:
+        pass
+
+
+class OpenAISupportAgent:
+    """A served support agent (per-role endpoint and model)."""
+
+    def __init__(self, settings: EndpointSettings) -> None:
+        self.model = OpenAIChatModel(settings, "support_agent")
+
+    @property
+    def failures(self) -> int:
+        return self.model.failures
+
+    @property
+    def requests(self):
+        return self.model.requests
+
+    async def respond(self, procedure: Procedure, public: Public) -> str | None:
+        text = await self.model.complete(public_messages(procedure.system_prompt, public))
+        return None if text is None else (clean_reply(text) or None)
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
+def build_support_agent(settings: EndpointSettings) -> ScriptedSupportAgent | OpenAISupportAgent:
+    return OpenAISupportAgent(settings) if settings.kind == "openai" else ScriptedSupportAgent()

@@ -1,0 +1,123 @@
+"""The judge client: JSON parsed and validated against a schema, bounded retries, failures counted (D1, D3)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from mimesis_pl.tasks.clients import (
+    EndpointSettings,
+    JudgeRequest,
+    OpenAIJudge,
+    ScriptedJudge,
+    parse_verdict,
+)
+
+
+@dataclass
+class Verdict:
+    exhibit: float
+    announced: bool
+
+
+def test_parse_verdict_validates_fields_and_types():
+    assert parse_verdict('{"exhibit": 0.5, "announced": false, "extra": 1}', Verdict) == Verdict(0.5, False)
+    assert parse_verdict('```json\n{"exhibit": 1, "announced": "true"}\n```', Verdict) == Verdict(1.0, True)
+    assert parse_verdict('{"exhibit": 0.5}', Verdict) is None  # missing field
+    assert parse_verdict('{"exhibit": "high", "announced": false}', Verdict) is None  # not a number
+    assert parse_verdict('{"exhibit": true, "announced": false}', Verdict) is None  # a bool is not a score
+    assert parse_verdict('{"exhibit": NaN, "announced": false}', Verdict) is None
+    assert parse_verdict("[1, 2]", Verdict) is None
+    assert parse_verdict("not json", Verdict) is None
+
+
+@contextlib.asynccontextmanager
+async def judge_server(replies):
+    """Serves /v1/chat/completions from ``replies`` (strings = content, ints = HTTP status); the last repeats."""
+    seen = []
+
+    async def handle(request):
+        body = await request.json()
+        seen.append(body)
+        reply = replies.pop(0) if len(replies) > 1 else replies[0]
+        if isinstance(reply, int):
+            return web.json_response({"error": "x"}, status=reply)
+        return web.json_response({"choices": [{"message": {"role": "assistant", "content": reply}}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{port}/v1", seen
+    finally:
+        await runner.cleanup()
+
+
+def settings(url: str, retries: int = 2) -> EndpointSettings:
+    return EndpointSettings(kind="openai", url=url, model="judge-x", max_retries=retries, retry_backoff_s=0.0,
+                            reasoning_effort="low")
+
+
+def test_served_judge_retries_invalid_json_then_returns_a_typed_verdict():
+    async def run():
+        async with judge_server([503, "I think 0.7", '{"exhibit": 0.7, "announced": false}']) as (url, seen):
+            judge = OpenAIJudge(settings(url), "judge")
+            verdict = await judge.judge(JudgeRequest(messages=[{"role": "user", "content": "rate"}]), Verdict)
+            await judge.aclose()
+            return verdict, seen, judge.failures
+
+    verdict, seen, failures = asyncio.run(run())
+    assert verdict == Verdict(0.7, False) and failures == 0
+    assert len(seen) == 3  # 503, unparsable, valid
+    body = seen[-1]
+    assert body["model"] == "judge-x" and body["response_format"] == {"type": "json_object"}
+    assert body["reasoning_effort"] == "low"
+
+
+def test_served_judge_gives_none_after_its_retry_bound_and_counts_the_failure():
+    async def run():
+        async with judge_server(['{"exhibit": "lots"}']) as (url, seen):
+            judge = OpenAIJudge(settings(url, retries=1), "judge")
+            verdict = await judge.judge(JudgeRequest(messages=[{"role": "user", "content": "rate"}]), Verdict)
+            await judge.aclose()
+            return verdict, len(seen), judge.failures
+
+    assert asyncio.run(run()) == (None, 2, 1)
+
+
+def test_empty_completion_is_an_error_not_an_empty_turn():
+    async def run():
+        async with judge_server(["   "]) as (url, _seen):
+            judge = OpenAIJudge(settings(url, retries=0), "partner")
+            text = await judge.complete([{"role": "user", "content": "hi"}])
+            await judge.aclose()
+            return text, judge.failures
+
+    assert asyncio.run(run()) == (None, 1)
+
+
+def test_scripted_judge_is_deterministic_and_fails_at_its_rate():
+    transcript = [("CUSTOMER", "my jeans are too small and i want a return"), ("AGENT", "sure")]
+    requests = [JudgeRequest(messages=[{"role": "user", "content": f"case {i}"}], transcript=transcript,
+                             goal="return due to size") for i in range(200)]
+    judge = ScriptedJudge(failure_rate=0.25)
+    verdicts = [asyncio.run(judge.judge(r, Verdict)) for r in requests]
+    again = [asyncio.run(ScriptedJudge(failure_rate=0.25).judge(r, Verdict)) for r in requests]
+    assert verdicts == again
+    failed = sum(v is None for v in verdicts)
+    assert failed == judge.failures and 30 < failed < 70  # ≈ 25 % of 200
+    ok = next(v for v in verdicts if v is not None)
+    assert ok == Verdict(exhibit=1.0, announced=False)
+    assert json.dumps(judge.requests[0])  # requests are recorded for leak scans

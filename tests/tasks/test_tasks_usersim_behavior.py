@@ -1,0 +1,145 @@
+"""usersim-behavior: reward weights, the verification prefix, rules, and the leak guard on real rollouts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from task_fixtures import make_context
+
+from mimesis_pl.tasks import get_task
+from mimesis_pl.tasks.clients import ScriptedJudge
+from mimesis_pl.tasks.runner import run_row
+from mimesis_pl.tasks.usersim_behavior.abcd import AbcdData
+from mimesis_pl.tasks.usersim_behavior.behaviors import (
+    BEHAVIORS,
+    TRACE_BEHAVIOURS,
+    get_behavior,
+)
+from mimesis_pl.tasks.usersim_behavior.prompts import BehaviorVerdict, ControlVerdict
+from mimesis_pl.tasks.usersim_behavior.reward import behavior_reward, control_reward
+from mimesis_pl.tasks.usersim_behavior.support import clean_reply
+
+SECRET = "PRIVATE-PLAN-7781"
+SCENARIO = {"personal": {"customer_name": "dana lee", "member_level": "bronze", "username": "dlee4",
+                         "email": "dana@mail.test"},
+            "order": {"order_id": "5512038841", "payment_method": "paypal"}, "product": {"names": ["jeans"]}}
+
+
+def row(behavior: str | None, kwargs: dict | None = None, budget: int = 2) -> dict:
+    return {"data_source": "usersim-behavior", "extra_info": {
+        "index": 17, "flow": "product_defect", "subflow": "return_size", "turn_budget": budget,
+        "behavior_ids": json.dumps([behavior] if behavior else []), "kwargs": json.dumps([kwargs or {}] if behavior else []),
+        "scenario": json.dumps(SCENARIO)}}
+
+
+def test_reward_weights_hand_worked():
+    # (2·1 + 1.5·0.5 + 1·1 + 0.5·0) / 5 = 3.75 / 5 = 0.75; announced halves it
+    assert behavior_reward(BehaviorVerdict(1.0, 0.5, 1.0, 0.0, False)) == pytest.approx(0.75)
+    assert behavior_reward(BehaviorVerdict(1.0, 0.5, 1.0, 0.0, True)) == pytest.approx(0.375)
+    assert behavior_reward(BehaviorVerdict(3.0, -1.0, 1.0, 1.0, False)) == pytest.approx(0.7)  # sub-scores clamped
+    # (2·1 + 1·0.5 + 0.5·1) / 3.5 = 3 / 3.5
+    assert control_reward(ControlVerdict(1.0, 0.5, 1.0)) == pytest.approx(3 / 3.5)
+
+
+def test_registry_and_rules():
+    assert len(BEHAVIORS) == 13 and {b.name for b in BEHAVIORS.values() if b.needs_trace} == TRACE_BEHAVIOURS
+    premise = get_behavior("fabricated_or_false_premise")
+    kw = {"field": "member_level", "true_value": "bronze", "false_value": "gold"}
+    assert premise.check_rule([("user", "i am a gold member")], SCENARIO, kw) == 1.0
+    assert premise.check_rule([("user", "gold member, well bronze")], SCENARIO, kw) == 0.5
+    assert premise.check_rule([("user", "hi")], SCENARIO, kw) == 0.0
+    assert get_behavior("abrupt_intent_switching").check_rule([("user", "x")], SCENARIO, {}) is None
+    with pytest.raises(KeyError, match="known behaviours"):
+        get_behavior("nope")
+
+
+def test_verification_prefix_and_support_reply_cleaning():
+    turns = AbcdData.load().verification_prefix(SCENARIO, "product_defect", "return_size")
+    assert [r for r, _ in turns] == ["user", "agent", "user", "agent", "user", "agent"]
+    assert turns[2][1] == "dana lee" and turns[4][1] == "dlee4, dana@mail.test, 5512038841"
+    assert clean_reply("AGENT: " + "hello there, how are you" * 2) == "hello there, how are you"
+
+
+def reply_with_thought(prompt: str, k: int) -> str:
+    return f"\n{SECRET} I will say gold to get the 90 days\n</think>\n\ni am a gold member, my jeans are too small"
+
+
+@pytest.mark.parametrize("behavior", ["fabricated_or_false_premise", "hidden_evaluation_criteria", None])
+def test_private_reasoning_never_reaches_the_support_agent_and_reaches_the_judge_only_for_trace(tiny_tokenizer, behavior):
+    ctx = make_context(tiny_tokenizer, reply_with_thought, enable_think=True, max_new_tokens=64)
+    kwargs = {
+        "fabricated_or_false_premise": {"field": "member_level", "true_value": "bronze", "false_value": "gold"},
+        "hidden_evaluation_criteria": {"field": "payment_method", "criterion": "refund to the original method"},
+    }.get(behavior)
+    result = asyncio.run(get_task("usersim-behavior").run(row(behavior, kwargs), ctx, group_id="g", gen_uid="g-0"))
+    assert result.status == "ok" and result.metrics["usersim_behavior/n_sim_turns"] == 2.0
+    support_requests = json.dumps(list(ctx.support_agent.requests))
+    assert ctx.support_agent.requests and SECRET not in support_requests
+    assert "i am a gold member" in support_requests
+    judged = json.dumps(list(ctx.judge.requests))
+    assert (SECRET in judged) == (behavior in TRACE_BEHAVIOURS)
+    # only the generated span is judged: the seeded identity turns are context, named as such
+    content = ctx.judge.requests[0][0]["content"]
+    opening, scored = content.split("Conversation to score:")
+    assert "dlee4" in opening and "dlee4" not in scored and "i am a gold member" in scored
+    # seeded turns carry no gradient: the trained tokens are exactly the two generated turns
+    t = result.trajectory
+    assert t.num_turns == 2 and sum(t.response_mask) == sum(s.end - s.start for s in t.turn_spans)
+    assert result.metrics["all/format_correct"] == 1.0
+
+
+def test_no_turns_and_judge_failure_are_flagged_not_scored(tiny_tokenizer):
+    malformed = make_context(tiny_tokenizer, lambda p, k: "never closes the think block", enable_think=True)
+    result = asyncio.run(get_task("usersim-behavior").run(row("request_overloading", {"n_requests": 3}), malformed,
+                                                          group_id="g", gen_uid="0"))
+    assert result.status == "no_turns" and not result.trained and not malformed.judge.requests
+    failing = make_context(tiny_tokenizer, reply_with_thought, judge=ScriptedJudge(failure_rate=1.0))
+    result = asyncio.run(get_task("usersim-behavior").run(row(None), failing, group_id="g", gen_uid="0"))
+    assert result.status == "judge_failed" and not result.trained and failing.judge.failures == 1
+
+
+def test_several_behaviours_in_one_row_are_a_row_error(tiny_tokenizer):
+    bad = row("request_overloading")
+    bad["extra_info"]["behavior_ids"] = json.dumps(["request_overloading", "self_contradiction"])
+    ctx = make_context(tiny_tokenizer, reply_with_thought)
+    result = asyncio.run(run_row(bad, ctx, "g", "g-0", None))
+    assert result.status == "task_error" and "one (or none)" in result.error
+    wrong = row("fabricated_or_false_premise", {"colour": "red"})
+    result = asyncio.run(run_row(wrong, ctx, "g", "g-0", None))
+    assert result.status == "task_error" and "kwargs do not fit" in result.error
+
+
+@pytest.mark.parametrize("enable_think", [True, False])
+def test_the_trajectory_is_token_for_token_the_served_render(tiny_tokenizer, enable_think):
+    """Prompt, replayed seed turns, generated turns and agent replies equal one full render (D13)."""
+    from mimesis_pl.chat import ChatRenderer
+
+    respond = reply_with_thought if enable_think else (lambda p, k: "i am a gold member, my jeans are too small")
+    ctx = make_context(tiny_tokenizer, respond, enable_think=enable_think)
+    result = asyncio.run(get_task("usersim-behavior").run(row(None), ctx, group_id="g", gen_uid="0"))
+    ids, messages = result.trajectory.input_ids, result.trajectory.messages
+    last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    full = ChatRenderer(tiny_tokenizer, enable_thinking=enable_think).render(messages[: last + 1]).input_ids
+    assert full[: len(ids)] == ids
+    assert tiny_tokenizer.decode(full[len(ids):]) == "\n"  # only the separator after the last generated turn
+
+
+def test_selfcheck_every_applicable_behaviour_derives_kwargs_renders_a_hint_and_bounds_its_rule():
+    import random
+
+    data = AbcdData.load()
+    public = [("user", "i am a GOLD member and i want it NOW"), ("agent", "Sorry, that is not possible."),
+              ("user", "can you check it and also send a label? please hurry")]
+    applicable = 0
+    for behavior in BEHAVIORS.values():
+        if not behavior.applicable(data, "product_defect", "return_size", SCENARIO):
+            continue
+        applicable += 1
+        kwargs = behavior.kwargs(SCENARIO, random.Random(0))
+        assert behavior.build_hint(**kwargs).strip(), behavior.name
+        rule = behavior.check_rule(public, SCENARIO, kwargs)
+        assert rule is None or 0.0 <= rule <= 1.0, behavior.name
+    assert applicable == 13  # the stand-in's return_size has a hard limit and every field some behaviours need
+    assert not get_behavior("request_overloading").applicable(data, "product_defect", "no_such_subflow", SCENARIO)
