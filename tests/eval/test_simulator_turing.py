@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from simulator_helpers import Killed, assert_no_scored_item_redone, cache_lines, kill_after, run_suite, scalars
+from simulator_helpers import (
+    Killed,
+    assert_no_scored_item_redone,
+    cache_lines,
+    kill_after,
+    run_suite,
+    scalars,
+)
 
 from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator import turing
