@@ -51,12 +51,6 @@ class ItemRun:
     ran: int
     reused: int
 
-    def scored(self) -> dict[str, TrialRecord]:
-        return {k: r for k, r in self.records.items() if r.status == "scored"}
-
-    def unscored(self) -> dict[str, TrialRecord]:
-        return {k: r for k, r in self.records.items() if r.status == "unscored"}
-
 
 async def run_items(refs: Sequence[TaskRef], identity: RunIdentity, fn: TrialFn, cache: TrialCache,
                     retry: RetryPolicy, max_concurrency: int) -> ItemRun:
@@ -70,14 +64,6 @@ async def run_items(refs: Sequence[TaskRef], identity: RunIdentity, fn: TrialFn,
         if record is not None:
             records[ref.task_id] = record
     return ItemRun(records, len(report.ran), report.reused)
-
-
-def failure_counts(records: Sequence[TrialRecord]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for r in records:
-        if r.status == "unscored":
-            out[r.failure or "unknown"] = out.get(r.failure or "unknown", 0) + 1
-    return dict(sorted(out.items()))
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:

@@ -57,7 +57,7 @@ class HttpToolRuntime:
         def read(payload: dict[str, Any]) -> Any:
             if field not in payload:
                 raise EnvironmentFailure(f"runtime /{route} answered without '{field}': {str(payload)[:200]}")
-            return payload[field] if field != "*" else payload
+            return payload[field]
 
         return await self._clients[route].call(body, read, what=f"tool runtime /{route}")
 

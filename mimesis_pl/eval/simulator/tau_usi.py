@@ -135,8 +135,7 @@ class TauUSISuite(FidelitySuite):
 
     async def rollout(self, task: TauTask, seed: int) -> TrialOutcome:
         runtime = await self._ensure_runtime()
-        sim, agent = self._models["simulator"], self._models["agent"]
-        ss, sa = self.settings["simulator"], self.settings["agent"]
+        sim, ss = self._models["simulator"], self.settings["simulator"]
         session = await runtime.reset(task.env_name, task.task_index)
         sid = session["session_id"]
         agent_view = [{"role": "system", "content": f"{session.get('wiki', '')}\n\nTools: {session.get('tools')}. "
@@ -157,32 +156,38 @@ class TauUSISuite(FidelitySuite):
             if STOP in said:
                 reason = "stop"
                 break
-            for _ in range(self.max_tool_rounds):
-                text = strip_reasoning(await agent.complete(agent_view, temperature=sa.temperature,
-                                                            max_tokens=sa.max_tokens, seed=seed))
-                try:
-                    calls, rest = parse_tool_calls(text)
-                except ToolCallParseError:  # a malformed call is the agent's words, not a failure
-                    calls, rest = [], text
-                agent_view.append({"role": "assistant", "content": text})
-                if not calls:
-                    conversation.append({"role": "assistant", "content": rest})
-                    sim_view.append({"role": "user", "content": rest})
-                    agent_texts.append(rest)
-                    break
-                for call in calls:
-                    observation = await runtime.step(sid, call.name, call.arguments)
-                    agent_view.append({"role": "system", "content": f"Tool {call.name} returned: {observation}"})
-            else:
+            answer = await self._agent_turn(runtime, sid, agent_view, seed)
+            if answer is None:
                 reason = "tool_rounds"
                 break
-            if reason == "tool_rounds":
-                break
+            conversation.append({"role": "assistant", "content": answer})
+            sim_view.append({"role": "user", "content": answer})
+            agent_texts.append(answer)
         reward = await runtime.reward(sid, agent_texts)
         await runtime.close(sid)
         survey = await self._survey_answers(sim_view, seed) if self._survey is not None else {}
         return TrialOutcome(reward=reward, info={"conversation": conversation, "termination_reason": reason,
                                                  "features": conversation_features(conversation), "survey": survey})
+
+    async def _agent_turn(self, runtime: ToolRuntime, sid: str, agent_view: list[dict[str, str]],
+                          seed: int) -> str | None:
+        """Tool rounds until the agent writes to the user (its text), or None past ``max_tool_rounds``.
+        Observations go back as ``system`` messages, as the reference."""
+        settings = self.settings["agent"]
+        for _ in range(self.max_tool_rounds):
+            text = strip_reasoning(await self._models["agent"].complete(
+                agent_view, temperature=settings.temperature, max_tokens=settings.max_tokens, seed=seed))
+            try:
+                calls, rest = parse_tool_calls(text)
+            except ToolCallParseError:  # a malformed call is the agent's words, not an infrastructure failure
+                calls, rest = [], text
+            agent_view.append({"role": "assistant", "content": text})
+            if not calls:
+                return rest
+            for call in calls:
+                observation = await runtime.step(sid, call.name, call.arguments)
+                agent_view.append({"role": "system", "content": f"Tool {call.name} returned: {observation}"})
+        return None
 
     async def _survey_answers(self, sim_view: list[dict[str, str]], seed: int) -> dict[str, str]:
         fields = "; ".join(f"{name}: {' | '.join(options)}" for name, options in SURVEY_SCALES.items())
