@@ -211,6 +211,7 @@ class TauUSISuite(FidelitySuite):
                                   {"agent": m["agent"], "runtime": _Named(runtime_label)})
         refs = [item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed))
                 for seed in self.seeds for task in batch]
+        await self._ensure_runtime()  # once, before rollouts run concurrently
 
         async def one(ref: TaskRef, _: int) -> TrialOutcome:
             return await self.rollout(*ref.payload)
