@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -14,7 +15,9 @@ from simulator_helpers import (
     scalars,
 )
 
+from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator import tau_usi
+from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.loaders import DataFormatError
 from mimesis_pl.eval.simulator.tau_data import (
     HumanEntry,
@@ -22,7 +25,9 @@ from mimesis_pl.eval.simulator.tau_data import (
     load_tau_tasks,
 )
 from mimesis_pl.eval.simulator.tau_features import conversation_features
+from mimesis_pl.eval.simulator.tau_usi import RuntimeSettings, TauUSISuite
 from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, score_batch
+from mimesis_pl.eval.trials import TrialCache
 
 CONFIG = "configs/tiny/eval_tau_usi.yaml"
 ROLLOUTS = 6 * 2  # 6 tasks x 2 seeds
@@ -100,3 +105,24 @@ def test_tau_loaders_name_file_and_field(tmp_path):
     human.write_text(json.dumps({"retail_0_ann2": {"conversation": [], "reward": 1, "keep": False},
                                  "retail_0": {"conversation": [{"role": "user", "content": "hi"}], "reward": 0}}))
     assert list(load_human_batches(human)) == [1]
+
+
+def test_unreachable_runtime_leaves_rollouts_unscored_and_counted(tmp_path):
+    suite = TauUSISuite(human_file="assets/data/eval/tau_usi/tau_bench_tasks_unified.json",
+                        difficulty_file="assets/data/eval/tau_usi/tau_usi_difficulty.json",
+                        runtime=RuntimeSettings(kind="http", url="http://127.0.0.1:9", timeout_s=2.0))
+    suite.start()
+    ctx = SuiteContext(TrialCache(tmp_path / "items.jsonl"), RetryPolicy(max_attempts=1, backoff_s=0), 2, tmp_path)
+    tasks = load_tau_tasks(["assets/data/eval/tau_usi/tasks.json"])[:1]
+
+    async def run():
+        try:
+            await suite.run_batch(tasks, ctx)
+        finally:
+            await suite.aclose()
+
+    asyncio.run(run())
+    (record,) = cache_lines(tmp_path / "items.jsonl")
+    assert record["status"] == "unscored" and record["failure"] == "environment"
+    with pytest.raises(RuntimeError, match=r"no rollout could be scored \(\{'environment': 1\}\)"):
+        suite.report(ctx)
