@@ -1,0 +1,180 @@
+"""Model access of the simulator-fidelity suites: one small Protocol, a served and a scripted implementation.
+
+Every role a suite talks to — the simulator under test, the fixed assistant/agent, the judge — is a
+:class:`ChatModel`. The served implementation goes through the one chat-completions HTTP client
+(:mod:`mimesis_pl.llm.http`); the scripted one answers from a deterministic Python function, so the tiny
+configs run offline. Another client (e.g. the simulator-RL judge/partner client) can be plugged in by
+implementing the same three members.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from mimesis_pl.chat.think import split_think
+from mimesis_pl.eval.failures import InfrastructureFailure
+from mimesis_pl.llm import ChatCompletionsClient, RetryableError
+
+Message = Mapping[str, str]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model as the suites see it: a name and revision for cache keys, and one async call."""
+
+    name: str
+    revision: str
+
+    async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
+                       seed: int | None = None) -> str:
+        """The reply's text (reasoning blocks included, as the model wrote them)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class ChatModelSettings:
+    """One role's model (simulator, assistant/agent or judge).
+
+    Args:
+        kind: ``openai`` (an OpenAI-compatible ``/v1/chat/completions`` endpoint) or ``scripted``
+            (the suite's deterministic offline stand-in for this role).
+        model: served model name (the cache name of a scripted model).
+        base_url: endpoint root ending in ``/v1`` (``openai`` only).
+        api_key_env: name of the environment variable holding the API key (``None``: no auth header).
+        revision: what was served (checkpoint tag / hash): part of every cache key, so a new checkpoint
+            never reuses old results.
+        temperature, max_tokens: sampling settings sent with every request (always sent: D24).
+        timeout_s, max_retries: per request, and extra attempts after a retryable failure.
+        enable_thinking: forwarded as ``chat_template_kwargs.enable_thinking`` when set.
+        reasoning_effort: forwarded unless ``None``.
+        extra_body: merged into every request body.
+    """
+
+    kind: Literal["openai", "scripted"] = "scripted"
+    model: str = "scripted"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    revision: str = "unversioned"
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    enable_thinking: bool | None = None
+    reasoning_effort: str | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def check(self, role: str) -> None:
+        if self.kind == "openai" and not (self.base_url or "").startswith(("http://", "https://")):
+            raise ValueError(f"{role}.base_url must be an http(s) URL for kind 'openai', got {self.base_url!r}")
+        if not self.model or not self.revision:
+            raise ValueError(f"{role}.model and {role}.revision must be non-empty")
+        if self.max_tokens < 1 or self.temperature < 0:
+            raise ValueError(f"{role}: max_tokens must be >= 1 and temperature >= 0")
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.model}"
+
+
+class ServedChatModel:
+    """A :class:`ChatModel` on an OpenAI-compatible endpoint; failures raise ``failure`` (after retries)."""
+
+    def __init__(self, settings: ChatModelSettings, failure: type[InfrastructureFailure]) -> None:
+        settings.check(failure.__name__)
+        self.settings = settings
+        self.name, self.revision = settings.label, settings.revision
+        self._client = ChatCompletionsClient(f"{settings.base_url.rstrip('/')}/chat/completions",
+                                             settings.api_key_env, settings.timeout_s, settings.max_retries,
+                                             error=failure)
+
+    def body(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
+             seed: int | None = None) -> dict[str, Any]:
+        s = self.settings
+        body: dict[str, Any] = {"model": s.model, "messages": [dict(m) for m in messages],
+                                "temperature": temperature, "max_tokens": max_tokens, **s.extra_body}
+        if seed is not None:
+            body["seed"] = seed
+        if s.enable_thinking is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": s.enable_thinking}
+        if s.reasoning_effort not in (None, "none"):
+            body["reasoning_effort"] = s.reasoning_effort
+        return body
+
+    async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
+                       seed: int | None = None) -> str:
+        return await self._client.call(self.body(messages, temperature=temperature, max_tokens=max_tokens, seed=seed),
+                                       read_reply, what=f"{self.name} chat completion")
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def read_reply(payload: Mapping[str, Any]) -> str:
+    """The reply text of a chat-completion payload, reasoning fields re-attached as a ``<think>`` block.
+
+    An empty reply is an error (retried), never a silent empty turn (spec §2.4).
+    """
+    try:
+        message = payload["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise RetryableError(f"malformed chat completion: {str(payload)[:200]}") from None
+    content = message.get("content") or ""
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if reasoning and "<think>" not in content:
+        content = f"<think>\n{reasoning}\n</think>\n\n{content}"
+    if not split_think(content)[1] and not content.strip():
+        raise RetryableError("empty completion")
+    return content
+
+
+Responder = Callable[[Sequence[Message], int | None, float], str]
+
+
+class ScriptedChatModel:
+    """A :class:`ChatModel` answering from a deterministic function ``(messages, seed, temperature) -> str``.
+
+    The function may raise an :class:`InfrastructureFailure` to stand in for an endpoint that is down.
+    ``calls`` counts completions (tests check that a resumed run makes no call for finished items).
+    """
+
+    def __init__(self, name: str, responder: Responder, revision: str = "unversioned") -> None:
+        self.name, self.revision, self.responder = name, revision, responder
+        self.calls = 0
+
+    async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
+                       seed: int | None = None) -> str:
+        self.calls += 1
+        await asyncio.sleep(0)
+        return self.responder(messages, seed, temperature)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def build_chat_model(settings: ChatModelSettings, role: str, failure: type[InfrastructureFailure],
+                     scripted: Responder) -> ChatModel:
+    """The model ``settings`` asks for; ``scripted`` is the suite's offline stand-in for ``role``."""
+    settings.check(role)
+    if settings.kind == "openai":
+        return ServedChatModel(settings, failure)
+    return ScriptedChatModel(settings.label, scripted, settings.revision)
+
+
+def sampling_identity(settings: ChatModelSettings) -> dict[str, Any]:
+    """The settings of a role that can change its replies (hashed into cache keys; name and revision are
+    in the run identity, endpoints and timeouts are not)."""
+    return {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+            "enable_thinking": settings.enable_thinking, "reasoning_effort": settings.reasoning_effort,
+            "extra_body": settings.extra_body}
+
+
+def stable_hash(*parts: object) -> int:
+    """A process-independent 64-bit hash (Python's ``hash`` of str is salted per process)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")

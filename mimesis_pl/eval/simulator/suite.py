@@ -1,0 +1,136 @@
+"""What the simulator-fidelity suites share: run identities, cached item runs, statistics, report files.
+
+Items run through the agent evaluation's trial runner and cache (:mod:`mimesis_pl.eval.trials`): one
+item is one trial, keyed by the suite's full identity — simulator and revision (``agent_model`` /
+``agent_revision``), the partner models (``simulator`` field: judge, assistant, …), the suite version
+(``harness_version``), the item id with its seed (``task_id``) and a hash of every setting that can
+change its result (``gym_config_hash``). A killed run resumes from the cache; an item that keeps failing
+for infrastructure reasons is stored unscored, counted, and re-run by the next run.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mimesis_pl.eval.failures import RetryPolicy
+from mimesis_pl.eval.io import write_json_atomic, write_text_atomic
+from mimesis_pl.eval.simulator.models import ChatModel
+from mimesis_pl.eval.trials import (
+    RunIdentity,
+    TaskRef,
+    TrialCache,
+    TrialFn,
+    TrialRecord,
+    run_trials,
+)
+
+
+def suite_identity(suite: str, version: str, simulator: ChatModel, partners: Mapping[str, ChatModel]) -> RunIdentity:
+    """The identity of one suite run: the simulator under test, its partners by role, the suite version."""
+    partner = ";".join(f"{role}={m.name}@{m.revision}" for role, m in sorted(partners.items())) or "none"
+    return RunIdentity(agent_model=simulator.name, agent_revision=simulator.revision, simulator=partner,
+                       harness_version=f"{suite}-v{version}")
+
+
+def item_ref(stage: str, item_id: str, seed: int | None, settings_hash: str, payload: Any = None) -> TaskRef:
+    """One cached item: ``stage`` (e.g. ``turing/score``), ``item_id#seed<N>``."""
+    task_id = item_id if seed is None else f"{item_id}#seed{seed}"
+    return TaskRef(gym=stage, task_id=task_id, gym_config_hash=settings_hash, payload=payload)
+
+
+@dataclass(frozen=True)
+class ItemRun:
+    """The latest record of every requested item (cached or new) and what this call did."""
+
+    records: dict[str, TrialRecord]  # by task_id
+    ran: int
+    reused: int
+
+
+async def run_items(refs: Sequence[TaskRef], identity: RunIdentity, fn: TrialFn, cache: TrialCache,
+                    retry: RetryPolicy, max_concurrency: int) -> ItemRun:
+    """Run the items of ``refs`` the cache does not hold as scored; return cached and new records merged."""
+    if not refs:
+        return ItemRun({}, 0, 0)
+    report = await run_trials(refs, 1, identity, fn, cache, retry, max_concurrency=max_concurrency)
+    records = {}
+    for ref in refs:
+        record = cache.get(identity.key(ref.gym, ref.gym_config_hash, ref.task_id, 0))
+        if record is not None:
+            records[ref.task_id] = record
+    return ItemRun(records, len(report.ran), report.reused)
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def mean_sem(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Mean ± standard error of the mean (sample std / √n) over seeds; ``sem`` None for n < 2."""
+    kept = [float(v) for v in values if v is not None]
+    if not kept:
+        return {"mean": None, "sem": None, "n": 0}
+    sem = statistics.stdev(kept) / math.sqrt(len(kept)) if len(kept) > 1 else None
+    return {"mean": math.fsum(kept) / len(kept), "sem": sem, "n": len(kept)}
+
+
+def mean_std(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Mean ± sample std (n − 1) — e.g. tau-USI over human batches; ``std`` None for n < 2."""
+    kept = [float(v) for v in values if v is not None]
+    if not kept:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": math.fsum(kept) / len(kept), "std": statistics.stdev(kept) if len(kept) > 1 else None,
+            "n": len(kept)}
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def pm(stat: Mapping[str, Any], spread: str = "sem", digits: int = 1) -> str:
+    """``mean ± spread`` of a :func:`mean_sem` / :func:`mean_std` entry."""
+    if stat.get("mean") is None:
+        return "—"
+    if stat.get(spread) is None:
+        return fmt(stat["mean"], digits)
+    return f"{fmt(stat['mean'], digits)} ± {fmt(stat[spread], digits)}"
+
+
+def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def json_safe(value: Any) -> Any:
+    """NaN/inf become None (``results.json`` is strict JSON; a NaN summary is never written)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_suite_files(out_dir: Path, results: Mapping[str, Any], markdown: str) -> tuple[Path, Path]:
+    return (write_json_atomic(out_dir / "results.json", json_safe(results)),
+            write_text_atomic(out_dir / "results.md", markdown))
+
+
+def flat_scalars(prefix: str, values: Mapping[str, Any]) -> dict[str, float]:
+    """``{prefix/key: float}`` of the finite numbers in ``values`` (nested mappings joined by ``/``)."""
+    out: dict[str, float] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            out.update(flat_scalars(f"{prefix}/{key}", value))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out[f"{prefix}/{key}"] = float(value)
+    return out

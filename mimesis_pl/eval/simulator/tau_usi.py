@@ -1,0 +1,295 @@
+"""tau-USI suite (spec/simulator.md §8.3): the simulator plays tau-bench customers against a fixed agent
+that uses a tool runtime over HTTP; behavioural features, success and survey answers are compared with
+each human annotation batch: D1–D4, ECE, USI₅ (USI₆ with a survey file), mean ± std over batches.
+
+One cached stage, ``tau_usi/rollout``, keyed by task and seed, the simulator, the agent and the runtime.
+A rollout that keeps failing (simulator, agent transport, runtime) is unscored and counted, and its task
+is left out of that run's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
+from mimesis_pl.eval.failures import (
+    AgentTransportFailure,
+    JudgeFailure,
+    SimulatorFailure,
+)
+from mimesis_pl.eval.replay.values import thaw
+from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
+from mimesis_pl.eval.simulator.charts import bar_chart
+from mimesis_pl.eval.simulator.models import (
+    ChatModel,
+    ChatModelSettings,
+    build_chat_model,
+    sampling_identity,
+)
+from mimesis_pl.eval.simulator.published import TAU_USI, TAU_USI_HUMAN
+from mimesis_pl.eval.simulator.scripted_tau import (
+    SURVEY_MARKER,
+    scripted_tau_agent,
+    scripted_tau_user,
+)
+from mimesis_pl.eval.simulator.suite import (
+    fmt,
+    item_ref,
+    mean_std,
+    pm,
+    run_items,
+    suite_identity,
+    table,
+)
+from mimesis_pl.eval.simulator.tau_data import (
+    SURVEY_SCALES,
+    TauTask,
+    load_difficulty,
+    load_human_batches,
+    load_survey_answers,
+)
+from mimesis_pl.eval.simulator.tau_features import STOP, conversation_features
+from mimesis_pl.eval.simulator.tau_runtime import (
+    HttpToolRuntime,
+    ToolRuntime,
+    serve_scripted_runtime,
+)
+from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, score_batch
+from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
+from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
+
+GREETING = "Hi! How can I help you today?"
+SIM_RULES = ("You are a customer talking to a support agent. Write one line at a time, reveal information "
+             "gradually and only when asked, never invent information the instruction does not give, paraphrase "
+             f"instead of copying the instruction, keep the persona. Write {STOP} when your request is done or "
+             "after a confirmed transfer to a human.")
+
+
+@dataclass
+class RuntimeSettings:
+    """The tool runtime: ``http`` (a tau-bench-compatible service at ``url``) or ``scripted_http`` (our
+    scripted runtime served on loopback)."""
+
+    kind: Literal["http", "scripted_http"] = "scripted_http"
+    url: str | None = None
+    timeout_s: float = 60.0
+
+
+class TauUSISuite(FidelitySuite):
+    """tau-USI.
+
+    Args:
+        human_file: ``tau_bench_tasks_unified.json`` (3 annotators → 3 batches).
+        difficulty_file: the frozen difficulty map.
+        survey_file: human survey answers (``{task[_annN]: {field: answer}}``); when given, the simulator
+            answers the survey after each conversation and USI₆ is reported.
+        simulator, agent: the simulator under test and the fixed agent.
+        runtime: the tool runtime.
+        seeds: one run per seed (the model row averages the runs).
+        max_user_turns, max_tool_rounds: per conversation and per user turn.
+    """
+
+    name = "tau_usi"
+    version = "1"
+
+    def __init__(self, human_file: str, difficulty_file: str, survey_file: str | None = None,
+                 simulator: ChatModelSettings | None = None, agent: ChatModelSettings | None = None,
+                 runtime: RuntimeSettings | None = None, seeds: list[int] | None = None,
+                 max_user_turns: int = 80, max_tool_rounds: int = 64) -> None:
+        self.human_file, self.difficulty_file, self.survey_file = human_file, difficulty_file, survey_file
+        self.settings = {"simulator": simulator or ChatModelSettings(model="tau-user", temperature=0.7,
+                                                                     max_tokens=2048),
+                         "agent": agent or ChatModelSettings(model="tau-agent", temperature=0.0, max_tokens=8192)}
+        self.runtime_settings = runtime or RuntimeSettings()
+        if self.runtime_settings.kind == "http" and not self.runtime_settings.url:
+            raise ValueError("runtime.url is required for runtime kind 'http'")
+        self.seeds = [0] if seeds is None else list(seeds)
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
+        self.max_user_turns, self.max_tool_rounds = max_user_turns, max_tool_rounds
+        self._models: dict[str, ChatModel] = {}
+        self._runtime: ToolRuntime | None = None
+        self._server = None
+        self._results: dict[int, dict[str, RunTask]] = {}
+        self._failures: dict[str, int] = {}
+        self._tasks = 0
+
+    def start(self) -> None:
+        self._human = load_human_batches(self.human_file)
+        self._difficulty = load_difficulty(self.difficulty_file)
+        self._survey = load_survey_answers(self.survey_file) if self.survey_file else None
+        s = self.settings
+        self._models = {"simulator": build_chat_model(s["simulator"], "simulator", SimulatorFailure, scripted_tau_user),
+                        "agent": build_chat_model(s["agent"], "agent", AgentTransportFailure, scripted_tau_agent)}
+        self._results, self._failures, self._tasks = {seed: {} for seed in self.seeds}, {}, 0
+
+    async def _ensure_runtime(self) -> ToolRuntime:
+        if self._runtime is None:
+            url = self.runtime_settings.url
+            if self.runtime_settings.kind == "scripted_http":
+                self._server, url = await serve_scripted_runtime()
+            self._runtime = HttpToolRuntime(url, timeout_s=self.runtime_settings.timeout_s)
+        return self._runtime
+
+    async def rollout(self, task: TauTask, seed: int) -> TrialOutcome:
+        runtime = await self._ensure_runtime()
+        sim, ss = self._models["simulator"], self.settings["simulator"]
+        session = await runtime.reset(task.env_name, task.task_index)
+        sid = session["session_id"]
+        agent_view = [{"role": "system", "content": f"{session.get('wiki', '')}\n\nTools: {session.get('tools')}. "
+                       "Call a tool with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>."},
+                      {"role": "assistant", "content": GREETING}]
+        sim_view = [{"role": "system", "content": f"{SIM_RULES}\n\nInstruction: {task.instruction}"},
+                    {"role": "user", "content": GREETING}]
+        conversation, agent_texts, reason = [{"role": "assistant", "content": GREETING}], [GREETING], "max_turns"
+        for _ in range(self.max_user_turns):
+            said = strip_reasoning(await sim.complete(sim_view, temperature=ss.temperature, max_tokens=ss.max_tokens,
+                                                      seed=seed))
+            if not said:
+                reason = "empty_user_turn"
+                break
+            conversation.append({"role": "user", "content": said})
+            sim_view.append({"role": "assistant", "content": said})
+            agent_view.append({"role": "user", "content": said})
+            if STOP in said:
+                reason = "stop"
+                break
+            answer = await self._agent_turn(runtime, sid, agent_view, seed)
+            if answer is None:
+                reason = "tool_rounds"
+                break
+            conversation.append({"role": "assistant", "content": answer})
+            sim_view.append({"role": "user", "content": answer})
+            agent_texts.append(answer)
+        reward = await runtime.reward(sid, agent_texts)
+        await runtime.close(sid)
+        survey = await self._survey_answers(sim_view, seed) if self._survey is not None else {}
+        return TrialOutcome(reward=reward, info={"conversation": conversation, "termination_reason": reason,
+                                                 "features": conversation_features(conversation), "survey": survey})
+
+    async def _agent_turn(self, runtime: ToolRuntime, sid: str, agent_view: list[dict[str, str]],
+                          seed: int) -> str | None:
+        """Tool rounds until the agent writes to the user (its text), or None past ``max_tool_rounds``.
+        Observations go back as ``system`` messages, as the reference."""
+        settings = self.settings["agent"]
+        for _ in range(self.max_tool_rounds):
+            text = strip_reasoning(await self._models["agent"].complete(
+                agent_view, temperature=settings.temperature, max_tokens=settings.max_tokens, seed=seed))
+            try:
+                calls, rest = parse_tool_calls(text)
+            except ToolCallParseError:  # a malformed call is the agent's words, not an infrastructure failure
+                calls, rest = [], text
+            agent_view.append({"role": "assistant", "content": text})
+            if not calls:
+                return rest
+            for call in calls:
+                observation = await runtime.step(sid, call.name, call.arguments)
+                agent_view.append({"role": "system", "content": f"Tool {call.name} returned: {observation}"})
+        return None
+
+    async def _survey_answers(self, sim_view: list[dict[str, str]], seed: int) -> dict[str, str]:
+        fields = "; ".join(f"{name}: {' | '.join(options)}" for name, options in SURVEY_SCALES.items())
+        ask = f"{SURVEY_MARKER} answer each question with one option, as one JSON object field -> option. {fields}"
+        s = self.settings["simulator"]
+        reply = await self._models["simulator"].complete([*sim_view, {"role": "user", "content": ask}],
+                                                         temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
+        try:
+            answers = first_json_object(strip_reasoning(reply), "survey")
+        except JudgeFailure:
+            return {}  # "no answer" for every field: replaced at scoring, as the reference
+        return {k: str(v) for k, v in answers.items() if k in SURVEY_SCALES}
+
+    async def run_batch(self, batch: list[TauTask], ctx: SuiteContext) -> None:
+        s, m = self.settings, self._models
+        settings_hash = config_hash({"simulator": sampling_identity(s["simulator"]),
+                                     "agent": sampling_identity(s["agent"]), "survey": self._survey is not None,
+                                     "limits": [self.max_user_turns, self.max_tool_rounds]})
+        runtime_label = self.runtime_settings.url if self.runtime_settings.kind == "http" else "scripted"
+        identity = suite_identity(self.name, self.version, m["simulator"],
+                                  {"agent": m["agent"], "runtime": _Named(runtime_label)})
+        refs = [item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed))
+                for seed in self.seeds for task in batch]
+        await self._ensure_runtime()  # once, before rollouts run concurrently
+
+        async def one(ref: TaskRef, _: int) -> TrialOutcome:
+            return await self.rollout(*ref.payload)
+
+        run = await run_items(refs, identity, one, ctx.cache, ctx.retry, ctx.max_concurrency)
+        ctx.count(run)
+        self._tasks += len(batch)
+        for ref in refs:
+            task, seed = ref.payload
+            record = run.records[ref.task_id]
+            if record.status != "scored":
+                self._failures[record.failure or "unknown"] = self._failures.get(record.failure or "unknown", 0) + 1
+                continue
+            self._results[seed][task.instance_id] = RunTask(features=thaw(record.info["features"]),
+                                                            reward=float(record.reward),
+                                                            survey=thaw(record.info["survey"]))
+
+    def report(self, ctx: SuiteContext) -> SuiteReport:
+        if not any(self._results.values()):
+            raise RuntimeError(f"tau-USI: no rollout could be scored ({self._failures}); no summary written")
+        batches = {}
+        for batch, human in self._human.items():
+            survey = None
+            if self._survey is not None:
+                suffix = "" if batch == 1 else f"_ann{batch}"
+                survey = {task: self._survey[task + suffix] for task in human if task + suffix in self._survey}
+            batches[batch] = score_batch(human, self._results, self._difficulty, survey)
+        scored = {b: v for b, v in batches.items() if v["tasks"]}
+        metrics = ("D1", "D2", "D3", "D4", "ece", "eval", "usi5", "usi6", "sim_success", "human_success")
+        summary = {k: mean_std([v[k] for v in scored.values()]) for k in metrics}
+        rollouts = sum(len(r) for r in self._results.values())
+        results = {"suite": self.name, "version": self.version,
+                   "models": {role: {"name": mm.name, "revision": mm.revision} for role, mm in self._models.items()},
+                   "runtime": self.runtime_settings.kind, "seeds": self.seeds, "tasks": self._tasks,
+                   "rollouts_scored": rollouts, "rollouts_unscored": sum(self._failures.values()),
+                   "unscored_by_kind": dict(self._failures), "summary": summary,
+                   "batches": {str(b): {k: v for k, v in s.items() if not k.endswith("_row")} for b, s in batches.items()},
+                   "rows": {str(b): {"human": s.get("human_row"), "model": s.get("model_row")} for b, s in batches.items()},
+                   "published": {"usi5": TAU_USI, "human_inter_annotator_usi5": TAU_USI_HUMAN}}
+        head = ["batch", "tasks", "D1", "D2", "D3", "D4", "ECE↓", "Eval", "USI₅", "USI₆", "sim success", "human success"]
+        rows = [[str(b), str(v["tasks"]), *[fmt(v.get(k), 2) for k in ("D1", "D2", "D3", "D4")], fmt(v.get("ece"), 3),
+                 fmt(v.get("eval"), 2), fmt(v.get("usi5"), 2), fmt(v.get("usi6"), 2), fmt(v.get("sim_success"), 2),
+                 fmt(v.get("human_success"), 2)] for b, v in batches.items()]
+        rows.append(["mean ± std", "", *[pm(summary[k], "std", 2) for k in ("D1", "D2", "D3", "D4")],
+                     pm(summary["ece"], "std", 3), pm(summary["eval"], "std", 2), pm(summary["usi5"], "std", 2),
+                     pm(summary["usi6"], "std", 2), pm(summary["sim_success"], "std", 2),
+                     pm(summary["human_success"], "std", 2)])
+        published = [[name, *[fmt(x, 3 if i == 4 else 2) for i, x in enumerate(values)]] for name, values in TAU_USI.items()]
+        markdown = (f"# tau-USI: {results['models']['simulator']['name']} with agent {results['models']['agent']['name']}\n\n"
+                    + table(head, rows) +
+                    f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
+                    "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds Eval (survey).\n\n"
+                    f"## Published (paper §9.3, USI₅; humans {TAU_USI_HUMAN})\n\n"
+                    + table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published))
+        scalars = {f"tau_usi/{k}": float(v["mean"]) for k, v in summary.items() if v["mean"] is not None}
+        scalars["tau_usi/rollouts_unscored"] = float(results["rollouts_unscored"])
+        return SuiteReport(results, markdown, scalars)
+
+    def chart(self, report: SuiteReport, path: Path) -> Path | None:
+        batches = report.results["batches"]
+        labels = ["D1", "D2", "D3", "D4", "100(1-ECE)", "USI5"]
+        series = {f"batch {b}": [v.get("D1"), v.get("D2"), v.get("D3"), v.get("D4"),
+                                 None if v.get("ece") is None else 100 * (1 - v["ece"]), v.get("usi5")]
+                  for b, v in batches.items()}
+        return bar_chart(path, labels, series, ylabel="score", ylim=(0, 100),
+                         title=f"tau-USI — {report.results['models']['simulator']['name']}")
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._runtime is not None:
+            await self._runtime.aclose()
+            self._runtime = None
+        if self._server is not None:
+            await self._server.cleanup()
+            self._server = None
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str
+    revision: str = "-"

@@ -1,0 +1,105 @@
+"""Strict text handling of the suites: cleaning a simulator turn, finding and checking judge JSON.
+
+Pure functions. A judge reply that does not hold what was asked for raises :class:`JudgeFailure` — it is
+never read as a default verdict (spec/simulator.md D1, D24).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from mimesis_pl.chat.think import split_think
+from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
+
+FIDELITY_KEYS = (
+    "Persona_Affective_Traits_Match",
+    "Linguistic_Style_Mechanics_Match",
+    "Technical_Competency_Knowledge_Match",
+    "Interaction_Data_Flow_Match",
+    "Pacing_Action_Sequencing_Match",
+)
+FIDELITY_DIMENSIONS = ("persona", "style", "technical", "interaction", "pacing")
+
+_PROSE_COT = re.compile(r"^\s*(\*\*)?\s*(thinking process|thought process|chain of thought|reasoning)\s*(\*\*)?\s*(:|\n)",
+                        re.IGNORECASE)
+_HANDOFF = re.compile(r"(?:message|response|final answer|output|user message|reply)\s*(?:\*\*)?\s*:\s*(?:\*\*)?",
+                      re.IGNORECASE)
+
+
+def strip_reasoning(text: str, *, strict: bool = False) -> str:
+    """The public part of a simulator turn (spec §8.2 ``strip_reasoning``).
+
+    ``<think>`` blocks go (the one reasoning splitter, :func:`~mimesis_pl.chat.think.split_think`); a
+    reply that opens with an untagged prose chain of thought ("Thinking Process: …") keeps only what
+    follows its last hand-off label ("Message:", "Final answer:", …), else nothing. With ``strict``, a
+    turn left empty raises :class:`SimulatorFailure` instead of becoming an empty message.
+    """
+    _, public = split_think(text)
+    if _PROSE_COT.match(public):
+        labels = list(_HANDOFF.finditer(public))
+        public = public[labels[-1].end():].strip() if labels else ""
+    if strict and not public:
+        raise SimulatorFailure(f"reasoning-only simulator turn (no public text): {text[:120]!r}")
+    return public
+
+
+def first_json_object(text: str, what: str) -> dict[str, Any]:
+    """The first ``{…}`` block of ``text`` that parses as a JSON object, else :class:`JudgeFailure`."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    raise JudgeFailure(f"{what}: no JSON object in the judge reply: {text[:160]!r}")
+
+
+def _as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):
+        return value.strip().lower() in ("true", "yes")
+    return None
+
+
+def parse_fidelity_verdict(text: str) -> tuple[int, ...]:
+    """The five RealUserSim dimensions as 0/1 hits, in :data:`FIDELITY_KEYS` order.
+
+    Each key must be present with a boolean: ``true``/``false``, ``{"is_matched": bool}``, or the strings
+    ``true/yes/false/no``. A missing key or any other value is a :class:`JudgeFailure` naming the key.
+    """
+    verdict = first_json_object(text, "fidelity verdict")
+    hits = []
+    for key in FIDELITY_KEYS:
+        if key not in verdict:
+            raise JudgeFailure(f"fidelity verdict: missing key {key!r} (have {sorted(verdict)})")
+        value = verdict[key]
+        if isinstance(value, Mapping):
+            value = value.get("is_matched")
+        matched = _as_bool(value)
+        if matched is None:
+            raise JudgeFailure(f"fidelity verdict: {key} must be a boolean (or {{'is_matched': bool}}), got {value!r}")
+        hits.append(int(matched))
+    return tuple(hits)
+
+
+def parse_turing_rating(text: str) -> int:
+    """The judge's raw 1–7 rating from ``{"rating": n}`` (an int, or an int-valued number/string)."""
+    verdict = first_json_object(text, "Turing rating")
+    if "rating" not in verdict:
+        raise JudgeFailure(f"Turing rating: missing key 'rating' (have {sorted(verdict)})")
+    raw = verdict["rating"]
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw.strip())
+    if isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 7:
+        raise JudgeFailure(f"Turing rating: 'rating' must be an integer in 1..7, got {verdict['rating']!r}")
+    return raw
