@@ -1,5 +1,12 @@
-"""Chat templates, ``<think>`` handling, tool-call text and incremental rendering to ids + masks."""
+"""Chat templates (ours, by name, per model family), ``<think>`` handling, tool-call text and incremental rendering to ids + masks."""
 
+from .chat_templates import (
+    available_templates,
+    load_chat_template,
+    load_tokenizer,
+    suggest_training_template,
+    use_chat_template,
+)
 from .render import ChatRenderer, RenderedChat, RenderError, render_with_mask
 from .think import (
     ReasoningOnlyError,
@@ -20,13 +27,18 @@ __all__ = [
     "RenderedChat",
     "ToolCall",
     "ToolCallParseError",
+    "available_templates",
     "format_tool_call",
     "has_think_tag",
     "join_think",
+    "load_chat_template",
+    "load_tokenizer",
     "parse_tool_calls",
     "remove_think",
     "render_with_mask",
     "split_think",
     "strip_reasoning",
+    "suggest_training_template",
+    "use_chat_template",
     "validate_messages",
 ]
