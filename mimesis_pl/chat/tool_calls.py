@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .think import remove_think
+
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 
@@ -69,7 +71,7 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], str]:
     """
     calls: list[ToolCall] = []
     if TOOL_CALL_OPEN not in text:
-        whole = _llama_json_call(text)
+        whole = _llama_json_call(remove_think(text))
         if whole is not None:
             return [whole], ""
     for i, match in enumerate(_BLOCK.finditer(text)):
