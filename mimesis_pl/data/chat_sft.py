@@ -20,7 +20,7 @@ from typing import Any, Literal
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from ..chat import ChatRenderer, load_tokenizer, use_chat_template
+from ..chat import ChatRenderer, load_chat_template, load_tokenizer, use_chat_template
 from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, collate_padded
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
 
@@ -97,6 +97,8 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         self.tokenizer_path = tokenizer_path
         self.train_roles = tuple(train_roles)
         self.enable_thinking = enable_thinking
+        if chat_template is not None:
+            load_chat_template(chat_template)  # a wrong name fails here, not as every row skipped
         self.chat_template = chat_template
         self.limits = limits
         self.batch_size = batch_size

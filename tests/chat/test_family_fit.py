@@ -80,3 +80,13 @@ def test_family_trains_through_fit_and_exports_its_template(tmp_path, monkeypatc
         assert text == trained.render_text(messages)
         ids = trained.render(messages).input_ids
         assert served(text, add_special_tokens=False)["input_ids"] == ids
+
+
+def test_data_show_renders_with_the_chosen_template(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert main(["data", "show", "--config", CONFIG, "--n", "1", "--json", "--chat-template", "qwen3"]) == 0
+    segments = json.loads(capsys.readouterr().out)[0]["segments"]
+    trained = [s["text"] for s in segments if s["trained"]]
+    assert trained and all(t.startswith("<think>\n\n</think>\n\n") and t.endswith("<|im_end|>") for t in trained)
+    with pytest.raises(ValueError, match="neither a shipped template .*qwen3_5.* nor an existing file"):
+        main(["data", "show", "--config", CONFIG, "--n", "1", "--chat-template", "qwen9"])
