@@ -61,8 +61,12 @@ def template_name(name_or_path: str | None) -> str | None:
 
 
 def suggest_training_template(template_text: str | None) -> str | None:
-    """The shipped training template for the family a model's own template belongs to, if recognisable."""
+    """The shipped training template for the family a model's own template belongs to, if recognisable
+    (one of ours is recognised as itself)."""
     text = template_text or ""
+    for name in available_templates():
+        if text == load_chat_template(name):
+            return name
     if "<|start_header_id|>" in text:
         return "llama3"
     if "<function=" in text and "<|im_start|>" in text:
