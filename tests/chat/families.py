@@ -18,6 +18,7 @@ FAMILIES = [
     ("qwen3-nothink", "qwen3", "qwen3", {"enable_thinking": False}, "qwen"),
     ("qwen3.5-think", "qwen3_5", "qwen3_5_think", {}, "qwen"),
     ("qwen3.5-nothink", "qwen3_5", "qwen3_5_nothink", {"enable_thinking": False}, "qwen"),
+    ("qwen3.5-think-nn", "qwen3_5", "qwen3_5_think", {}, "qwen-nn"),  # with Qwen's "\n\n" token
     ("qwen3.6", "qwen3_5", "qwen3_6", {}, "qwen"),
     ("qwen2.5", "qwen2_5", "qwen2_5", {}, "qwen"),
     ("llama3.1", "llama3", "llama3_1", DATE, "llama"),
@@ -36,8 +37,16 @@ def shipped_template(name: str) -> str:
 
 
 def family_tokenizer(base, kind: str):
-    """The tiny tokenizer as a family's: ChatML + think/tool tags already; Llama gets its header tokens."""
+    """The tiny tokenizer as a family's: ChatML + think/tool tags already; Llama gets its header tokens.
+
+    ``qwen-nn`` also has one token for "\\n\\n", as real Qwen vocabularies do: then Qwen3.5's empty
+    reasoning "<think>\\n\\n</think>" no longer splits where its generation prompt "<think>\\n" ends.
+    """
+    from tokenizers import AddedToken
+
     tok = copy.deepcopy(base)
+    if kind == "qwen-nn":
+        tok.add_tokens([AddedToken("\n\n", normalized=False)])
     if kind == "llama":
         tok.add_special_tokens({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
                                 "additional_special_tokens": LLAMA_SPECIALS})

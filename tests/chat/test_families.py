@@ -34,7 +34,7 @@ FAMILY = {f[0]: f[1:] for f in FAMILIES}
 
 @pytest.fixture(scope="module")
 def tokenizers(tiny_tokenizer):
-    return {kind: family_tokenizer(tiny_tokenizer, kind) for kind in ("qwen", "llama")}
+    return {kind: family_tokenizer(tiny_tokenizer, kind) for kind in ("qwen", "qwen-nn", "llama")}
 
 
 def renderers(tokenizers, family, tmp_path_factory, tools=None):

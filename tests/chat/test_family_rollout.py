@@ -19,7 +19,8 @@ from ..rollout.rollout_fixtures import ScriptedEngine, telepathy_row
 from .families import family_tokenizer
 
 FAMILIES = [("qwen3", {}, "qwen"), ("qwen3", {"enable_thinking": False}, "qwen"), ("qwen3_5", {}, "qwen"),
-            ("qwen3_5", {"enable_thinking": False}, "qwen"), ("qwen2_5", {}, "qwen"), ("llama3", {}, "llama")]
+            ("qwen3_5", {"enable_thinking": False}, "qwen"), ("qwen2_5", {}, "qwen"), ("llama3", {}, "llama"),
+            ("qwen3_5", {}, "qwen-nn")]
 
 
 def policy_text(renderer: ChatRenderer, choice: str, content: str) -> str:
@@ -32,7 +33,8 @@ def policy_text(renderer: ChatRenderer, choice: str, content: str) -> str:
 
 
 @pytest.mark.parametrize(("template", "variables", "kind"), FAMILIES,
-                         ids=["qwen3-think", "qwen3-nothink", "qwen3.5-think", "qwen3.5-nothink", "qwen2.5", "llama3"])
+                         ids=["qwen3-think", "qwen3-nothink", "qwen3.5-think", "qwen3.5-nothink", "qwen2.5", "llama3",
+                              "qwen3.5-think-newline-merges"])
 def test_family_rollout_is_token_exact_and_parses_its_tool_calls(tiny_tokenizer, template, variables, kind):
     tok = use_chat_template(family_tokenizer(copy.deepcopy(tiny_tokenizer), kind), template)
     renderer = ChatRenderer(tok, tools=[interact_tool_schema(("action", "answer"))], **variables)
@@ -48,3 +50,7 @@ def test_family_rollout_is_token_exact_and_parses_its_tool_calls(tiny_tokenizer,
     full = renderer.render(traj.messages)
     assert full.input_ids[: len(traj.input_ids)] == traj.input_ids
     assert full.loss_mask[: len(traj.input_ids)] == traj.response_mask
+    if kind == "qwen-nn":  # the turn starts with the lone "\n" the model generates after "<think>\n"
+        start = traj.turn_spans[0].start
+        assert tok.convert_ids_to_tokens(traj.input_ids[start - 1 : start + 2]) == ["Ċ", "Ċ", "</think>"]
+        assert "\n\n" in tok.convert_ids_to_tokens(tok("<think>\n\n</think>", add_special_tokens=False)["input_ids"])
