@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import TemplateError
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from .chat_templates import (
@@ -138,13 +139,27 @@ class ChatRenderer:
             if role == "assistant":
                 text = self.generation_prompt
             else:
-                try:
-                    delta = self.render_text([{"role": role, "content": _PROBE}])
-                except Exception as err:  # jinja raises many types
-                    raise RenderError(f"the chat template cannot render a lone {role} message to find its header: {err}") from err
-                text = delta[: delta.index(_PROBE)] if _PROBE in delta else ""
+                text = self._probe_header(role)
             self._header_text[role] = text
         return self._header_text[role]
+
+    def _probe_header(self, role: str) -> str:
+        # In context first: a lone message would also carry what a template puts before the first
+        # message (Llama's system block, Qwen2.5's default system prompt).
+        context = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+        problems: list[str] = []
+        for before in (context, []):
+            try:
+                head = self.render_text(before) if before else ""
+                delta = self.render_text([*before, {"role": role, "content": _PROBE}])
+            except (TemplateError, TypeError, ValueError) as err:  # the template refuses this probe
+                problems.append(f"{type(err).__name__}: {err}")
+                delta, head = "", ""
+            if delta.startswith(head) and _PROBE in delta[len(head) :]:
+                delta = delta[len(head) :]
+                return delta[: delta.index(_PROBE)]
+        raise RenderError(f"the chat template does not render a {role} message's content as given ({problems}); "
+                          f"its header cannot be found, so {role} messages cannot be trained")
 
     def header_ids(self, role: str) -> list[int]:
         """Token ids of :meth:`header_text` (tokenised alone, as a prompt ending in it is)."""
@@ -327,7 +342,8 @@ class ChatRenderer:
             at = _first_difference(before, after)
             raise RenderError(
                 f"sample {sample}: appending {len(new_messages)} message(s) changed the text of earlier ones at "
-                f"char {at}; the template is not prefix-stable, so token-in/token-out rollouts are impossible"
+                f"char {at}; the template is not prefix-stable, so token-in/token-out rollouts are impossible. "
+                f"{self._fix_hint()}"
             )
         tail = ""
         if messages and messages[-1]["role"] == "assistant":

@@ -177,3 +177,16 @@ def test_prefix_stability_and_exact_masks(tokenizers, tmp_path_factory, family, 
     got_spans = [out.input_ids[a:b] for a, b in out.trained_spans]
     assert got_spans == expected_spans
     assert out.num_trained == sum(len(s) for s in expected_spans)
+
+
+@pytest.mark.parametrize("family", ["llama3.1", "qwen2.5", "qwen3-think"])
+def test_user_turns_train_under_templates_with_a_preamble(tokenizers, tmp_path_factory, family):
+    """A role-swapped simulator trained on user turns: the header is found in context, not with the
+    system block or default system prompt a lone message would carry."""
+    ours_name, _, kwargs, kind = FAMILY[family]
+    tok = tokenizers[kind]
+    renderer = ChatRenderer(tok, train_roles=("user",), chat_template=ours_name, **kwargs)
+    messages = CONVERSATIONS["system-two-turns"]
+    out = renderer.render(messages)
+    texts = [tok.decode(out.input_ids[a:b]) for a, b in out.trained_spans]
+    assert texts == [m["content"] + renderer.eot_token for m in messages if m["role"] == "user"]
