@@ -51,7 +51,10 @@ def test_eval_agent_settings():
     with pytest.raises(ValueError, match="does not apply to engine 'openai_chat'.*serve_model.sh --chat-template"):
         AgentSettings(engine="openai_chat", base_url="http://x/v1", served_model="m", revision="r",
                       chat_template="qwen3").check()
-    plain = AgentBackend(AgentSettings(engine="hf", model_path=str(TINY_MODEL)))
-    backend = AgentBackend(AgentSettings(engine="hf", model_path=str(TINY_MODEL), chat_template="qwen3"))
+    # A token-level served agent: the tokenizer is loaded here, nothing is contacted at construction.
+    served = {"engine": "openai", "model_path": str(TINY_MODEL), "base_url": "http://127.0.0.1:9/v1",
+              "served_model": "m", "revision": "r1"}
+    assert AgentBackend(AgentSettings(**served)).revision == "r1"
+    backend = AgentBackend(AgentSettings(**served, chat_template="qwen3"))
     assert backend.tokenizer.chat_template == load_chat_template("qwen3")
-    assert backend.revision.startswith(plain.revision + "+template-")  # another template, another cache key
+    assert backend.revision.startswith("r1+template-")  # another template, another cache key
