@@ -90,3 +90,20 @@ def test_data_show_renders_with_the_chosen_template(capsys, monkeypatch):
     assert trained and all(t.startswith("<think>\n\n</think>\n\n") and t.endswith("<|im_end|>") for t in trained)
     with pytest.raises(ValueError, match="neither a shipped template .*qwen3_5.* nor an existing file"):
         main(["data", "show", "--config", CONFIG, "--n", "1", "--chat-template", "qwen9"])
+
+
+def test_fit_with_a_shipped_template_that_rewrites_history_names_the_fix(tmp_path, monkeypatch):
+    from mimesis_pl.chat import RenderError
+
+    from .families import shipped_template
+
+    monkeypatch.chdir(tmp_path)
+    shipped = tmp_path / "qwen3_shipped.jinja"
+    shipped.write_text(shipped_template("qwen3"))
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"messages": CONVERSATIONS["think-two-turns"]}) + "\n")
+    with pytest.raises(RenderError, match=r"train.jsonl:1: message 2 \(user\): rendering it changed the text.*chat_template: qwen3 "):
+        main(["fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
+              f"--model.init_args.model_path={TINY_MODEL}", f"--data.init_args.files=[{data}]",
+              "--data.init_args.val_fraction=0", "--data.init_args.on_bad_sample=raise",
+              f"--data.init_args.chat_template={shipped}"])
