@@ -13,12 +13,19 @@ after a turn the policy generated, without re-tokenising the generated text.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import TemplateError
 from transformers.utils.chat_template_utils import render_jinja_template
 
+from .chat_templates import (
+    available_templates,
+    load_chat_template,
+    suggest_training_template,
+)
 from .validate import ROLES, validate_messages
 
 _PROBE = "\u2063mimesis-probe\u2063"
@@ -57,7 +64,9 @@ class ChatRenderer:
         train_roles: roles whose content (and end-of-turn token) get loss mask 1.
         tools: tool schemas passed to the template (rendered in the system block).
         eot_token: the end-of-turn token; defaults to the tokenizer's ``eos_token``.
-        **template_kwargs: extra template variables, e.g. ``enable_thinking=True``.
+        chat_template: a shipped template name (``"qwen3"``) or a ``.jinja`` path; ``None`` uses the
+            tokenizer's own ``chat_template``.
+        **template_kwargs: extra template variables, e.g. ``enable_thinking=True``, ``date_string=...``.
     """
 
     def __init__(
@@ -66,10 +75,16 @@ class ChatRenderer:
         train_roles: Sequence[str] = ("assistant",),
         tools: list[dict] | None = None,
         eot_token: str | None = None,
+        chat_template: str | None = None,
         **template_kwargs: Any,
     ) -> None:
-        if not getattr(tokenizer, "chat_template", None):
-            raise RenderError(f"tokenizer {type(tokenizer).__name__} has no chat_template")
+        template = load_chat_template(chat_template) if chat_template is not None else getattr(tokenizer, "chat_template", None)
+        if not template or not isinstance(template, str):
+            raise RenderError(
+                f"tokenizer {type(tokenizer).__name__} has no chat_template (or several, by name); set chat_template "
+                f"to one of {available_templates()} or a .jinja path"
+            )
+        self.chat_template = template
         unknown = [r for r in train_roles if r not in ROLES]
         if unknown:
             raise ValueError(f"train_roles: unknown role(s) {unknown}; expected a subset of {ROLES}")
@@ -77,13 +92,17 @@ class ChatRenderer:
         self.train_roles = tuple(train_roles)
         self.tools = tools
         self.template_kwargs = dict(template_kwargs)
-        self._jinja_kwargs = {**tokenizer.special_tokens_map, **template_kwargs}
+        # Templates may print any special token (Llama's bos_token); a tokenizer without one renders "".
+        specials = {k: "" for k in ("bos_token", "eos_token", "unk_token", "pad_token")}
+        specials.update({k: v for k, v in tokenizer.special_tokens_map.items() if isinstance(v, str)})
+        self._jinja_kwargs = {**specials, **template_kwargs}
         eot_token = eot_token or tokenizer.eos_token
         if eot_token is None:
             raise RenderError("no end-of-turn token: pass eot_token= or give the tokenizer an eos_token")
         self.eot_token = eot_token
         self.eot_id = tokenizer.convert_tokens_to_ids(eot_token)
         self._header_ids: dict[str, list[int]] = {}
+        self._header_text: dict[str, str] = {}
         self.generation_prompt = self._find_generation_prompt()
 
     # -- text ---------------------------------------------------------------------------------
@@ -93,7 +112,7 @@ class ChatRenderer:
         rendered, _ = render_jinja_template(
             conversations=[list(messages)],
             tools=self.tools,
-            chat_template=self.tokenizer.chat_template,
+            chat_template=self.chat_template,
             add_generation_prompt=add_generation_prompt,
             **self._jinja_kwargs,
         )
@@ -110,18 +129,42 @@ class ChatRenderer:
             )
         return with_prompt[len(without) :]
 
-    def header_ids(self, role: str) -> list[int]:
-        """Token ids of the role header that precedes a message's trained content.
+    def header_text(self, role: str) -> str:
+        """The text of the role header that precedes a message's trained content.
 
         For ``assistant`` it is the generation prompt — exactly what the model is conditioned on
         when it generates — so SFT trains the same tokens RL samples.
         """
-        if role not in self._header_ids:
+        if role not in self._header_text:
             if role == "assistant":
                 text = self.generation_prompt
             else:
-                delta = self.render_text([{"role": role, "content": _PROBE}])
-                text = delta[: delta.index(_PROBE)] if _PROBE in delta else ""
+                text = self._probe_header(role)
+            self._header_text[role] = text
+        return self._header_text[role]
+
+    def _probe_header(self, role: str) -> str:
+        # In context first: a lone message would also carry what a template puts before the first
+        # message (Llama's system block, Qwen2.5's default system prompt).
+        context = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+        problems: list[str] = []
+        for before in (context, []):
+            try:
+                head = self.render_text(before) if before else ""
+                delta = self.render_text([*before, {"role": role, "content": _PROBE}])
+            except (TemplateError, TypeError, ValueError) as err:  # the template refuses this probe
+                problems.append(f"{type(err).__name__}: {err}")
+                delta, head = "", ""
+            if delta.startswith(head) and _PROBE in delta[len(head) :]:
+                delta = delta[len(head) :]
+                return delta[: delta.index(_PROBE)]
+        raise RenderError(f"the chat template does not render a {role} message's content as given ({problems}); "
+                          f"its header cannot be found, so {role} messages cannot be trained")
+
+    def header_ids(self, role: str) -> list[int]:
+        """Token ids of :meth:`header_text` (tokenised alone, as a prompt ending in it is)."""
+        if role not in self._header_ids:
+            text = self.header_text(role)
             self._header_ids[role] = self._tokenize([text])[0] if text else []
         return self._header_ids[role]
 
@@ -131,32 +174,63 @@ class ChatRenderer:
     # -- SFT ----------------------------------------------------------------------------------
 
     def render(self, messages: Sequence[Mapping], sample: Any = None) -> RenderedChat:
-        """Token ids and loss mask of a whole conversation; ``sample`` names it in errors."""
+        """Token ids and loss mask of a whole conversation; ``sample`` names it in errors.
+
+        A trained message is tokenised as its header (the generation prompt) followed by the rest,
+        because that is how the model meets it: a prompt ending in the header, then its own tokens.
+        """
         validate_messages(messages, sample=sample)
-        texts = self._prefix_texts(messages, sample)
-        deltas = [texts[0]] + [texts[k][len(texts[k - 1]) :] for k in range(1, len(texts))]
-        delta_ids = self._tokenize(deltas)
+        ends, texts = self._boundaries(messages, sample)
+        deltas = [texts[0]] + [texts[g][len(texts[g - 1]) :] for g in range(1, len(texts))]
+        pieces: list[str] = []
+        for k, delta in zip(ends, deltas):
+            role = messages[k]["role"]
+            if role in self.train_roles:
+                header = self.header_text(role)
+                if not delta.startswith(header):
+                    raise RenderError(
+                        f"sample {sample}: message {k} ({role}): it renders as {delta[:60]!r}, which does not start "
+                        f"with the {role} header {header!r} the model is prompted with. {self._fix_hint()}"
+                    )
+                pieces += [header, delta[len(header) :]]
+            else:
+                pieces.append(delta)
+        piece_ids = iter(self._tokenize(pieces))
 
         input_ids: list[int] = []
         loss_mask: list[int] = []
         message_spans: list[tuple[int, int]] = []
         trained_spans: list[tuple[int, int]] = []
-        for k, (message, ids) in enumerate(zip(messages, delta_ids)):
+        for k in ends:
             start = len(input_ids)
-            input_ids.extend(ids)
-            message_spans.append((start, len(input_ids)))
-            if message["role"] in self.train_roles:
-                lo, hi = self._trained_range(ids, message["role"], sample, k)
-                loss_mask.extend([0] * lo + [1] * (hi - lo) + [0] * (len(ids) - hi))
-                if hi > lo:
-                    trained_spans.append((start + lo, start + hi))
+            # Messages the template cannot render on their own share the next boundary's delta.
+            message_spans += [(start, start)] * (k - len(message_spans))
+            if messages[k]["role"] in self.train_roles:
+                header, rest = next(piece_ids), next(piece_ids)
+                hi = next((i + 1 for i in range(len(rest) - 1, -1, -1) if rest[i] == self.eot_id), len(rest))
+                input_ids += header + rest
+                loss_mask += [0] * len(header) + [1] * hi + [0] * (len(rest) - hi)
+                if hi:
+                    trained_spans.append((start + len(header), start + len(header) + hi))
             else:
-                loss_mask.extend([0] * len(ids))
+                ids = next(piece_ids)
+                input_ids += ids
+                loss_mask += [0] * len(ids)
+            message_spans.append((start, len(input_ids)))
 
         if "".join(deltas) != texts[-1]:  # holds by construction; cheap, so checked anyway
             raise RenderError(f"sample {sample}: the concatenated deltas differ from the full render")
         if not self._boundaries_are_safe(deltas):
-            full_ids = self._tokenize([texts[-1]])[0]
+            # What a server tokenises: the whole text, cut only where a generation starts.
+            cuts = [""]
+            for k, delta in zip(ends, deltas):
+                if messages[k]["role"] in self.train_roles:
+                    header = self.header_text(messages[k]["role"])
+                    cuts[-1] += header
+                    cuts.append(delta[len(header) :])
+                else:
+                    cuts[-1] += delta
+            full_ids = [i for ids in self._tokenize(cuts) for i in ids]
             if full_ids != input_ids:
                 raise RenderError(_token_mismatch_message(sample, input_ids, full_ids, message_spans, self.tokenizer))
         return RenderedChat(input_ids, loss_mask, message_spans, trained_spans)
@@ -174,7 +248,7 @@ class ChatRenderer:
         if not starters:
             return False
         longest = max(len(tok) for tok in self._added_texts)
-        for left, right in zip(deltas, deltas[1:]):
+        for left, right in itertools.pairwise(deltas):
             if not right.startswith(starters):
                 return False
             window = left[-longest:] + right[:longest]
@@ -196,43 +270,49 @@ class ChatRenderer:
             self._starters = tuple(a.content for a in plain) if backend is not None and len(plain) == len(added) else ()
         return self._starters
 
-    def _prefix_texts(self, messages: Sequence[Mapping], sample: Any) -> list[str]:
-        texts: list[str] = []
-        for k in range(len(messages)):
+    def _boundaries(self, messages: Sequence[Mapping], sample: Any) -> tuple[list[int], list[str]]:
+        """Message indices ``k`` whose prefix ``messages[:k+1]`` is a token boundary, and their texts.
+
+        Only the boundaries around trained messages (and the end) are required. A template may refuse
+        other prefixes (Qwen3.5 raises on a system prompt alone) or rewrite them when the next message
+        arrives (consecutive tool results share one turn); such a message joins the next one's delta.
+        A required prefix that fails or is rewritten is an error naming the message and the fix.
+        """
+        n = len(messages)
+        trained = [m["role"] in self.train_roles for m in messages]
+        required = [k == n - 1 or trained[k] or trained[k + 1] for k in range(n)]
+        stack: list[tuple[int, str]] = []
+        for k in range(n):
             try:
                 text = self.render_text(messages[: k + 1])
             except Exception as err:  # jinja raises many types; name the message instead
+                if not required[k]:
+                    continue
                 raise RenderError(
-                    f"sample {sample}: message {k}: the chat template failed: {type(err).__name__}: {err}"
+                    f"sample {sample}: message {k} ({messages[k]['role']}): the chat template refuses the conversation "
+                    f"up to this message: {type(err).__name__}: {err}. {self._fix_hint()}"
                 ) from err
-            if texts and not text.startswith(texts[-1]):
-                at = _first_difference(texts[-1], text)
+            while stack and not text.startswith(stack[-1][1]) and not required[stack[-1][0]]:
+                stack.pop()
+            if stack and not text.startswith(stack[-1][1]):
+                j, before = stack[-1]
+                at = _first_difference(before, text)
                 raise RenderError(
-                    f"sample {sample}: message {k} ({messages[k]['role']}): rendering it changed the text of "
-                    f"earlier messages at char {at} ({texts[-1][at:at + 40]!r} became {text[at:at + 40]!r}). "
-                    "The template rewrites earlier turns (e.g. Qwen3 drops <think> blocks of old assistant "
-                    "turns), so training on deltas would differ from what the model is served. Use a "
-                    "prefix-stable template (mimesis-pl's chatml.jinja keeps reasoning on every turn)."
+                    f"sample {sample}: message {k} ({messages[k]['role']}): rendering it changed the text of earlier "
+                    f"messages (up to message {j}) at char {at} ({before[at:at + 40]!r} became {text[at:at + 40]!r}). "
+                    "The template rewrites earlier turns (e.g. Qwen3 drops <think> blocks of old assistant turns), so "
+                    f"training on deltas would differ from what the model is served. {self._fix_hint()}"
                 )
-            texts.append(text)
-        return texts
+            stack.append((k, text))
+        return [k for k, _ in stack], [text for _, text in stack]
 
-    def _trained_range(self, ids: list[int], role: str, sample: Any, k: int) -> tuple[int, int]:
-        header = self.header_ids(role)
-        if ids[: len(header)] != header:
-            raise RenderError(
-                f"sample {sample}: message {k} ({role}): its tokens do not start with the {role} header "
-                f"{self.tokenizer.convert_ids_to_tokens(header)} (got "
-                f"{self.tokenizer.convert_ids_to_tokens(ids[: len(header) + 2])}); the first content "
-                "characters merge with the header under this tokenizer (e.g. content starting with a newline)"
-            )
-        lo = len(header)
-        hi = len(ids)
-        for i in range(len(ids) - 1, lo - 1, -1):
-            if ids[i] == self.eot_id:
-                hi = i + 1  # the end-of-turn token is trained; the separator after it is not generated
-                break
-        return lo, hi
+    def _fix_hint(self) -> str:
+        name = suggest_training_template(self.chat_template) or "chatml"
+        return (
+            f"Train with a prefix-preserving template: set chat_template: {name} (mimesis_pl/chat/templates/{name}.jinja "
+            "renders the last turn as the model family's own template does and never rewrites earlier turns), "
+            "or give the path of your own .jinja."
+        )
 
     # -- RL -----------------------------------------------------------------------------------
 
@@ -262,7 +342,8 @@ class ChatRenderer:
             at = _first_difference(before, after)
             raise RenderError(
                 f"sample {sample}: appending {len(new_messages)} message(s) changed the text of earlier ones at "
-                f"char {at}; the template is not prefix-stable, so token-in/token-out rollouts are impossible"
+                f"char {at}; the template is not prefix-stable, so token-in/token-out rollouts are impossible. "
+                f"{self._fix_hint()}"
             )
         tail = ""
         if messages and messages[-1]["role"] == "assistant":

@@ -1,59 +1,120 @@
-"""Split and join private reasoning blocks (``<think>…</think>``).
+"""Split, scrub and join private reasoning — one implementation for the shim, users, coach and evals.
 
-The simulator's reasoning is private: the agent must only ever see the public text. These helpers
-are lenient on purpose — a served model can omit the opener (when the template pre-fills it),
-truncate before the closer, or emit several blocks — and they never lose the public text.
+Two tag conventions are recognised, case-insensitively: ``<think>…</think>`` and
+``<seed:think>…</seed:think>``. Three readers, for three needs:
+
+- :func:`split_think` (lenient, the default): never loses public text. A served model can omit the
+  opener (the template pre-filled it), stop before the closer, or write several blocks.
+- :func:`split_think` with ``strict=True``: the think-format check of a reasoning model's reply —
+  exactly one block at the very start, else ``(None, "")``.
+- :func:`strip_reasoning`: what may leave a simulator as a user turn — tags scrubbed, and untagged
+  prose chain-of-thought ("Thinking Process: …") cut down to what follows its hand-off label.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
+
+@dataclass(frozen=True)
+class _Tags:
+    opener: re.Pattern[str]
+    closer: re.Pattern[str]
+    block: re.Pattern[str]
+
+
+def _tags(name: str) -> _Tags:
+    o, c = f"<{name}>", f"</{name}>"
+    return _Tags(
+        re.compile(re.escape(o), re.IGNORECASE),
+        re.compile(re.escape(c), re.IGNORECASE),
+        re.compile(re.escape(o) + r"(.*?)" + re.escape(c), re.IGNORECASE | re.DOTALL),
+    )
+
+
+# seed:think first: its tags never contain the plain ones, so the order only fixes the order of parts.
+_CONVENTIONS = (_tags("seed:think"), _tags("think"))
 _GAP = "\x00"
-_BLOCK = re.compile(re.escape(THINK_OPEN) + r"(.*?)" + re.escape(THINK_CLOSE), re.DOTALL)
 
 
-def split_think(text: str) -> tuple[str | None, str]:
+def has_think_tag(text: str) -> bool:
+    """Whether ``text`` holds any opening or closing tag of either convention (any case)."""
+    return any(t.opener.search(text) or t.closer.search(text) for t in _CONVENTIONS)
+
+
+def split_think(text: str, *, strict: bool = False) -> tuple[str | None, str]:
     """Return ``(reasoning, public_text)``; ``reasoning`` is ``None`` when ``text`` has no tag.
 
-    - complete ``<think>…</think>`` blocks: their bodies are joined with a newline;
-    - a close tag with no opener before it (the template pre-filled ``<think>``): everything before it
-      is reasoning;
+    Lenient (default), for each convention:
+
+    - complete blocks: their bodies are joined with a newline;
+    - a close tag with no opener before it (the template pre-filled the opener): everything
+      before it is reasoning;
     - an opener with no closer (generation cut short): everything after it is reasoning;
     - public text is what remains, whitespace-stripped; reasoning bodies are stripped too.
+
+    ``strict=True`` accepts exactly one well-formed block: for the first convention with a close
+    tag, one close, at most one open, and if there is an opener the text starts with it.
+    Anything else (no close tag at all, two blocks, text before the opener) is ``(None, "")``.
     """
     if not isinstance(text, str):
         raise TypeError(f"split_think expects a str, got {type(text).__name__}")
-    if THINK_OPEN not in text and THINK_CLOSE not in text:
+    if strict:
+        return _split_strict(text)
+    if not has_think_tag(text):
         return None, text.strip()
-
     parts: list[str] = []
-    first_open = text.find(THINK_OPEN)
-    first_close = text.find(THINK_CLOSE)
-    if first_close != -1 and (first_open == -1 or first_close < first_open):
-        # Pre-filled opener: the completion starts inside the reasoning block.
-        parts.append(text[:first_close])
-        text = text[first_close + len(THINK_CLOSE) :]
+    for tags in _CONVENTIONS:
+        text = _take_blocks(text, tags, parts)
+    reasoning = "\n".join(p.strip() for p in parts if p.strip())
+    # Only the whitespace around a removed block is collapsed; the rest of the public text is kept as is.
+    public = re.sub(r"[ \t]*" + _GAP + r"[ \t]*", " ", text).replace(_GAP, "").strip()
+    return reasoning, public
+
+
+def _take_blocks(text: str, tags: _Tags, parts: list[str]) -> str:
+    first_open, first_close = tags.opener.search(text), tags.closer.search(text)
+    if first_close and (first_open is None or first_close.start() < first_open.start()):
+        parts.append(text[: first_close.start()])  # pre-filled opener: the reply starts inside the block
+        text = text[first_close.end() :]
 
     def take(match: re.Match[str]) -> str:
         parts.append(match.group(1))
         return _GAP
 
-    text = _BLOCK.sub(take, text)
-    dangling = text.find(THINK_OPEN)
-    if dangling != -1:
-        parts.append(text[dangling + len(THINK_OPEN) :])
-        text = text[:dangling]
-    # A stray closer left after the blocks carries no reasoning of its own.
-    text = text.replace(THINK_CLOSE, _GAP)
+    text = tags.block.sub(take, text)
+    dangling = tags.opener.search(text)
+    if dangling:
+        parts.append(text[dangling.end() :])
+        text = text[: dangling.start()]
+    return tags.closer.sub(_GAP, text)  # a stray closer carries no reasoning of its own
 
-    reasoning = "\n".join(p.strip() for p in parts if p.strip())
-    # Only the whitespace around a removed block is collapsed; the rest of the public text is kept as is.
-    public = re.sub(r"[ \t]*" + _GAP + r"[ \t]*", " ", text).replace(_GAP, "").strip()
-    return reasoning, public
+
+def _split_strict(text: str) -> tuple[str | None, str]:
+    for tags in _CONVENTIONS:
+        closes = list(tags.closer.finditer(text))
+        if not closes:
+            continue
+        opens = list(tags.opener.finditer(text))
+        if len(closes) != 1 or len(opens) > 1:
+            return None, ""
+        head = text[: closes[0].start()]
+        if opens:
+            body = head.lstrip()
+            if not tags.opener.match(body):
+                return None, ""
+            head = tags.opener.sub("", body, count=1)
+        return head.strip(), text[closes[0].end() :].strip()
+    return None, ""
+
+
+def remove_think(text: str) -> str:
+    """The lenient scrub: ``text`` without any reasoning, stripped (the public half of :func:`split_think`)."""
+    return split_think(text)[1]
 
 
 def join_think(reasoning: str | None, public: str) -> str:
@@ -61,3 +122,40 @@ def join_think(reasoning: str | None, public: str) -> str:
     if reasoning is None:
         return public
     return f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n\n{public}"
+
+
+class ReasoningOnlyError(ValueError):
+    """A reply that, once its reasoning is removed, says nothing (raised by ``strip_reasoning(strict=True)``)."""
+
+
+_PROSE_HEADER = re.compile(
+    r"^\s*(?:#+\s*)?(?:\*\*|__)?\s*(?:thinking process|thought process|chain of thought|reasoning)"
+    r"\s*(?:\*\*|__)?\s*(?::|\n)",
+    re.IGNORECASE,
+)
+_HANDOFF = re.compile(
+    r"(?:\*\*|__)?\b(?:final answer|user message|message|response|output|reply)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?",
+    re.IGNORECASE,
+)
+
+
+def strip_reasoning(text: str, strict: bool = False) -> str:
+    """The turn a simulator may send: tagged reasoning removed, untagged prose chain-of-thought cut.
+
+    After :func:`remove_think`, a text that opens with a prose chain-of-thought header
+    ("Thinking Process:", "**Reasoning**", "Chain of thought" …, colon or newline) keeps only what
+    follows its last hand-off label (``Message:``, ``Response:``, ``Final answer:``, ``Output:``,
+    ``User message:``, ``Reply:``), or nothing when there is none. ``strict=True`` raises
+    :class:`ReasoningOnlyError` instead of returning an empty turn.
+    """
+    public = remove_think(text)
+    if _PROSE_HEADER.match(public):
+        labels = list(_HANDOFF.finditer(public))
+        public = public[labels[-1].end() :].strip() if labels else ""
+    if strict and not public:
+        raise ReasoningOnlyError(
+            f"the reply carries only reasoning, no public text (first 120 chars: {text[:120]!r}); "
+            "give the simulator a larger token budget or check that the serving template's enable_thinking "
+            "matches how replies are cleaned"
+        )
+    return public

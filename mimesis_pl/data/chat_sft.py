@@ -20,7 +20,7 @@ from typing import Any, Literal
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from ..chat import ChatRenderer
+from ..chat import ChatRenderer, load_chat_template, load_tokenizer, use_chat_template
 from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, collate_padded
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
 
@@ -62,6 +62,9 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             :meth:`connect`).
         train_roles: roles trained on (loss mask 1 on their content and end-of-turn token).
         enable_thinking: passed to the chat template (``None`` leaves it undefined).
+        chat_template: the template to render (and export) with: a name shipped in
+            ``mimesis_pl/chat/templates/`` (``qwen3``, ``qwen3_5``, ``qwen2_5``, ``llama3``, ``chatml``) or a
+            ``.jinja`` path; ``None`` keeps the tokenizer's own.
         limits: prompt / response / total token limits and the truncation policy.
         batch_size: sequences per batch; ``max_tokens_per_batch`` also caps padded tokens.
         val_fraction: share of conversations held out for validation, chosen by a hash of the
@@ -76,6 +79,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         tokenizer_path: str | None = None,
         train_roles: tuple[str, ...] = ("assistant",),
         enable_thinking: bool | None = None,
+        chat_template: str | None = None,
         limits: LengthLimits = LengthLimits(),
         batch_size: int = 8,
         max_tokens_per_batch: int | None = None,
@@ -93,6 +97,9 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         self.tokenizer_path = tokenizer_path
         self.train_roles = tuple(train_roles)
         self.enable_thinking = enable_thinking
+        if chat_template is not None:
+            load_chat_template(chat_template)  # a wrong name fails here, not as every row skipped
+        self.chat_template = chat_template
         self.limits = limits
         self.batch_size = batch_size
         self.max_tokens_per_batch = max_tokens_per_batch
@@ -121,7 +128,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     def connect(self, tokenizer=None, model_path: str | None = None) -> None:
         """Bind a tokenizer late (the CLI passes the model's path when ``tokenizer_path`` is unset)."""
         if tokenizer is not None:
-            self.tokenizer = tokenizer
+            self.tokenizer = use_chat_template(tokenizer, self.chat_template)
         elif self.tokenizer_path is None:
             self.tokenizer_path = model_path
 
@@ -129,9 +136,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         if self.tokenizer is None:
             if self.tokenizer_path is None:
                 raise ValueError(f"{type(self).__name__}: set data.init_args.tokenizer_path or a model path")
-            from transformers import AutoTokenizer
-
-            self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
+            self.tokenizer = load_tokenizer(self.tokenizer_path, self.chat_template)
         return self.tokenizer
 
     def renderer(self, tools: list[dict[str, Any]] | None = None) -> ChatRenderer:

@@ -59,9 +59,18 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("--n", type=int, default=3, help="number of samples (default 3)")
     show.add_argument("--json", action="store_true", help="print JSON: per sample a list of {text, trained}")
     show.add_argument("--colour", choices=["auto", "always", "never"], default="auto")
+    show.add_argument("--chat-template", default=None,
+                      help="render with this template instead of the config's: a name shipped in "
+                           "mimesis_pl/chat/templates/ (qwen3, qwen3_5, qwen2_5, llama3, chatml) or a .jinja path")
     args = show.parse_args(argv)
 
+    if args.chat_template is not None:
+        from ..chat import load_chat_template
+
+        load_chat_template(args.chat_template)  # a wrong name is an error before anything loads
     datamodule = load_datamodule(args.config)
+    if args.chat_template is not None and hasattr(datamodule, "chat_template"):
+        datamodule.chat_template = args.chat_template  # read when the tokenizer loads, in setup
     if not hasattr(datamodule, "preview"):
         print(
             f"mimesis-pl data show: {type(datamodule).__name__} has no token-level samples to show "

@@ -41,6 +41,10 @@ class AgentSettings:
         temperature, top_p: sampling (evaluation default: greedy).
         max_new_tokens: budget per agent turn; max_length: cap on an episode's total tokens.
         enable_thinking: chat-template variable (None: the template's default).
+        chat_template: the template the token-level kinds render with — the one the agent trained
+            with: a name shipped in ``mimesis_pl/chat/templates/`` or a ``.jinja`` path (None: the
+            checkpoint's own). A served agent (``openai_chat``) renders with its server's template
+            (``bin/serve_model.sh --chat-template``), so it is refused there.
         tool_choice: ``auto`` or ``required`` (openai_chat).
         timeout_s: HTTP deadline per request (served agents).
         dtype: weight dtype for ``hf`` (None: float32).
@@ -59,6 +63,7 @@ class AgentSettings:
     max_new_tokens: int = 2048
     max_length: int = 32768
     enable_thinking: bool | None = None
+    chat_template: str | None = None
     tool_choice: Literal["auto", "required"] = "auto"
     timeout_s: float = 120.0
     dtype: str | None = None
@@ -70,6 +75,9 @@ class AgentSettings:
             raise ValueError(f"agent.engine must be one of {ENGINE_KINDS}, got {self.engine!r}")
         if self.engine != "openai_chat" and not self.model_path:
             raise ValueError(f"agent.model_path is required for engine {self.engine!r} (weights and/or tokenizer)")
+        if self.engine == "openai_chat" and self.chat_template is not None:
+            raise ValueError("agent.chat_template does not apply to engine 'openai_chat': the server renders with its "
+                             "own template; serve the model with bin/serve_model.sh --chat-template instead")
         if self.engine in ("openai", "openai_chat"):
             if not self.base_url or not self.served_model:
                 raise ValueError(f"agent.base_url and agent.served_model are required for engine {self.engine!r}")
@@ -135,11 +143,10 @@ class AgentBackend:
         self.tokenizer: Any = None
         s = settings
         if s.engine != "openai_chat":
-            from transformers import AutoTokenizer
-
+            from mimesis_pl.chat import load_tokenizer
             from mimesis_pl.rollout.engines import build_engine
 
-            self.tokenizer = AutoTokenizer.from_pretrained(s.model_path)
+            self.tokenizer = load_tokenizer(s.model_path, s.chat_template)
             kwargs = dict(s.engine_kwargs)
             if s.engine == "hf":
                 if model is None:
@@ -160,7 +167,12 @@ class AgentBackend:
 
     @property
     def revision(self) -> str:
-        return self.settings.revision or model_revision(self.settings.model_path)
+        revision = self.settings.revision or model_revision(self.settings.model_path)
+        if self.settings.chat_template is None:
+            return revision
+        # Another template is another agent: its trials must not share cache entries.
+        template = hashlib.sha256(self.tokenizer.chat_template.encode()).hexdigest()[:8]
+        return f"{revision}+template-{template}"
 
     def sampling(self) -> Any:
         from mimesis_pl.rollout.engines import SamplingParams

@@ -61,6 +61,7 @@ class AgentCSD(AgentGRPO):
         adv_gate: float | None = None,
         teacher_chunk_rows: int = 4,
         teacher_mode: str = "prefix_cache",
+        chat_template: str | None = None,
     ) -> None:
         if teacher_mode not in ("prefix_cache", "packed"):
             raise ValueError(f"teacher_mode must be 'prefix_cache' or 'packed', got {teacher_mode!r}")
@@ -72,7 +73,7 @@ class AgentCSD(AgentGRPO):
         super().__init__(
             model_path, lora, optim, ppo_mini_batch_size, micro_batch_size, ppo_epochs, clip_low, clip_high, dual_clip,
             loss_agg, grad_clip, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size,
-            log_entropy,
+            log_entropy, chat_template=chat_template,
         )
         self.save_hyperparameters()
         self.csd_coef = csd_coef

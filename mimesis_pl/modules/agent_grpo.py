@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torchmetrics import MeanMetric
 
+from ..chat import load_tokenizer
 from ..rl.losses import policy_loss
 from .base import HFCausalLMModule
 from .settings import LoraSettings, OptimSettings
@@ -36,6 +37,8 @@ class AgentGRPO(HFCausalLMModule):
         loss_agg: ``token-mean``, ``seq-mean-token-sum`` or ``seq-mean-token-mean``.
         grad_clip: max gradient norm.
         log_entropy: compute the policy entropy on response tokens (one extra pass over the head).
+        chat_template: the template rollouts render with and the export carries: a name shipped in
+            ``mimesis_pl/chat/templates/`` or a ``.jinja`` path; ``None`` keeps the tokenizer's own.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class AgentGRPO(HFCausalLMModule):
         trust_remote_code: bool = False,
         loss_chunk_size: int = 4096,
         log_entropy: bool = True,
+        chat_template: str | None = None,
     ) -> None:
         super().__init__(
             model_path, lora, optim, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size
@@ -70,9 +74,8 @@ class AgentGRPO(HFCausalLMModule):
         self.loss_agg = loss_agg
         self.grad_clip = grad_clip
         self.log_entropy = log_entropy
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)  # callbacks need it before configure_model
+        # Callbacks need it before configure_model; rollouts, the coach and the export all use this one.
+        self.tokenizer = load_tokenizer(model_path, chat_template, trust_remote_code=trust_remote_code)
         self.experience = None
         self.weights_version = 0
         self.skipped_steps = 0

@@ -85,7 +85,9 @@ class HFExportCallback(pl.Callback):
     """Export a HF folder every ``every_n_steps`` optimiser steps and at the end of fitting.
 
     Folders: ``{dirpath}/step-{N}`` and ``{dirpath}/final``; ``dirpath`` defaults to
-    ``{log_dir}/hf``. The tokenizer is the DataModule's (or the model path's).
+    ``{log_dir}/hf``. The tokenizer — and with it the chat template the run trained with
+    (``chat_template.jinja``, what vLLM/SGLang serve by default) — is the DataModule's, else the
+    module's (the RL modules render rollouts with theirs), else the model path's.
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class HFExportCallback(pl.Callback):
 
     def _export(self, trainer: pl.Trainer, module: pl.LightningModule, name: str) -> None:
         tokenizer = getattr(trainer.datamodule, "tokenizer", None) if trainer.datamodule is not None else None
+        tokenizer = tokenizer if tokenizer is not None else getattr(module, "tokenizer", None)
         source = getattr(module, "model_path", None)
         if tokenizer is None and source is not None:
             from transformers import AutoTokenizer

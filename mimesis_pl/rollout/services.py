@@ -33,6 +33,7 @@ class UserSimSettings:
     temperature: float = 0.0
     max_tokens: int = 1024
     timeout_s: float = 120.0
+    strip_prose_reasoning: bool = False  # cut "Thinking Process: …" prose (base Qwen3.5) from openai users' turns
 
 
 class _ScriptedUserServer:
@@ -101,7 +102,7 @@ class SimulatorServices:
         base = self.shim_url or self.upstream_url
         return OpenAIUser(
             base_url=_v1(base), model=s.model, api_key_env=s.api_key_env, temperature=s.temperature,
-            max_tokens=s.max_tokens, timeout_s=s.timeout_s,
+            max_tokens=s.max_tokens, timeout_s=s.timeout_s, strip_prose_reasoning=s.strip_prose_reasoning,
         )
 
     def stop(self) -> None:

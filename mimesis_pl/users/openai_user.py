@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mimesis_pl.chat.think import split_think
+from mimesis_pl.chat.think import split_think, strip_reasoning
 from mimesis_pl.llm import ChatCompletionsClient, RetryableError
 from mimesis_pl.users.base import UserReply, UserSimulatorError
 
@@ -32,6 +32,9 @@ class OpenAIUser:
         timeout_s: per-request deadline.
         max_retries: extra attempts after a retryable failure; ``retry_backoff_s`` doubles each time.
         extra_body: merged into every request body (e.g. ``{"top_p": 0.95}``).
+        strip_prose_reasoning: also cut untagged prose chain-of-thought ("Thinking Process: …", as base
+            Qwen3.5 writes it) down to what follows its hand-off label (:func:`~mimesis_pl.chat.strip_reasoning`);
+            the cut text is kept as the turn's private reasoning.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class OpenAIUser:
         max_retries: int = 2,
         retry_backoff_s: float = 0.5,
         extra_body: Mapping[str, Any] | None = None,
+        strip_prose_reasoning: bool = False,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
@@ -60,6 +64,7 @@ class OpenAIUser:
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
         self.extra_body = dict(extra_body or {})
+        self.strip_prose_reasoning = strip_prose_reasoning
         self._client = ChatCompletionsClient(
             f"{self.base_url}/chat/completions", api_key_env, timeout_s, max_retries, retry_backoff_s, UserSimulatorError
         )
@@ -76,6 +81,7 @@ class OpenAIUser:
             max_retries=self.max_retries,
             retry_backoff_s=self.retry_backoff_s,
             extra_body=self.extra_body,
+            strip_prose_reasoning=self.strip_prose_reasoning,
         )
 
     async def reply(self, messages: Sequence[Mapping[str, str]], *, episode_id: str) -> UserReply:
@@ -88,7 +94,7 @@ class OpenAIUser:
         }
 
         def read(payload: dict[str, Any]) -> UserReply:
-            reply = _reply_from(payload, self.base_url)
+            reply = _reply_from(payload, self.base_url, self.strip_prose_reasoning)
             if not reply.public:
                 raise RetryableError("the reply has no public text (reasoning only, or empty)")
             return reply
@@ -99,7 +105,7 @@ class OpenAIUser:
         await self._client.aclose()
 
 
-def _reply_from(payload: Mapping[str, Any], where: str) -> UserReply:
+def _reply_from(payload: Mapping[str, Any], where: str, strip_prose: bool = False) -> UserReply:
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise UserSimulatorError(f"{where}: response has no choices: {str(payload)[:200]}")
@@ -108,6 +114,11 @@ def _reply_from(payload: Mapping[str, Any], where: str) -> UserReply:
     if not isinstance(content, str):
         raise UserSimulatorError(f"{where}: message content is {type(content).__name__}, expected a string")
     inline, public = split_think(content)
+    if strip_prose:
+        spoken = strip_reasoning(public)
+        if spoken != public:  # the prose reasoning stays private, like a <think> block
+            inline = "\n".join(p for p in (inline, public[: len(public) - len(spoken)].strip()) if p)
+            public = spoken
     # vLLM/SGLang reasoning parsers move the reasoning to one of these fields.
     separate = message.get("reasoning_content") or message.get("reasoning")
     parts = [p.strip() for p in (separate if isinstance(separate, str) else None, inline) if p and p.strip()]

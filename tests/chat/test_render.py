@@ -232,8 +232,10 @@ def test_template_that_rewrites_earlier_turns_is_detected(tiny_tokenizer):
         render_with_mask(tok, messages, sample="conv-3")
 
 
-def test_header_merge_is_an_error_not_a_silent_shift(tiny_tokenizer):
-    """A header ending in ':' followed by content starting with a newline tokenises as one ':\\n' token."""
+def test_content_that_would_merge_with_the_header_is_tokenised_as_generated(tiny_tokenizer):
+    """A header ending in ':' followed by content starting with a newline would tokenise as one ':\\n'
+    token in the full text; the model, prompted with the header, generates '\\n' on its own, so the
+    trained message is the header's ids followed by its own (Qwen3.5's '<think>\\n' + '\\n</think>' is this case)."""
     import copy
 
     tok = copy.deepcopy(tiny_tokenizer)
@@ -241,10 +243,24 @@ def test_header_merge_is_an_error_not_a_silent_shift(tiny_tokenizer):
         "{% for m in messages %}{{ '<|im_start|>' + m.role + ':' + m.content + '<|im_end|>' }}{% endfor %}"
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant:' }}{% endif %}"
     )
-    assert render_with_mask(tok, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "ok"}]).num_trained == 2
     messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "\nhello"}]
-    with pytest.raises(RenderError, match=r"sample 0: message 1 \(assistant\).*merge"):
-        render_with_mask(tok, messages, sample=0)
+    assert tok(":\nhello", add_special_tokens=False)["input_ids"][0] not in tok(":", add_special_tokens=False)["input_ids"]
+    out = render_with_mask(tok, messages, sample=0)
+    want_ids, want_mask = expected(tok, [(f"{S}user:q{E}", False), (f"{S}assistant:", False), (f"\nhello{E}", True)])
+    assert (out.input_ids, out.loss_mask) == (want_ids, want_mask)
+
+
+def test_header_the_message_does_not_start_with_is_an_error(tiny_tokenizer):
+    import copy
+
+    tok = copy.deepcopy(tiny_tokenizer)
+    tok.chat_template = (
+        "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>' }}{% endif %}"
+    )
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "hello"}]
+    with pytest.raises(RenderError, match=r"sample 7: message 1 \(assistant\).*does not start with the assistant header"):
+        render_with_mask(tok, messages, sample=7)
 
 
 def test_rl_continuation_is_token_in_token_out(tiny_tokenizer):
@@ -281,7 +297,12 @@ def test_boundary_merge_between_messages_is_detected(tiny_tokenizer):
     import copy
 
     tok = copy.deepcopy(tiny_tokenizer)
-    tok.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|im_start|>{% endif %}"
-    messages = [{"role": "user", "content": "hel"}, {"role": "user", "content": "lo world"}]
-    with pytest.raises(RenderError, match=r"sample s1: tokens of the per-message deltas differ .* \(message 0|1\)"):
-        render_with_mask(tok, messages, train_roles=("user",), sample="s1")
+    tok.chat_template = (
+        "{% for m in messages %}{% if m.role == 'assistant' %}<|im_start|>{% endif %}{{ m.content }}{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>{% endif %}"
+    )
+    # The trained turn ends in "hel" and the next message starts with "lo": one token "hello" in the full text.
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "hel"}, {"role": "user", "content": "lo world"}]
+    with pytest.raises(RenderError, match=r"sample s1: tokens of the per-message deltas differ .* \(message [12]\)"):
+        render_with_mask(tok, messages, sample="s1")
+

@@ -1,6 +1,11 @@
 import pytest
 
-from mimesis_pl.chat import ToolCallParseError, format_tool_call, parse_tool_calls, render_with_mask
+from mimesis_pl.chat import (
+    ToolCallParseError,
+    format_tool_call,
+    parse_tool_calls,
+    render_with_mask,
+)
 
 
 def test_template_and_formatter_agree(tiny_tokenizer):
@@ -44,3 +49,25 @@ def test_malformed_calls_raise_named_errors(text, needle):
 
 def test_no_calls():
     assert parse_tool_calls("plain answer") == ([], "plain answer")
+
+
+def test_qwen3_5_xml_tool_calls_parse():
+    text = ("Let me ask.\n\n<tool_call>\n<function=interact_with_env>\n<parameter=choice>\naction\n</parameter>\n"
+            "<parameter=content>\nIs it\nred?\n</parameter>\n<parameter=meta>\n{\"k\": [1]}\n</parameter>\n"
+            "</function>\n</tool_call>")
+    calls, rest = parse_tool_calls(text)
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("interact_with_env", {"choice": "action", "content": "Is it\nred?", "meta": {"k": [1]}})]
+    assert rest == "Let me ask."
+    with pytest.raises(ToolCallParseError, match="tool call 0: expected <function=NAME>"):
+        parse_tool_calls("<tool_call>\n<function=f>\n</tool_call>")
+
+
+def test_llama3_json_reply_is_one_tool_call():
+    calls, rest = parse_tool_calls('{"name": "interact_with_env", "parameters": {"choice": "answer", "content": "Kiwi"}}')
+    assert [(c.name, c.arguments) for c in calls] == [("interact_with_env", {"choice": "answer", "content": "Kiwi"})]
+    assert rest == ""
+    assert parse_tool_calls('<|python_tag|>{"name": "f", "parameters": {}}')[0][0].name == "f"
+    # Other JSON replies are text, not calls.
+    assert parse_tool_calls('{"name": "Bob", "age": 3}') == ([], '{"name": "Bob", "age": 3}')
+    assert parse_tool_calls('{"name": "f", "parameters": "x"}')[0] == []
