@@ -88,12 +88,11 @@ class SoulSuite(FidelitySuite):
     name = "soul"
     version = "1"
 
-    def __init__(self, simulator: AgentSettings | None = None, roles: RoleSettings | None = None,
+    def __init__(self, simulator: AgentSettings, roles: RoleSettings | None = None,
                  seeds: list[int] | None = None, enable_thinking: bool = True, min_think_tokens: int = 4,
                  task_options: dict[str, dict[str, Any]] | None = None, row_timeout_s: float | None = 1800.0,
                  degenerate_min_zero_sets: int = 8, degenerate_gap: float = 15.0) -> None:
-        self.simulator = simulator or AgentSettings(model_path="assets/tiny-qwen3", temperature=0.0,
-                                                    max_new_tokens=8192, max_length=16384)
+        self.simulator = simulator
         self.roles = roles or RoleSettings()
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
