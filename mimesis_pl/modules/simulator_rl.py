@@ -12,10 +12,7 @@ no format gate, with one transcript JSON per row.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import json
 import logging
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,6 +29,7 @@ from ..tasks.clients import RoleSettings
 from ..tasks.conversation import Policy
 from ..tasks.roles import build_roles
 from ..tasks.runner import run_rows, step_metrics, validation_metrics, with_eval_context
+from ..tasks.transcripts import write_transcript
 from .agent_grpo import AgentGRPO
 from .settings import LoraSettings, OptimSettings
 
@@ -290,19 +288,9 @@ class SimulatorRL(AgentGRPO):
 
     def _dump(self, rows: list[dict[str, Any]], results: list[TaskResult]) -> None:
         folder = Path(self.validation.transcript_dir or Path(self.trainer.log_dir or ".") / "conversations")
-        folder.mkdir(parents=True, exist_ok=True)
         for row, result in zip(rows, results):
-            info = row.get("extra_info")
-            info = json.loads(info) if isinstance(info, str) else (info or {})
-            index = info.get("index", row.get("_source", "x"))
-            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{result.data_source}-{index}")
-            record = {
-                "experiment_name": getattr(self.logger, "name", ""), "data_source": result.data_source,
-                "index": index, "global_step": int(self.global_step), "date": datetime.date.today().isoformat(),
-                "reward": result.score, "status": result.status, "reward_extra_info": result.metrics,
-                "extra": result.error or None, "messages": result.transcript,
-            }
-            (folder / f"{name}.json").write_text(json.dumps(record, indent=1, default=str))
+            write_transcript(folder, row, result, experiment_name=getattr(self.logger, "name", ""),
+                             global_step=int(self.global_step))
 
 
 def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = True, eps: float = 1e-6) -> dict:

@@ -121,6 +121,9 @@ def test_tiny_soul_runs_is_killed_and_resumes_without_redoing_items(tmp_path, mo
     md = (out / "results.md").read_text()
     assert "| Mistakes | ROLE | 3 |" in md and "| MIMESIS-9B | 75.1 |" in md and "Overall (row-weighted" in md
     assert (out / "charts" / "soul.png").read_bytes().startswith(b"\x89PNG")
+    dumped = json.loads((out / "conversations" / "seed1" / "hitom-0.json").read_text())  # spec §5.12
+    assert (dumped["data_source"], dumped["index"]) == ("hitom", 0) and dumped["messages"]
+    assert dumped["status"] in ("ok", "truncated")  # scored statuses (24 new tokens cut the tiny model short)
 
     run_suite(CONFIG, out, runs, *SETS)  # only the task errors are left, and they are retried
     again = scalars(runs / "tiny_eval_soul" / "version_2")

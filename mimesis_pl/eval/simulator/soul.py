@@ -43,6 +43,7 @@ from mimesis_pl.tasks.clients import RoleSettings
 from mimesis_pl.tasks.conversation import Policy
 from mimesis_pl.tasks.roles import build_roles, role_identity
 from mimesis_pl.tasks.runner import run_row
+from mimesis_pl.tasks.transcripts import write_transcript
 
 HEADLINE = "SOUL-Index (axis mean)"
 ROW_WEIGHTED = "Overall (row-weighted, the paper's)"
@@ -81,6 +82,8 @@ class SoulSuite(FidelitySuite):
         min_think_tokens: passed to the tasks (the gate itself is off in validation).
         task_options: per data_source task settings, as in ``SimulatorRL``.
         row_timeout_s: deadline per row; past it the row is a ``task_error``.
+        dump_transcripts: write ``<out_dir>/conversations/seed<N>/<data_source>-<index>.json`` for every row
+            run (spec §5.12; rows reused from the cache keep the file of the run that made them).
         degenerate_min_zero_sets, degenerate_gap: the degenerate-seed rule (≥ 8 sets at 0.0 and Overall more
             than 15 points below the median).
     """
@@ -91,7 +94,8 @@ class SoulSuite(FidelitySuite):
     def __init__(self, simulator: AgentSettings, roles: RoleSettings | None = None,
                  seeds: list[int] | None = None, enable_thinking: bool = True, min_think_tokens: int = 4,
                  task_options: dict[str, dict[str, Any]] | None = None, row_timeout_s: float | None = 1800.0,
-                 degenerate_min_zero_sets: int = 8, degenerate_gap: float = 15.0) -> None:
+                 degenerate_min_zero_sets: int = 8, degenerate_gap: float = 15.0,
+                 dump_transcripts: bool = True) -> None:
         self.simulator = simulator
         self.roles = roles or RoleSettings()
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
@@ -104,6 +108,7 @@ class SoulSuite(FidelitySuite):
         self.task_options = dict(task_options or {})
         self.row_timeout_s = row_timeout_s
         self.degenerate_min_zero_sets, self.degenerate_gap = degenerate_min_zero_sets, degenerate_gap
+        self.dump_transcripts = dump_transcripts
         self._backend: AgentBackend | None = None
         self._contexts: dict[int, TaskContext] = {}
         self._records: dict[tuple[int, str, int], Any] = {}
@@ -137,7 +142,11 @@ class SoulSuite(FidelitySuite):
     async def run_batch(self, batch: list[SoulRow], ctx: SuiteContext) -> None:
         async def one(ref: TaskRef, _: int) -> TrialOutcome:
             row, seed = ref.payload
-            result = await run_row(task_row(row), self._contexts[seed], ref.task_id, ref.task_id, self.row_timeout_s)
+            task = task_row(row)
+            result = await run_row(task, self._contexts[seed], ref.task_id, ref.task_id, self.row_timeout_s)
+            if self.dump_transcripts:
+                write_transcript(ctx.out_dir / "conversations" / f"seed{seed}", task, result,
+                                 experiment_name=f"{self._backend.name}-seed{seed}", global_step=0)
             if result.status in STATUS_FAILURE:
                 raise STATUS_FAILURE[result.status](f"{row.data_source}#{row.index} seed {seed}: {result.status}: "
                                                     f"{result.error or 'no verdict'}")
