@@ -15,7 +15,7 @@ Scoring (per-set × 100, axes, the D23 headline, the degenerate-seed rule) is :m
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,8 @@ class SoulSuite(FidelitySuite):
         return config_hash({"temperature": s.temperature, "top_p": s.top_p, "max_new_tokens": s.max_new_tokens,
                             "max_length": s.max_length, "enable_thinking": self.enable_thinking,
                             "min_think_tokens": self.min_think_tokens, "task_options": self.task_options,
-                            "roles": asdict(self.roles)})
+                            "roles": {role: {k: getattr(e, k) for k in ("temperature", "max_tokens", "reasoning_effort")}
+                                      for role, e in vars(self.roles).items()}})  # endpoints, timeouts: not identity
 
     async def run_batch(self, batch: list[SoulRow], ctx: SuiteContext) -> None:
         async def one(ref: TaskRef, _: int) -> TrialOutcome:
