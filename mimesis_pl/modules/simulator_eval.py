@@ -1,4 +1,4 @@
-"""Simulator-fidelity evaluation as a LightningModule for ``mimesis-pl test`` (RealUserSim, tau-USI, Turing).
+"""Simulator-fidelity evaluation as a LightningModule for ``mimesis-pl test`` (SOUL, RealUserSim, tau-USI, Turing).
 
 The suite (a ``class_path`` object, :class:`~mimesis_pl.eval.simulator.base.FidelitySuite`) does the
 work; this module gives it an event loop, the resumable item cache (``<suite>_items.jsonl``), the

@@ -12,11 +12,7 @@ no format gate, with one transcript JSON per row.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import importlib
-import json
 import logging
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,15 +25,11 @@ from ..rollout.engines import SamplingParams, build_engine
 from ..rollout.event_loop import shutdown_loop
 from ..rollout.trajectory import collate_trajectories
 from ..tasks.base import TaskContext, TaskResult
-from ..tasks.clients import (
-    EndpointSettings,
-    OpenAIChatModel,
-    RoleSettings,
-    ScriptedPartner,
-    build_judge,
-)
+from ..tasks.clients import RoleSettings
 from ..tasks.conversation import Policy
+from ..tasks.roles import build_roles
 from ..tasks.runner import run_rows, step_metrics, validation_metrics, with_eval_context
+from ..tasks.transcripts import write_transcript
 from .agent_grpo import AgentGRPO
 from .settings import LoraSettings, OptimSettings
 
@@ -176,11 +168,12 @@ class SimulatorRL(AgentGRPO):
             stop_token_ids=(self.tokenizer.eos_token_id,),
         )
         self._loop = asyncio.new_event_loop()
+        judge, partner, support_agent = build_roles(self.roles)
         self._ctx = TaskContext(
             policy=Policy(self.engine, self.tokenizer, sampling, max_length=s.max_length),
-            judge=build_judge(self.roles.judge),
-            partner=_chat_model(self.roles.partner, "partner"),
-            support_agent=_support_agent(self.roles.support_agent),
+            judge=judge,
+            partner=partner,
+            support_agent=support_agent,
             min_think_tokens=s.min_think_tokens,
             enable_think=s.enable_thinking,
             options=self.task_options,
@@ -295,19 +288,9 @@ class SimulatorRL(AgentGRPO):
 
     def _dump(self, rows: list[dict[str, Any]], results: list[TaskResult]) -> None:
         folder = Path(self.validation.transcript_dir or Path(self.trainer.log_dir or ".") / "conversations")
-        folder.mkdir(parents=True, exist_ok=True)
         for row, result in zip(rows, results):
-            info = row.get("extra_info")
-            info = json.loads(info) if isinstance(info, str) else (info or {})
-            index = info.get("index", row.get("_source", "x"))
-            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{result.data_source}-{index}")
-            record = {
-                "experiment_name": getattr(self.logger, "name", ""), "data_source": result.data_source,
-                "index": index, "global_step": int(self.global_step), "date": datetime.date.today().isoformat(),
-                "reward": result.score, "status": result.status, "reward_extra_info": result.metrics,
-                "extra": result.error or None, "messages": result.transcript,
-            }
-            (folder / f"{name}.json").write_text(json.dumps(record, indent=1, default=str))
+            write_transcript(folder, row, result, experiment_name=getattr(self.logger, "name", ""),
+                             global_step=int(self.global_step))
 
 
 def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = True, eps: float = 1e-6) -> dict:
@@ -327,22 +310,6 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
 
 def _with_temperature(params: SamplingParams, temperature: float) -> SamplingParams:
     return replace(params, temperature=temperature)
-
-
-def _chat_model(settings: EndpointSettings, role: str):
-    if settings.kind == "openai":
-        return OpenAIChatModel(settings, role)
-    return ScriptedPartner()
-
-
-def _support_agent(settings: EndpointSettings):
-    # Imported lazily, like the tasks: a broken support-agent module fails only the rows that need it.
-    try:
-        module = importlib.import_module("mimesis_pl.tasks.usersim_behavior.support")
-    except ImportError as err:
-        log.warning("no support agent (%s): usersim-behavior rows will fail as task_error", err)
-        return None
-    return module.build_support_agent(settings)
 
 
 def _pad_id(tokenizer) -> int:

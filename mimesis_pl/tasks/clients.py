@@ -138,19 +138,43 @@ class _ClientError(RuntimeError):
     pass
 
 
-class OpenAIChatModel:
-    """A role served behind ``{url}/chat/completions``; ``complete`` returns ``None`` once retries are spent."""
+def reply_text(payload: Mapping[str, Any], who: str, keep_reasoning: bool = False) -> str:
+    """The text of a chat-completion payload; with ``keep_reasoning`` a ``reasoning_content``/``reasoning``
+    field is re-attached as a leading ``<think>`` block. No message, or an empty reply, is a
+    :class:`RetryableError` (an empty reply is an error, never a silent empty turn: spec §2.4)."""
+    try:
+        message = payload["choices"][0]["message"]
+        content = message.get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise RetryableError(f"{who}: response has no choices[0].message") from None
+    if keep_reasoning:
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        if reasoning and "<think>" not in content:
+            content = f"<think>\n{reasoning}\n</think>\n\n{content}"
+    if not content.strip():
+        raise RetryableError(f"{who}: empty completion")
+    return content
 
-    def __init__(self, settings: EndpointSettings, role: str) -> None:
+
+class OpenAIChatModel:
+    """A role served behind ``{url}/chat/completions``: the package's one served chat client for judges and
+    partners (simulator RL, and the fidelity suites through ``eval.simulator.models.ServedChatModel``).
+
+    :meth:`request` sends a body and raises ``error`` once retries are spent; :meth:`complete` and
+    :meth:`complete_json` return ``None`` instead (and count the failure), as the tasks expect.
+    """
+
+    def __init__(self, settings: EndpointSettings, role: str, error: type[Exception] = _ClientError) -> None:
         if not settings.url or not settings.url.startswith(("http://", "https://")):
             raise ValueError(f"{role}: kind 'openai' needs url: http(s)://HOST/v1, got {settings.url!r}")
         self.settings = settings
         self.role = role
         self.failures = 0
         self.requests = request_log()
+        self._error = error
         self._client = ChatCompletionsClient(
             settings.url.rstrip("/") + "/chat/completions", settings.api_key_env, settings.timeout_s,
-            settings.max_retries, settings.retry_backoff_s, _ClientError,
+            settings.max_retries, settings.retry_backoff_s, error,
         )
 
     def body(self, messages: Messages, json_mode: bool = False) -> dict[str, Any]:
@@ -167,21 +191,18 @@ class OpenAIChatModel:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    async def _call(self, body: dict[str, Any], read: Callable[[str], Any]) -> Any:
+    async def request(self, body: dict[str, Any], read: Callable[[str], Any] = lambda text: text,
+                      keep_reasoning: bool = False) -> Any:
+        """``read(reply text)`` of ``body`` with bounded retries (``read`` may raise :class:`RetryableError`);
+        raises the client's ``error`` after the last attempt."""
         self.requests.append(list(body["messages"]))
+        who = f"{self.role} ({self.settings.model})"
+        return await self._client.call(body, lambda payload: read(reply_text(payload, who, keep_reasoning)), what=who)
 
-        def read_payload(payload: dict[str, Any]) -> Any:
-            try:
-                text = payload["choices"][0]["message"].get("content") or ""
-            except (KeyError, IndexError, TypeError, AttributeError):
-                raise RetryableError(f"{self.role}: response has no choices[0].message") from None
-            if not text.strip():
-                raise RetryableError(f"{self.role}: empty completion")  # an empty reply is an error (§2.4)
-            return read(text)
-
+    async def _call(self, body: dict[str, Any], read: Callable[[str], Any]) -> Any:
         try:
-            return await self._client.call(body, read_payload, what=f"{self.role} ({self.settings.model})")
-        except _ClientError:
+            return await self.request(body, read)
+        except self._error:
             self.failures += 1
             return None
 

@@ -63,8 +63,8 @@ def test_served_model_retries_empty_replies_then_raises_the_roles_failure():
     bodies: list[dict] = []
 
     async def action(url):
-        model = ServedChatModel(ChatModelSettings(kind="openai", base_url=url, max_retries=1), JudgeFailure)
-        model._client.retry_backoff_s = 0.0
+        model = ServedChatModel(ChatModelSettings(kind="openai", base_url=url, max_retries=1, retry_backoff_s=0.0),
+                                JudgeFailure)
         try:
             return await model.complete([{"role": "user", "content": "x"}], temperature=0.0, max_tokens=8)
         finally:

@@ -10,8 +10,10 @@ from torch.utils.data import DataLoader
 
 from mimesis_pl.eval.datamodules import _HostBatches
 from mimesis_pl.eval.simulator.loaders import (
+    SOUL_AXES,
     RealUserSimCase,
     load_realusersim_cases,
+    load_soul_validation,
     load_turing_rows,
 )
 from mimesis_pl.eval.simulator.tau_data import load_tau_tasks
@@ -114,3 +116,43 @@ class TauTaskDataModule(_ItemDataModule):
 
     def load(self) -> list[Any]:
         return load_tau_tasks(self.files)
+
+
+class SoulDataModule(_ItemDataModule):
+    """SOUL validation rows (C3 parquet or JSONL, ``<set>_val.*``), in axis order, each set's rows by index.
+
+    Args:
+        files: files, folders or globs of validation rows.
+        sets: the ``data_source`` keys to run (default: every set found in ``files``). Every set run must
+            have a simulator-RL task (``mimesis_pl.tasks.registry.ROUTES``); one that has none is an error
+            naming it — list the sets to run to leave it out.
+        limit: first N rows *per set*; ``batch_size``: rows per ``test_step``.
+    """
+
+    def __init__(self, files: list[str], sets: list[str] | None = None, limit: int | None = None,
+                 batch_size: int = 64) -> None:
+        super().__init__(files, limit, batch_size)
+        self.sets = None if sets is None else list(sets)
+
+    def load(self) -> list[Any]:
+        from mimesis_pl.tasks.registry import ROUTES
+
+        known = [s for sets in SOUL_AXES.values() for s in sets]
+        by_set = load_soul_validation(self.files)
+        if self.sets is not None:
+            unknown = [s for s in self.sets if s not in known]
+            absent = [s for s in self.sets if s in known and s not in by_set]
+            if unknown or absent:
+                raise ValueError(f"SOUL sets: {unknown or absent} {'are not SOUL sets' if unknown else 'have no rows'} "
+                                 f"in {self.files} (SOUL sets: {known})")
+        chosen = [s for s in known if s in by_set and (self.sets is None or s in self.sets)]
+        missing = [s for s in chosen if s not in ROUTES]
+        if missing:
+            raise ValueError(f"SOUL sets {missing} have no simulator-RL task yet (data_source keys missing from "
+                             f"mimesis_pl.tasks.registry.ROUTES); run the others with --data.init_args.sets "
+                             f"{[s for s in chosen if s in ROUTES]}")
+        return [row for s in chosen for row in sorted(by_set[s], key=lambda r: r.index)[: self.limit]]
+
+    def setup(self, stage: str | None = None) -> None:
+        if not self.items:
+            self.items = self.load()

@@ -263,14 +263,15 @@ def load_turing_rows(paths: Sequence[str]) -> list[TuringRow]:
 
 # ---------------------------------------------------------------------------------------------- SOUL (loader only)
 
-# The single SOUL axis map (D23: the reference's two scorers disagreed on ROLE).
+# The single SOUL axis map (D23: the reference's two scorers disagreed on ROLE), keyed by the router keys
+# of the simulator-RL tasks (spec §5.1: the AlignX splits are ``alignx_<split>``).
 SOUL_AXES: Mapping[str, tuple[str, ...]] = {
     "CONV": ("userllm", "mirrorbench", "humanual-chat", "sim_arena_doc"),
     "SS": ("sotopia",),
     "COG": ("fantom", "hitom", "paratomi", "social_r1"),
     "ROLE": ("coser", "lifechoices", "twinvoice", "behavior_chain", "sim_arena_math", "mistakes", "humanual-email",
              "humanual-news", "humanual-politics", "humanual-book", "humanual-opinion"),
-    "EVAL": ("alignx-demo", "alignx-pair", "alignx-ugc", "alignx-arbitrary", "alignx-history16", "socsci210",
+    "EVAL": ("alignx_demo", "alignx_pair", "alignx_ugc", "alignx_arbitrary", "alignx_history16", "socsci210",
              "humanllm"),
 }
 

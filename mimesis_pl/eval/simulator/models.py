@@ -1,10 +1,11 @@
 """Model access of the simulator-fidelity suites: one small Protocol, a served and a scripted implementation.
 
 Every role a suite talks to — the simulator under test, the fixed assistant/agent, the judge — is a
-:class:`ChatModel`. The served implementation goes through the one chat-completions HTTP client
-(:mod:`mimesis_pl.llm.http`); the scripted one answers from a deterministic Python function, so the tiny
-configs run offline. Another client (e.g. the simulator-RL judge/partner client) can be plugged in by
-implementing the same three members.
+:class:`ChatModel`. The served implementation is a thin adapter over the package's one served chat client,
+:class:`mimesis_pl.tasks.clients.OpenAIChatModel` (the simulator-RL judge/partner client: retries, API key,
+reply reading); it adds only the suites' per-call sampling fields and raises the role's failure instead of
+returning ``None``. The scripted one answers from a deterministic Python function, so the tiny configs run
+offline.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from mimesis_pl.chat.think import split_think
 from mimesis_pl.eval.failures import InfrastructureFailure
-from mimesis_pl.llm import ChatCompletionsClient, RetryableError
+from mimesis_pl.tasks.clients import EndpointSettings, OpenAIChatModel
 
 Message = Mapping[str, str]
 
@@ -50,7 +50,8 @@ class ChatModelSettings:
         revision: what was served (checkpoint tag / hash): part of every cache key, so a new checkpoint
             never reuses old results.
         temperature, max_tokens: sampling settings sent with every request (always sent: D24).
-        timeout_s, max_retries: per request, and extra attempts after a retryable failure.
+        timeout_s, max_retries, retry_backoff_s: per request, extra attempts after a retryable failure, and
+            the first wait between them (doubling).
         enable_thinking: forwarded as ``chat_template_kwargs.enable_thinking`` when set.
         reasoning_effort: forwarded unless ``None``.
         extra_body: merged into every request body.
@@ -65,6 +66,7 @@ class ChatModelSettings:
     max_tokens: int = 1024
     timeout_s: float = 120.0
     max_retries: int = 2
+    retry_backoff_s: float = 0.5
     enable_thinking: bool | None = None
     reasoning_effort: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
@@ -89,9 +91,10 @@ class ServedChatModel:
         settings.check(failure.__name__)
         self.settings = settings
         self.name, self.revision = settings.label, settings.revision
-        self._client = ChatCompletionsClient(f"{settings.base_url.rstrip('/')}/chat/completions",
-                                             settings.api_key_env, settings.timeout_s, settings.max_retries,
-                                             error=failure)
+        endpoint = EndpointSettings(kind="openai", url=settings.base_url, model=settings.model,
+                                    api_key_env=settings.api_key_env, timeout_s=settings.timeout_s,
+                                    max_retries=settings.max_retries, retry_backoff_s=settings.retry_backoff_s)
+        self._client = OpenAIChatModel(endpoint, self.name, error=failure)
 
     def body(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
              seed: int | None = None) -> dict[str, Any]:
@@ -108,29 +111,11 @@ class ServedChatModel:
 
     async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
                        seed: int | None = None) -> str:
-        return await self._client.call(self.body(messages, temperature=temperature, max_tokens=max_tokens, seed=seed),
-                                       read_reply, what=f"{self.name} chat completion")
+        body = self.body(messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        return await self._client.request(body, keep_reasoning=True)
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-
-def read_reply(payload: Mapping[str, Any]) -> str:
-    """The reply text of a chat-completion payload, reasoning fields re-attached as a ``<think>`` block.
-
-    An empty reply is an error (retried), never a silent empty turn (spec §2.4).
-    """
-    try:
-        message = payload["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        raise RetryableError(f"malformed chat completion: {str(payload)[:200]}") from None
-    content = message.get("content") or ""
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if reasoning and "<think>" not in content:
-        content = f"<think>\n{reasoning}\n</think>\n\n{content}"
-    if not split_think(content)[1] and not content.strip():
-        raise RetryableError("empty completion")
-    return content
 
 
 Responder = Callable[[Sequence[Message], int | None, float], str]

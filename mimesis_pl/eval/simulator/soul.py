@@ -1,0 +1,275 @@
+"""SOUL (spec/simulator.md §8.1): the simulator under test runs the validation rows of the 27 SOUL sets
+through the simulator-RL tasks, in validation mode, once per seed.
+
+Every row goes through :func:`mimesis_pl.tasks.runner.run_row` (the task registered for its
+``data_source``, the same code as training's validation): n = 1, no format gate, the reward the task
+reports (its ungated ``score``). Sampling is greedy by default (``simulator.temperature: 0``); the seed is
+the engine's per-request seed, so it matters only when the temperature is above 0 — partner and judge
+calls stay whatever their endpoints do. Each row × seed is one cached item keyed by the simulator and
+its revision, the judge/partner/support-agent models, the suite version, the set, the row index and the
+seed (plus a hash of the sampling settings). Rows a task could not score (``judge_failed``,
+``task_error``, ``no_turns``) are retried, then stored unscored and counted per set — never a 0.
+Scoring (per-set × 100, axes, the D23 headline, the degenerate-seed rule) is :mod:`.soul_scoring`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from mimesis_pl.eval.agent_backend import AgentBackend, AgentSettings
+from mimesis_pl.eval.failures import (
+    EnvironmentFailure,
+    InfrastructureFailure,
+    JudgeFailure,
+    SimulatorFailure,
+)
+from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
+from mimesis_pl.eval.simulator.charts import bar_chart
+from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
+from mimesis_pl.eval.simulator.published import SOUL as PUBLISHED
+from mimesis_pl.eval.simulator.soul_scoring import (
+    SOUL_NAMES,
+    across_seeds,
+    degenerate_seeds,
+    seed_summary,
+)
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, run_items, table
+from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
+from mimesis_pl.tasks.base import TaskContext
+from mimesis_pl.tasks.clients import RoleSettings
+from mimesis_pl.tasks.conversation import Policy
+from mimesis_pl.tasks.roles import build_roles, role_identity
+from mimesis_pl.tasks.runner import run_row
+from mimesis_pl.tasks.transcripts import write_transcript
+
+HEADLINE = "SOUL-Index (axis mean)"
+ROW_WEIGHTED = "Overall (row-weighted, the paper's)"
+
+
+class TaskErrorFailure(EnvironmentFailure):
+    """The task raised for the row (``task_error``: a malformed row, a partner that is down, a deadline)."""
+
+
+class NoTurnsFailure(SimulatorFailure):
+    """The simulator produced no turn the task could score (``no_turns``)."""
+
+
+#: task status → the failure it is retried and stored as; and the stored failure kind → the status counted.
+STATUS_FAILURE: dict[str, type[InfrastructureFailure]] = {
+    "judge_failed": JudgeFailure, "task_error": TaskErrorFailure, "no_turns": NoTurnsFailure}
+FAILURE_STATUS = {"judge": "judge_failed", "environment": "task_error", "simulator": "no_turns", "timeout": "timeout"}
+
+
+def task_row(row: SoulRow) -> dict[str, Any]:
+    """The row as the simulator-RL tasks read it (spec C3)."""
+    return {"data_source": row.data_source, "prompt": [dict(m) for m in row.prompt], "extra_info": dict(row.extra_info)}
+
+
+class SoulSuite(FidelitySuite):
+    """SOUL through the simulator-RL tasks, validation mode, one run per seed.
+
+    Args:
+        simulator: the simulator under test (an engine on ``model_path``: ``hf``, ``vllm``, ``sglang``, or
+            ``openai`` token-in/token-out; reference budgets 8,192 prompt + 8,192 response tokens, 16,384
+            with thinking). ``temperature: 0`` = greedy; ``revision`` (default: a hash of the model
+            folder) is part of every cache key.
+        roles: the judge, partner and support agent of the tasks (``scripted`` or ``openai``).
+        seeds: one full run per seed (reference: 0, 1, 2).
+        enable_thinking: thinking for tasks that follow the global setting (single-turn QA always thinks).
+        min_think_tokens: passed to the tasks (the gate itself is off in validation).
+        task_options: per data_source task settings, as in ``SimulatorRL``.
+        row_timeout_s: deadline per row; past it the row is a ``task_error``.
+        dump_transcripts: write ``<out_dir>/conversations/seed<N>/<data_source>-<index>.json`` for every row
+            run (spec §5.12; rows reused from the cache keep the file of the run that made them).
+        degenerate_min_zero_sets, degenerate_gap: the degenerate-seed rule (≥ 8 sets at 0.0 and Overall more
+            than 15 points below the median).
+    """
+
+    name = "soul"
+    version = "1"
+
+    def __init__(self, simulator: AgentSettings, roles: RoleSettings | None = None,
+                 seeds: list[int] | None = None, enable_thinking: bool = True, min_think_tokens: int = 4,
+                 task_options: dict[str, dict[str, Any]] | None = None, row_timeout_s: float | None = 1800.0,
+                 degenerate_min_zero_sets: int = 8, degenerate_gap: float = 15.0,
+                 dump_transcripts: bool = True) -> None:
+        self.simulator = simulator
+        self.roles = roles or RoleSettings()
+        self.seeds = [0, 1, 2] if seeds is None else list(seeds)
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
+        if self.simulator.engine == "openai_chat":
+            raise ValueError("simulator.engine 'openai_chat' cannot run the tasks token-in/token-out; use 'openai' "
+                             "(a served model driven through /v1/completions with model_path's tokenizer)")
+        self.enable_thinking, self.min_think_tokens = enable_thinking, min_think_tokens
+        self.task_options = dict(task_options or {})
+        self.row_timeout_s = row_timeout_s
+        self.degenerate_min_zero_sets, self.degenerate_gap = degenerate_min_zero_sets, degenerate_gap
+        self.dump_transcripts = dump_transcripts
+        self._backend: AgentBackend | None = None
+        self._contexts: dict[int, TaskContext] = {}
+        self._records: dict[tuple[int, str, int], Any] = {}
+
+    def start(self) -> None:
+        self._backend = AgentBackend(self.simulator)
+        judge, partner, support_agent = build_roles(self.roles)
+        sampling = self._backend.sampling()
+        self._contexts = {
+            seed: TaskContext(policy=Policy(self._backend.engine, self._backend.tokenizer, replace(sampling, seed=seed),
+                                            max_length=self.simulator.max_length),
+                              judge=judge, partner=partner, support_agent=support_agent, is_train=False,
+                              min_think_tokens=self.min_think_tokens, enable_think=self.enable_thinking,
+                              options=self.task_options)
+            for seed in self.seeds}
+        self._records = {}
+
+    def identity(self) -> RunIdentity:
+        assert self._backend is not None
+        partners = ";".join(f"{k}={v}" for k, v in sorted(role_identity(self.roles).items()))
+        return RunIdentity(agent_model=self._backend.name, agent_revision=self._backend.revision, simulator=partners,
+                           harness_version=f"{self.name}-v{self.version}")
+
+    def settings_hash(self) -> str:
+        s = self.simulator
+        return config_hash({"temperature": s.temperature, "top_p": s.top_p, "max_new_tokens": s.max_new_tokens,
+                            "max_length": s.max_length, "enable_thinking": self.enable_thinking,
+                            "min_think_tokens": self.min_think_tokens, "task_options": self.task_options,
+                            "roles": {role: {k: getattr(e, k) for k in ("temperature", "max_tokens", "reasoning_effort")}
+                                      for role, e in vars(self.roles).items()}})  # endpoints, timeouts: not identity
+
+    async def run_batch(self, batch: list[SoulRow], ctx: SuiteContext) -> None:
+        async def one(ref: TaskRef, _: int) -> TrialOutcome:
+            row, seed = ref.payload
+            task = task_row(row)
+            result = await run_row(task, self._contexts[seed], ref.task_id, ref.task_id, self.row_timeout_s)
+            if self.dump_transcripts:
+                write_transcript(ctx.out_dir / "conversations" / f"seed{seed}", task, result,
+                                 experiment_name=f"{self._backend.name}-seed{seed}", global_step=0)
+            if result.status in STATUS_FAILURE:
+                raise STATUS_FAILURE[result.status](f"{row.data_source}#{row.index} seed {seed}: {result.status}: "
+                                                    f"{result.error or 'no verdict'}")
+            return TrialOutcome(reward=float(result.score), info={
+                "data_source": row.data_source, "index": row.index, "seed": seed, "status": result.status,
+                "metrics": {k: float(v) for k, v in result.metrics.items()}})
+
+        settings = self.settings_hash()
+        refs = [item_ref(f"soul/{row.data_source}", f"{row.data_source}#{row.index}", seed, settings, (row, seed))
+                for seed in self.seeds for row in batch]
+        self._backend.engine.wake_up()
+        try:
+            run = await run_items(refs, self.identity(), one, ctx.cache, ctx.retry, ctx.max_concurrency)
+        finally:
+            self._backend.engine.sleep()
+        ctx.count(run)
+        for ref in refs:
+            row, seed = ref.payload
+            self._records[(seed, row.data_source, row.index)] = run.records[ref.task_id]
+
+    def _scores(self) -> tuple[dict[int, dict[str, list[float]]], dict[int, dict[str, Counter]]]:
+        scores: dict[int, dict[str, list[float]]] = {s: defaultdict(list) for s in self.seeds}
+        failed: dict[int, dict[str, Counter]] = {s: defaultdict(Counter) for s in self.seeds}
+        for (seed, source, _), record in sorted(self._records.items()):
+            if record.status == "scored":
+                scores[seed][source].append(float(record.reward))
+            else:
+                failed[seed][source][FAILURE_STATUS.get(record.failure or "", record.failure or "unknown")] += 1
+        return scores, failed
+
+    def report(self, ctx: SuiteContext) -> SuiteReport:
+        scores, failed = self._scores()
+        if not any(scores[s] for s in self.seeds):
+            n = sum(sum(c.values()) for per in failed.values() for c in per.values())
+            raise RuntimeError(f"SOUL: no row could be scored ({n} rows unscored); no summary written")
+        sets = sorted({src for _, src, _ in self._records}, key=lambda s: list(SOUL_NAMES).index(s))
+        per_seed = {seed: seed_summary({src: scores[seed].get(src, []) for src in sets}) for seed in self.seeds}
+        dropped = degenerate_seeds(per_seed, self.degenerate_min_zero_sets, self.degenerate_gap)
+        summary = across_seeds(per_seed, dropped)
+        failures = {seed: {src: dict(c) for src, c in per.items()} for seed, per in failed.items()}
+        totals = Counter()
+        for per in failed.values():
+            for c in per.values():
+                totals.update(c)
+        results = {
+            "suite": self.name, "version": self.version, "simulator": self._backend.name,
+            "simulator_revision": self._backend.revision, "roles": role_identity(self.roles), "seeds": self.seeds,
+            "sets": sets, "sets_missing": [s for s in SOUL_NAMES if s not in sets],
+            "rows_per_set": {src: len({i for (_, s, i) in self._records if s == src}) for src in sets},
+            "headline": {"name": HEADLINE, **summary["soul_index"]},
+            "paper_overall": {"name": ROW_WEIGHTED, **summary["overall_row_weighted"]},
+            "summary": summary, "per_seed": per_seed, "dropped_seeds": {str(k): v for k, v in dropped.items()},
+            "unscored": dict(totals), "unscored_by_seed": failures,
+            "published": {m: dict(zip((*SOUL_AXES, "Overall"), v)) for m, v in PUBLISHED.items()},
+        }
+        scalars = {f"soul/{src}": float(v["mean"]) for src, v in summary["datasets"].items() if v["mean"] is not None}
+        scalars.update({f"soul/axis/{a}": float(v["mean"]) for a, v in summary["axes"].items() if v["mean"] is not None})
+        for key in ("soul_index", "overall_row_weighted"):
+            if summary[key]["mean"] is not None:
+                scalars[f"soul/{key}"] = float(summary[key]["mean"])
+        scalars.update({f"soul/unscored/{k}": float(v) for k, v in totals.items()})
+        return SuiteReport(results, soul_markdown(results), scalars)
+
+    def chart(self, report: SuiteReport, path: Path) -> Path | None:
+        r = report.results
+        series = {f"seed {s}": [r["per_seed"][s]["axes"][a] for a in SOUL_AXES] for s in r["seeds"]}
+        series["MIMESIS-9B (paper)"] = [r["published"]["MIMESIS-9B"][a] for a in SOUL_AXES]
+        return bar_chart(path, list(SOUL_AXES), series, ylabel="score (× 100)", ylim=(0.0, 100.0),
+                         title=f"SOUL axes — {r['simulator']} (missing axes drawn as 0)")
+
+    async def aclose(self) -> None:
+        closed = set()
+        for ctx in self._contexts.values():
+            for client in (ctx.judge, ctx.partner, ctx.support_agent):
+                if id(client) not in closed and hasattr(client, "aclose"):
+                    closed.add(id(client))
+                    await client.aclose()
+        if self._backend is not None and self._backend.engine is not None:
+            self._backend.engine.close()
+        self._contexts = {}
+
+
+def _pm(stat: dict[str, Any]) -> str:
+    if stat.get("mean") is None:
+        return "—"
+    return fmt(stat["mean"]) if stat.get("std") is None else f"{fmt(stat['mean'])} ± {fmt(stat['std'])}"
+
+
+def soul_markdown(r: dict[str, Any]) -> str:
+    """The report: per-set scores per seed, axes, the headline beside the paper's Overall, published rows."""
+    seeds, s = r["seeds"], r["summary"]
+    dropped = {int(k) for k in r["dropped_seeds"]}
+    head = ["set", "axis", "rows", *(f"seed {x}" + (" (dropped)" if x in dropped else "") for x in seeds),
+            "mean ± std", "unscored"]
+    axis_of = {src: a for a, sets in SOUL_AXES.items() for src in sets}
+    rows = []
+    for src in r["sets"]:
+        unscored = sum(sum(per.get(src, {}).values()) for per in r["unscored_by_seed"].values())
+        rows.append([SOUL_NAMES[src], axis_of[src], str(r["rows_per_set"][src]),
+                     *(fmt(r["per_seed"][x]["datasets"].get(src)) for x in seeds), _pm(s["datasets"][src]),
+                     str(unscored)])
+    for a in SOUL_AXES:
+        rows.append([f"**{a}**", "", "", *(fmt(r["per_seed"][x]["axes"][a]) for x in seeds), _pm(s["axes"][a]), ""])
+    rows.append([f"**{HEADLINE}**", "", "", *(fmt(r["per_seed"][x]["soul_index"]) for x in seeds),
+                 _pm(s["soul_index"]), ""])
+    rows.append([ROW_WEIGHTED, "", "", *(fmt(r["per_seed"][x]["overall_row_weighted"]) for x in seeds),
+                 _pm(s["overall_row_weighted"]), ""])
+    rows.append(["AlignX (combined)", "", "", *(fmt(r["per_seed"][x]["alignx_combined"]) for x in seeds),
+                 _pm(s["alignx_combined"]), ""])
+    ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
+    pub_rows = [[f"**{r['simulator']}** (ours, {HEADLINE} / row-weighted)", *ours,
+                 f"{_pm(s['soul_index'])} / {_pm(s['overall_row_weighted'])}"]]
+    pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
+    missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
+    unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
+    notes = (f"\nScores are task scores × 100 (validation mode: greedy unless the temperature says otherwise, no "
+             f"format gate). **{HEADLINE}** (D23, our headline) = mean of the axes that have a score, each axis "
+             f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
+             f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
+             f"every mean and counted: {unscored}. Dropped seeds: "
+             f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n")
+    published = ("\n## Published (paper §9.1; other models and data — context, not a target; its Overall is "
+                 "row-weighted over all 27 sets)\n\n" + table(["model", *SOUL_AXES, "Overall"], pub_rows))
+    return (f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
+            + table(head, rows) + notes + published)
