@@ -46,6 +46,12 @@ def has_think_tag(text: str) -> bool:
     return any(t.opener.search(text) or t.closer.search(text) for t in _CONVENTIONS)
 
 
+def opens_with_think(text: str) -> bool:
+    """Whether ``text`` (leading whitespace aside) starts with an opening tag of either convention."""
+    body = text.lstrip()
+    return any(t.opener.match(body) for t in _CONVENTIONS)
+
+
 def split_think(text: str, *, strict: bool = False) -> tuple[str | None, str]:
     """Return ``(reasoning, public_text)``; ``reasoning`` is ``None`` when ``text`` has no tag.
 

@@ -11,21 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..chat.think import THINK_CLOSE, THINK_OPEN, split_think
+from ..chat.think import opens_with_think, split_think
 
 
 def split_think_strict(text: str) -> tuple[str | None, str]:
-    """``(reasoning, answer)`` of a well-formed completion, else ``(None, "")`` (spec §2.3 strict split).
+    """``(reasoning, answer)`` of a well-formed completion, else ``(None, "")``: the shared strict splitter.
 
-    Well-formed: exactly one ``</think>``; at most one ``<think>``, and if present the text starts
-    with it (a completion whose opener was pre-filled by the template has none). The split itself
-    is the shared lenient splitter's, which agrees with the strict rule on well-formed text.
+    Well-formed: exactly one close tag; at most one opener, and if present the text starts with it (a
+    completion whose opener was pre-filled by the template has none).
     """
-    opens, closes = text.count(THINK_OPEN), text.count(THINK_CLOSE)
-    if closes != 1 or opens > 1 or (opens == 1 and not text.lstrip().startswith(THINK_OPEN)):
-        return None, ""
-    reasoning, answer = split_think(text)
-    return (reasoning or ""), answer
+    return split_think(text, strict=True)
 
 
 @dataclass(frozen=True)
@@ -63,7 +58,7 @@ def check_think_format(
     lengths: list[int] = []
     for turn in turns:
         if not enable_think:
-            if turn.text.lstrip().startswith(THINK_OPEN):
+            if opens_with_think(turn.text):
                 correct = False
             continue
         reasoning, answer = split_think_strict(turn.text)

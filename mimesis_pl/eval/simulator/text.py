@@ -7,11 +7,11 @@ never read as a default verdict (spec/simulator.md D1, D24).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from mimesis_pl.chat.think import split_think
+from mimesis_pl.chat.think import ReasoningOnlyError
+from mimesis_pl.chat.think import strip_reasoning as chat_strip_reasoning
 from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
 
 FIDELITY_KEYS = (
@@ -23,27 +23,16 @@ FIDELITY_KEYS = (
 )
 FIDELITY_DIMENSIONS = ("persona", "style", "technical", "interaction", "pacing")
 
-_PROSE_COT = re.compile(r"^\s*(\*\*)?\s*(thinking process|thought process|chain of thought|reasoning)\s*(\*\*)?\s*(:|\n)",
-                        re.IGNORECASE)
-_HANDOFF = re.compile(r"(?:message|response|final answer|output|user message|reply)\s*(?:\*\*)?\s*:\s*(?:\*\*)?",
-                      re.IGNORECASE)
-
-
 def strip_reasoning(text: str, *, strict: bool = False) -> str:
-    """The public part of a simulator turn (spec §8.2 ``strip_reasoning``).
+    """The public part of a simulator turn (spec §8.2): :func:`mimesis_pl.chat.think.strip_reasoning`.
 
-    ``<think>`` blocks go (the one reasoning splitter, :func:`~mimesis_pl.chat.think.split_think`); a
-    reply that opens with an untagged prose chain of thought ("Thinking Process: …") keeps only what
-    follows its last hand-off label ("Message:", "Final answer:", …), else nothing. With ``strict``, a
-    turn left empty raises :class:`SimulatorFailure` instead of becoming an empty message.
+    With ``strict``, a turn left empty raises :class:`SimulatorFailure` (an unscored, counted failure of
+    the suite) instead of becoming an empty message.
     """
-    _, public = split_think(text)
-    if _PROSE_COT.match(public):
-        labels = list(_HANDOFF.finditer(public))
-        public = public[labels[-1].end():].strip() if labels else ""
-    if strict and not public:
-        raise SimulatorFailure(f"reasoning-only simulator turn (no public text): {text[:120]!r}")
-    return public
+    try:
+        return chat_strip_reasoning(text, strict=strict)
+    except ReasoningOnlyError as err:
+        raise SimulatorFailure(f"reasoning-only simulator turn (no public text): {text[:120]!r}") from err
 
 
 def first_json_object(text: str, what: str) -> dict[str, Any]:
