@@ -8,7 +8,7 @@ predictor may end the scene (``<END CHAT>``) from round 5 on; an answer naming n
 turn to the next speaker in the scene's order (the reference drew one at random).
 
 The judge scores four dimensions 1–10; ``score = mean((clamp(s, 1, 10) − 1) / 9)`` (:func:`coser_score`).
-Unlike the reference, only the focal character is trained (one trajectory per rollout); see the README.
+Unlike the reference, only the focal character is trained (one trajectory per rollout); see docs/decisions.md.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .answers import token_f1
 from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
@@ -106,7 +107,7 @@ class HumanualTask:
         except BudgetExhausted:
             raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to reply") from None
         reply, tagged = extract_response(said(conv, turn.text))
-        score, sub = None, {"tagged": float(tagged)}
+        score, sub = None, {"tagged": float(tagged), "lexical_f1": token_f1(reply, reference)}  # F1 logged, never rewarded
         if reply:
             request = JudgeRequest(judge_prompt(context, reference, reply), [("SIMULATED", reply)], reference, "SIMULATED")
             verdict = await ctx.judge.judge(request, HumanualVerdict)
