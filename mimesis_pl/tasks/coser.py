@@ -1,14 +1,15 @@
 """CoSER (spec §7.2): multi-character role-play of a book scene (given-circumstance acting).
 
-The simulator plays one character of the scene (``extra_info.focus``, default the first speaking
-character that is not the environment); the partner plays every other character, the environment and
-the next-speaker predictor. Each utterance, inner thoughts (``[...]``) removed and labelled with its
-speaker, is shown to the simulator as context (mask 0). At most ``max_rounds`` utterances (10); the
+The simulator plays every speaking character, each in its own conversation (its own profile, plot,
+scenario and motivation); the partner plays the environment and the next-speaker predictor. Each
+utterance, inner thoughts (``[...]``) removed and labelled with its speaker, is shown to every other
+character as context (mask 0). At most ``max_rounds`` utterances (10); the
 predictor may end the scene (``<END CHAT>``) from round 5 on; an answer naming no valid speaker passes the
 turn to the next speaker in the scene's order (the reference drew one at random).
 
 The judge scores four dimensions 1–10; ``score = mean((clamp(s, 1, 10) − 1) / 9)`` (:func:`coser_score`).
-Unlike the reference, only the focal character is trained (one trajectory per rollout); see docs/decisions.md.
+Every character that spoke yields a trajectory with the same reward and ``gen_uid``
+(``TaskResult.extra_trajectories``), so FoldGRPO counts the rollout once.
 """
 
 from __future__ import annotations
@@ -96,43 +97,46 @@ class CoserTask:
         speakers = [str(s) for s in _load(require(info, row, "speaking_characters_w_env"), row, "speaking_characters_w_env")]
         if not isinstance(cards, Mapping) or not speakers:
             raise RowError(f"{row_name(row)}: extra_info.characters must map names to cards and speakers be non-empty")
-        focus = str(info.get("focus") or next((s for s in speakers if s != ENV), ""))
-        if focus not in speakers or focus == ENV:
-            raise RowError(f"{row_name(row)}: focal character {focus!r} is not a speaking character")
+        actors = [s for s in speakers if s != ENV]  # every speaking character is the policy, each in its own context
+        if not actors:
+            raise RowError(f"{row_name(row)}: extra_info.speaking_characters_w_env names no character")
         plot, scenario = str(info.get("plot_summary", "")), str(require(info, row, "scenario"))
-        prompts = {s: character_prompt(s, cards.get(s, {}), plot, scenario) for s in speakers if s != ENV}
-        prompts[ENV] = f"You narrate the environment of this book scene: {scenario}\nDescribe only events and surroundings, briefly."
-        conv: PolicyConversation | None = None
+        prompts = {s: character_prompt(s, cards.get(s, {}), plot, scenario) for s in actors}
+        env_prompt = f"You narrate the environment of this book scene: {scenario}\nDescribe only events and surroundings, briefly."
+        convs: dict[str, PolicyConversation] = {}
+        pending: dict[str, list[str]] = {s: [] for s in actors}  # lines each character has not seen yet
         lines: list[tuple[str, str]] = []
-        pending: list[str] = []
         current, partner_failures = speakers[0], 0
         for r in range(int(option(ctx, self.data_source, "max_rounds", 10))):
-            if current == focus:
-                opening = "\n".join(pending) or "The scene begins."
+            if current != ENV:
+                opening = "\n".join(pending[current]) or "The scene begins."
                 try:
-                    if conv is None:
-                        conv = PolicyConversation(ctx.policy, [{"role": "system", "content": prompts[focus]}, {"role": "user", "content": opening}],
-                                                  ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-                    elif pending:
-                        conv.append([{"role": "user", "content": opening}])
-                    turn = await conv.step()
+                    if current not in convs:
+                        convs[current] = PolicyConversation(
+                            ctx.policy, [{"role": "system", "content": prompts[current]}, {"role": "user", "content": opening}],
+                            ctx.enable_think, sample=f"{row_name(row)} {gen_uid} {current}")
+                    elif pending[current]:
+                        convs[current].append([{"role": "user", "content": opening}])
+                    turn = await convs[current].step()
                 except BudgetExhausted:
                     break
-                pending = []
-                text = strip_thoughts(said(conv, turn.text))
+                pending[current] = []
+                text = strip_thoughts(said(convs[current], turn.text))
                 if not text:
                     break
-                lines.append((f"SIMULATED {focus}", text))
+                lines.append((f"SIMULATED {current}", text))
             else:
                 history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines]) or "(nothing yet)"
-                reply = await partner_reply(ctx, [{"role": "system", "content": prompts[current]},
+                reply = await partner_reply(ctx, [{"role": "system", "content": env_prompt},
                                                   {"role": "user", "content": f"The scene so far:\n{history}\n\nYour turn."}])
                 if reply is None:
                     partner_failures += 1
                     break
                 text = strip_thoughts(reply)
-                lines.append((current, text))
-                pending.append(f"{current}: {text}")
+                lines.append((ENV, text))
+            for other in actors:
+                if other != current:
+                    pending[other].append(f"{current}: {text}")
             history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines])
             answer = await partner_reply(ctx, [{"role": "user", "content": (
                 f"Scene so far:\n{history}\n\nWho speaks next? Answer with one name from {speakers}, or {END_CHAT} "
@@ -141,17 +145,21 @@ class CoserTask:
             if nxt is None:
                 break
             current = nxt
-        if conv is None:  # the focal character never got the floor: open the conversation, nothing generated
-            conv = PolicyConversation(ctx.policy, [{"role": "system", "content": prompts[focus]}, {"role": "user", "content": "\n".join(pending) or "-"}],
-                                      ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
+        played = [c for c in convs.values() if c.turns]
+        if not played:  # no character got a turn: an empty conversation so the row reports no_turns
+            played = [PolicyConversation(ctx.policy, [{"role": "system", "content": prompts[actors[0]]},
+                                                      {"role": "user", "content": "The scene begins."}],
+                                         ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")]
         score = 0.0
-        if conv.turns:
+        if played[0].turns:
             reference = str(info.get("reference_dialogue") or "")
-            request = JudgeRequest(judge_prompt(focus, plot, scenario, transcript_text(lines), reference), lines, scenario, "SIMULATED")
+            request = JudgeRequest(judge_prompt(", ".join(convs), plot, scenario, transcript_text(lines), reference),
+                                   lines, scenario, "SIMULATED")
             verdict = await ctx.judge.judge(request, CoserVerdict)
             score = None if verdict is None else coser_score(verdict)
-        return finish(conv, ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
-                      score=score, sub={"partner_failures": float(partner_failures)}, transcript=lines)
+        return finish(played[0], ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
+                      score=score, sub={"partner_failures": float(partner_failures), "characters": float(len(convs))},
+                      transcript=lines, others=played[1:])
 
 
 def coser(data_source: str) -> CoserTask:

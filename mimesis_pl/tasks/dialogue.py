@@ -46,20 +46,26 @@ def transcript_text(lines: Sequence[tuple[str, str]]) -> str:
 def finish(
     conv: PolicyConversation, ctx: TaskContext, row: Mapping[str, Any], *, data_source: str, prefix: str,
     group_id: str, gen_uid: str, score: float | None, sub: Mapping[str, float] | None = None,
-    transcript: Sequence[tuple[str, str]] = (),
+    transcript: Sequence[tuple[str, str]] = (), others: Sequence[PolicyConversation] = (),
 ) -> TaskResult:
-    """The :class:`TaskResult` of a judged rollout (``score`` ``None`` = the judge failed)."""
-    n = len(conv.turns)
+    """The :class:`TaskResult` of a judged rollout (``score`` ``None`` = the judge failed).
+
+    ``others``: further conversations of the same rollout (CoSER's other characters); their turns count in the
+    status, the format gate and the metrics, and each with a turn becomes an extra trajectory.
+    """
+    convs = [conv, *(c for c in others if c.turns)]
+    turns = [t for c in convs for t in c.turns]
+    n = len(turns)
     if n == 0:
         status, value = "no_turns", 0.0
     elif score is None:
         status, value = "judge_failed", 0.0
     else:
-        status, value = ("truncated" if any(t.truncated for t in conv.turns) else "ok"), clamp01(score)
-    fmt = check_think_format(conv.turns, bool(conv.enable_think), ctx.policy.count_tokens, ctx.min_think_tokens)
+        status, value = ("truncated" if any(t.truncated for t in turns) else "ok"), clamp01(score)
+    fmt = check_think_format(turns, bool(conv.enable_think), ctx.policy.count_tokens, ctx.min_think_tokens)
     reward = gated_reward(value, fmt, is_train=ctx.is_train)
-    turn_tokens = [s.end - s.start for s in conv.spans]
-    words = [len(said(conv, t.text).split()) for t in conv.turns]
+    turn_tokens = [s.end - s.start for c in convs for s in c.spans]
+    words = [len(said(conv, t.text).split()) for t in turns]
     metrics = {
         f"{prefix}/reward": value,
         f"{prefix}/turns": float(n),
@@ -72,8 +78,9 @@ def finish(
     }
     for key, v in (sub or {}).items():
         metrics[f"{prefix}/{key}"] = float(v)
-    trajectory = conv.trajectory(group_id=group_id, gen_uid=gen_uid, status=status, reward=reward,
-                                 data_source=data_source, key=row_name(row))
+    trajectories = [c.trajectory(group_id=group_id, gen_uid=gen_uid, status=status, reward=reward,
+                                 data_source=data_source, key=row_name(row)) for c in convs]
     extra = [{"role": "public_transcript", "content": transcript_text(transcript)}] if transcript else []
     return TaskResult(data_source=data_source, gen_uid=gen_uid, status=status, reward=reward, score=value,
-                      metrics=metrics, trajectory=trajectory, transcript=conv.messages + extra)
+                      metrics=metrics, trajectory=trajectories[0], transcript=conv.messages + extra,
+                      extra_trajectories=trajectories[1:])

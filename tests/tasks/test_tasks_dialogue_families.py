@@ -152,6 +152,17 @@ def test_every_mixture_key_runs_its_sample_row_with_exact_masks(tiny_tokenizer):
             assert t.num_turns >= 2 and "Tell me more" in context, key  # the partner's turns are context
 
 
+def test_coser_plays_every_character_in_its_own_context(tiny_tokenizer):
+    ctx = make_context(tiny_tokenizer, lambda p, k: REPLY, max_new_tokens=96)
+    result = asyncio.run(get_task("coser").run(sample_rows()["coser"], ctx, group_id="g", gen_uid="7"))
+    trajectories = [result.trajectory, *result.extra_trajectories]
+    assert result.status == "ok" and len(trajectories) == 2 and {t.gen_uid for t in trajectories} == {"7"}
+    nora, ida = (tiny_tokenizer.decode(t.input_ids) for t in trajectories)
+    assert "You are Nora" in nora and "You are Ida" not in nora and "You are Ida" in ida
+    assert "Nora: <response>Message: hmm ok" in ida and "Environment: I see. Tell me more." in ida  # others' lines are Ida's context
+    assert result.metrics["coser/characters"] == 2.0
+
+
 def test_judge_failure_is_counted_not_scored(tiny_tokenizer):
     rows = sample_rows()
     for key in ("sotopia", "humanual-chat", "mirrorbench"):
