@@ -182,3 +182,28 @@ def test_simulator_arena_user_can_end_and_sotopia_partner_can_open(tiny_tokenize
     result = asyncio.run(get_task("sotopia").run(row, ctx, group_id="g", gen_uid="0"))
     first_prompt = ctx.policy.engine.prompts[0]
     assert "Leo Park" in first_prompt.split("Maya Chen said")[0] and "Tell me more" in first_prompt
+
+
+def test_served_partner_and_judge_are_a_change_of_settings(tiny_tokenizer):
+    from test_tasks_judge_client import judge_server, settings
+
+    from mimesis_pl.tasks.clients import OpenAIChatModel, OpenAIJudge
+
+    action = '{"action_type": "speak", "argument": "Fine, I will pay on Friday."}'
+    verdict = json.dumps({d: hi for d, (lo, hi, w) in DIMENSIONS.items()})
+
+    async def run():
+        async with judge_server([action, action, verdict]) as (url, seen):
+            ctx = make_context(tiny_tokenizer, lambda p, k: REPLY, max_new_tokens=96, judge=OpenAIJudge(settings(url), "judge"))
+            ctx.partner = OpenAIChatModel(settings(url), "partner")
+            ctx.options = {"sotopia": {"max_turns": 4}}
+            result = await get_task("sotopia").run(sample_rows()["sotopia"], ctx, group_id="g", gen_uid="0")
+            await ctx.judge.aclose()
+            await ctx.partner.aclose()
+            return result, seen, ctx
+
+    result, seen, ctx = asyncio.run(run())
+    assert result.status == "ok" and result.reward == 1.0 and result.metrics["sotopia/goal"] == 10.0
+    assert len(seen) == 3 and "response_format" in seen[-1] and "response_format" not in seen[0]
+    assert 'Leo Park said: "Fine, I will pay on Friday."' in ctx.policy.engine.prompts[1]
+    assert not any("I weigh what this person" in json.dumps(body) for body in seen)  # reasoning never leaves
