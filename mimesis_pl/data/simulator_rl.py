@@ -9,6 +9,8 @@ is seeded and resumable (the sampler position is checkpointed).
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +21,8 @@ from torch.utils.data import DataLoader
 from ..tasks.registry import ROUTES, UnknownTaskError, known_data_sources
 from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin
 from .mixture import mixture_index, parse_file_specs
+
+log = logging.getLogger(__name__)
 
 
 def _read_file(path: str) -> list[dict[str, Any]]:
@@ -66,6 +70,25 @@ def read_task_rows(specs: list[str], seed: int = 0, max_samples: int | None = No
     return out
 
 
+def resolve_specs(specs: list[str], data_dir: str | None, skip_missing: bool, what: str) -> tuple[list[str], list[str]]:
+    """``(kept, skipped)``: relative names joined to ``data_dir``; a missing file is an error naming it, or,
+    with ``skip_missing``, left out, counted and logged (for runs on a subset of the mixture)."""
+    kept, skipped = [], []
+    for spec in specs:
+        path = os.path.join(data_dir, spec) if data_dir and not os.path.isabs(spec) else spec
+        try:
+            parse_file_specs([path])
+        except FileNotFoundError as err:
+            if not skip_missing:
+                raise FileNotFoundError(f"{what}: {err} (data_dir={data_dir!r}; set skip_missing: true to run a subset)") from None
+            skipped.append(path)
+            continue
+        kept.append(path)
+    if skipped:
+        log.warning("%s: skipped %d of %d files that are missing: %s", what, len(skipped), len(specs), ", ".join(skipped))
+    return kept, skipped
+
+
 def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return batch
 
@@ -80,13 +103,20 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             ``val_every_n_steps``), so Lightning's own validation loop stays off.
         max_samples, val_max_samples: caps on rows.
         seed: order seed.
+        data_dir: folder that relative file names are read from (the reference's ``$MIMESIS_DATA_DIR/sim_rl_data``).
+        skip_missing: leave missing files out (counted in ``skipped_files`` and logged) instead of failing;
+            for runs on a subset of the mixture. Off by default: a missing file is an error naming it.
     """
 
     def __init__(
         self, files: list[str], batch_size: int = 64, val_files: list[str] | None = None,
         max_samples: int | None = None, val_max_samples: int | None = None, seed: int = 0,
+        data_dir: str | None = None, skip_missing: bool = False,
     ) -> None:
         super().__init__()
+        self.data_dir = data_dir
+        self.skip_missing = skip_missing
+        self.skipped_files: list[str] = []
         self.files = list(files)
         self.batch_size = batch_size
         self.val_files = list(val_files) if val_files else []
@@ -98,6 +128,10 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if not self.train_rows:
+            files, skipped = resolve_specs(self.files, self.data_dir, self.skip_missing, "train files")
+            val_files, val_skipped = resolve_specs(self.val_files, self.data_dir, self.skip_missing, "val files")
+            self.skipped_files = skipped + val_skipped
+            self.files, self.val_files = files, val_files
             self.train_rows = read_task_rows(self.files, self.seed, self.max_samples)
             if not self.train_rows:
                 raise ValueError(f"no rows in {self.files}")

@@ -300,10 +300,11 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
     a single scored rollout gets advantage 0 (D19). Unscored rollouts must already be filtered out, so
     they never enter a group's mean or deviation (D3).
     """
-    t = collate_trajectories([r.trajectory for r in results], pad_id)
+    rows = [(r, traj) for r in results for traj in [r.trajectory, *r.extra_trajectories]]  # a rollout may fold into many
+    t = collate_trajectories([traj for _, traj in rows], pad_id)
     t["advantages"] = foldgrpo_advantages(
-        torch.tensor([r.reward for r in results], dtype=torch.float32), [r.trajectory.group_id for r in results],
-        [r.gen_uid for r in results], t["response_mask"], norm_by_std=norm_by_std, eps=eps,
+        torch.tensor([r.reward for r, _ in rows], dtype=torch.float32), [traj.group_id for _, traj in rows],
+        [r.gen_uid for r, _ in rows], t["response_mask"], norm_by_std=norm_by_std, eps=eps,
     )
     return t
 

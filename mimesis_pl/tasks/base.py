@@ -58,6 +58,9 @@ class TaskResult:
     trajectory: Trajectory | None
     transcript: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
+    #: Further trajectories of the same rollout (CoSER: one per character the policy played); they share the
+    #: reward, status and ``gen_uid``, so FoldGRPO counts the rollout once in its group statistics.
+    extra_trajectories: list[Trajectory] = field(default_factory=list)
 
     @property
     def trained(self) -> bool:

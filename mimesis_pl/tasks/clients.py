@@ -228,11 +228,13 @@ class OpenAIChatModel:
 @dataclass(frozen=True)
 class JudgeRequest:
     """What one judgement needs: the prompt messages (for a served judge) and the structured inputs
-    a scripted judge reads (``transcript`` lines as ``(speaker, text)``, ``goal``)."""
+    a scripted judge reads (``transcript`` lines as ``(speaker, text)``, ``goal``, and ``simulated``: the
+    speaker-label prefix of the lines the simulator wrote)."""
 
     messages: list[dict[str, str]]
     transcript: list[tuple[str, str]] = ()  # type: ignore[assignment]
     goal: str = ""
+    simulated: str = "CUSTOMER"
 
 
 class Judge(Protocol):
@@ -257,6 +259,7 @@ def _unit_hash(*parts: str) -> float:
 class ScriptedJudge:
     """Offline stand-in for the judge: deterministic crude features of the transcript, not a quality signal.
 
+    The simulator's lines are those whose speaker starts with ``request.simulated`` ("the customer" below).
     Float fields: ``naturalness`` = 1 when the customer's turns average ≤ 200 characters;
     ``on_task`` = share of goal words (> 3 letters) the customer mentions; every other float field
     (``exhibit``, ``placement``, ``cooperative``) = the share of customer turns longer than 3 words;
@@ -274,7 +277,7 @@ class ScriptedJudge:
         if _unit_hash(json.dumps(request.messages)) < self.failure_rate:
             self.failures += 1
             return None
-        said = [text for who, text in request.transcript if who.startswith("CUSTOMER") and "thinking" not in who]
+        said = [text for who, text in request.transcript if who.startswith(request.simulated) and "thinking" not in who]
         n = max(1, len(said))
         goal_words = {w for w in re.findall(r"[a-z]+", request.goal.lower()) if len(w) > 3}
         spoken = " ".join(said).lower()

@@ -14,6 +14,7 @@ from .base import Task
 
 _PERSONA = "mimesis_pl.tasks.persona"
 _TOM = "mimesis_pl.tasks.tom"
+_HUMANUAL = "mimesis_pl.tasks.humanual:humanual"
 
 #: data_source → "module:factory"; the factory takes the data_source and returns a Task.
 ROUTES: dict[str, str] = {
@@ -34,6 +35,38 @@ ROUTES: dict[str, str] = {
     "socsci210": f"{_PERSONA}:socsci210",
     "humanllm": f"{_PERSONA}:humanllm",
     "usersim-behavior": "mimesis_pl.tasks.usersim_behavior.task:usersim_behavior",
+    "sotopia": "mimesis_pl.tasks.sotopia:sotopia",
+    "coser": "mimesis_pl.tasks.coser:coser",
+    "mirrorbench": "mimesis_pl.tasks.mirrorbench:mirrorbench",
+    "userllm": "mimesis_pl.tasks.userllm:userllm",
+    "sim_arena_math": "mimesis_pl.tasks.sim_arena:sim_arena_math",
+    "sim_arena_doc": "mimesis_pl.tasks.sim_arena:sim_arena_doc",
+    "humanual": _HUMANUAL,  # generic, routed but not in the mixture (spec §5.1)
+    **{f"humanual-{kind}": _HUMANUAL for kind in ("book", "chat", "email", "news", "opinion", "politics")},
+}
+
+#: The mixture's 24 tasks (spec §5.1): task name → (train file, val file, val data_source).
+MIXTURE: dict[str, tuple[str, str, str]] = {
+    "sotopia": ("sotopia_clean_rl.parquet", "sotopia_hard_val.parquet", "sotopia"),
+    "coser": ("coser_rl_train.parquet", "coser_val.parquet", "coser"),
+    "lifechoices": ("lifechoices_hard_rl.parquet", "lifechoices_val.parquet", "lifechoices"),
+    "userllm": ("userllm_rl_train.parquet", "userllm_val.parquet", "userllm"),
+    "mirrorbench": ("mirrorbench_rl_train.parquet", "mirrorbench_val.parquet", "mirrorbench"),
+    "fantom": ("fantom_rl_train.parquet", "fantom_val.parquet", "fantom"),
+    "hitom": ("hitom_rl_train.parquet", "hitom_val.parquet", "hitom"),
+    "paratomi": ("paratomi_rl_train.parquet", "paratomi_val.parquet", "paratomi"),
+    "mistakes": ("mistakes_rl_train.parquet", "mistakes_val.parquet", "mistakes"),
+    "twinvoice": ("twinvoice_rl_train.parquet", "twinvoice_val.parquet", "twinvoice"),
+    "social_r1": ("social_r1_rl.parquet", "social_r1_val.parquet", "social_r1"),
+    "behaviorchain": ("behaviorchain_rl_train.parquet", "behaviorchain_val.parquet", "behavior_chain"),
+    "sim_math": ("sim_math_rl.parquet", "sim_math_val.parquet", "sim_arena_math"),
+    "sim_doc": ("sim_doc_rl.parquet", "sim_doc_val.parquet", "sim_arena_doc"),
+    **{f"humanual_{k}": (f"humanual_rl_{k}.parquet", f"humanual_{k}_val.parquet", f"humanual-{k}")
+       for k in ("book", "chat", "email", "news", "opinion", "politics")},
+    "alignx": ("alignx_rl_8k.parquet", "alignx_demo_val.parquet", "alignx_demo"),
+    "socsci210": ("socsci210_rl_2k.parquet", "socsci210_val.parquet", "socsci210"),
+    "humanllm": ("humanllm_rl_train.parquet", "humanllm_val.parquet", "humanllm"),
+    "usersim_behavior": ("usersim_behavior_rl_train.parquet", "usersim_behavior_val.parquet", "usersim-behavior"),
 }
 
 

@@ -55,3 +55,13 @@ def test_folded_rows_of_one_rollout_count_once():
     rows = [result("a", 0, 1.0), result("a", 0, 1.0), result("a", 1, 0.0)]
     adv = fold_experience(rows, pad_id=0)["advantages"]
     assert torch.allclose(adv[:, -1], torch.tensor([0.7071, 0.7071, -0.7071]), atol=1e-3)
+
+
+def test_extra_trajectories_of_a_rollout_are_trained_and_counted_once():
+    # rollout a-0 played two characters (CoSER): two rows with its reward, one vote in the group statistics
+    first = result("a", 0, 1.0)
+    first.extra_trajectories = [result("a", 0, 1.0, n_tokens=3).trajectory]
+    t = fold_experience([first, result("a", 1, 0.0)], pad_id=0)
+    assert t["advantages"].shape == (3, 6)
+    assert torch.allclose(t["advantages"][:, -1], torch.tensor([0.0, 0.7071, 0.0]), atol=1e-3)  # padded rows end in 0
+    assert torch.allclose(t["advantages"].max(dim=1).values, torch.tensor([0.7071, 0.7071, 0.0]), atol=1e-3)

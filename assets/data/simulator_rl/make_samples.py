@@ -12,8 +12,8 @@ HERE = Path(__file__).parent
 P = [{"role": "user", "content": "placeholder"}]
 
 
-def row(source: str, index: int, **info) -> dict:
-    return {"data_source": source, "prompt": P, "extra_info": {"index": index, **info}}
+def row(data_source: str, index: int, **info) -> dict:
+    return {"data_source": data_source, "prompt": P, "extra_info": {"index": index, **info}}
 
 
 def scenario(name, level, order_id, payment, flow, subflow, items, **extra):
@@ -79,6 +79,57 @@ def rows(split: str) -> list[dict]:
         usersim(k + 14, "", {}, "omar diaz"),
         usersim(k + 15, "hidden_evaluation_criteria", {"field": "payment_method",
                 "criterion": "the refund must go back to the original payment method"}, "kim park"),
+    ] + dialogue_rows(k, split)
+
+
+HUMANUAL = {
+    "book": ("Retired teacher who reviews mysteries bluntly.", "Review: a slow start, a twist at the end.",
+             "Took forever to get going. Ending was clever though, I'll give it that."),
+    "chat": ("College student, texts in lowercase.", json.dumps([{"role": "user", "content": "u coming tonight?"}]),
+             "yeah prob, after my lab. save me a seat"),
+    "email": ("Project manager, polite and brief.", "Email from a vendor: the delivery slips by two weeks.",
+              "Thanks for the heads-up. Please send a revised schedule by Friday."),
+    "news": ("Local farmer who distrusts big agriculture.", "Headline: new subsidy goes mostly to large farms.",
+             "Same story every year. The little guys get crumbs."),
+    "opinion": ("Cyclist and city commuter.", "Op-ed: bike lanes slow down traffic.",
+                "Bike lanes move more people, not fewer. Try riding one."),
+    "politics": ("Moderate voter tired of partisanship.", "Post: the other party ruins everything.",
+                 "Both sides say that. I just want the roads fixed."),
+}
+
+
+def dialogue_rows(k: int, split: str) -> list[dict]:
+    """Rows of the partner/judge families (spec §7.1, §7.2, §7.4, §7.6-§7.8)."""
+    kinds = list(HUMANUAL) if split == "train" else ["chat"]
+    out = [row(f"humanual-{kind}", k + 16 + i, persona=HUMANUAL[kind][0], context=HUMANUAL[kind][1],
+               ground_truth=HUMANUAL[kind][2]) for i, kind in enumerate(kinds)]
+    return out + [
+        row("userllm", k + 22, source="prism", intent="Find a cheap vegetarian recipe for two.", is_last_turn=False,
+            conversation_history=[]),
+        row("userllm", k + 23, source="commonsense_qa", intent="Ask where people usually keep milk.",
+            choices=["fridge", "oven", "garage", "shelf", "car"], conversation_history=json.dumps(
+                [{"role": "user", "content": "quick question"}, {"role": "assistant", "content": "Sure, go ahead."}])),
+        row("mirrorbench", k + 24, task_description="Get help fixing a slow laptop.", domain="tech support",
+            conversation=[{"role": "user", "content": "my laptop is super slow"},
+                          {"role": "assistant", "content": "Sorry to hear that. How old is it?"},
+                          {"role": "user", "content": "like 5 years"},
+                          {"role": "assistant", "content": "Try checking startup programs."}]),
+        row("sotopia", k + 25, scenario="Agent1 and Agent2 share a flat; the rent is due and Agent2 is short.",
+            agent_names=["Maya Chen", "Leo Park"], agent_profiles=["A nurse who values fairness.", "A musician, often broke."],
+            agent_goals=["Get Agent2 to pay his half this week.", "Ask Agent1 for a one-month extension."],
+            eval_position="agent1"),
+        row("coser", k + 26, plot_summary="Two sisters inherit a failing inn.", scenario="A stormy night at the inn.",
+            speaking_characters_w_env=["Nora", "Environment", "Ida"], major_characters=["Nora", "Ida"],
+            characters={"Nora": {"profile": "The practical elder sister.", "motivation": "Save the inn."},
+                        "Ida": {"profile": "The dreamy younger sister.", "motivation": "Sell and leave."}},
+            reference_dialogue="Nora: We can't sell. Ida: Then we drown with it."),
+        row("sim_arena_math", k + 27, profile="A ninth-grader, anxious about fractions, writes short questions.",
+            problem="Simplify 12/18.", real_conversation="student: how do i simplify 12/18\ntutor: find the gcd",
+            target_features="asks for the next step; admits confusion"),
+        row("sim_arena_doc", k + 28, document_type="cover letter", intent="Apply for a barista job.",
+            materials="2 years at a cafe; latte art", preferences="short, warm, no cliches",
+            real_conversation="user: help me write a cover letter\nassistant: Sure, what's the job?",
+            target_features="gives details when asked; asks for a shorter draft"),
     ]
 
 

@@ -1,0 +1,124 @@
+"""Humanual (spec §7.6): write the reply a given person would write, judged against their real reply.
+
+One policy turn (the global thinking setting). The reply goes inside ``<response></response>``; a reply
+without the tag is judged on its public text and its score halved (the reference asked the judge to
+do this; here it is a pure rule). The judge scores six dimensions in [0, 1] against the ground-truth
+reply; ``score = clamp(mean(6) · length_factor)`` (:func:`humanual_score`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from .answers import token_f1
+from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
+from .clients import JudgeRequest
+from .conversation import BudgetExhausted, PolicyConversation
+from .dialogue import clamp01, finish, said
+
+PREFIX = "humanual"
+_RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class HumanualVerdict:
+    """Similarity of the generated reply to the real one, each in [0, 1]."""
+
+    stance: float
+    emotion: float
+    belief: float
+    value: float
+    goal: float
+    communication: float
+
+
+def length_factor(generated: str, reference: str) -> float:
+    """1 when the reference is short (< 20 words); else ``min(1, len(gen) / (0.3 · len(ref)))`` in words."""
+    ref = len(_WORD.findall(reference))
+    if ref < 20:
+        return 1.0
+    return min(1.0, len(_WORD.findall(generated)) / (0.3 * ref))
+
+
+def humanual_score(verdict: HumanualVerdict, generated: str, reference: str, tagged: bool) -> float:
+    judge = sum(clamp01(getattr(verdict, f.name)) for f in fields(verdict)) / len(fields(verdict))
+    return clamp01(judge * length_factor(generated, reference) * (1.0 if tagged else 0.5))
+
+
+def extract_response(public: str) -> tuple[str, bool]:
+    """``(reply, tagged)``: the last ``<response>`` body, or the whole public text untagged."""
+    found = _RESPONSE.findall(public)
+    return (found[-1].strip(), True) if found else (public.strip(), False)
+
+
+def flatten_context(value: Any) -> str:
+    """The context as text; a JSON list of messages becomes their contents, one per paragraph."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        value = parsed
+    if isinstance(value, list):
+        return "\n\n".join(str(m.get("content", "")) if isinstance(m, Mapping) else str(m) for m in value)
+    return str(value)
+
+
+def system_prompt(persona: str) -> str:
+    return (
+        "You are a human being, not an AI assistant. Your persona:\n"
+        f"{persona}\n\n"
+        "Reply the way this person really would: their opinions, mood, habits and way of writing, with the "
+        "length and informality real people use. Put only your reply inside <response></response>."
+    )
+
+
+def judge_prompt(context: str, reference: str, generated: str) -> list[dict[str, str]]:
+    keys = ", ".join(f'"{f.name}": <number 0-1>' for f in fields(HumanualVerdict))
+    return [
+        {"role": "system", "content": "You compare a simulated person's reply with what the real person wrote."},
+        {"role": "user", "content": (
+            f"Context the person replied to:\n{context}\n\nReal reply:\n{reference}\n\nSimulated reply:\n{generated}\n\n"
+            "Rate how closely the simulated reply matches the real one in stance, emotion, beliefs, values, goals "
+            "and communication style. Generic filler where the real reply says something specific scores 0.2 or "
+            "less; a reply that copies the context scores 0. Answer with JSON only: {" + keys + "}"
+        )},
+    ]
+
+
+class HumanualTask:
+    def __init__(self, data_source: str) -> None:
+        self.data_source = data_source
+
+    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+        info = extra_info(row)
+        persona = str(require(info, row, "persona", "profile"))
+        context = flatten_context(require(info, row, "context", "conversation"))
+        reference = str(require(info, row, "ground_truth", "reference", "response"))
+        messages = [{"role": "system", "content": system_prompt(persona)}, {"role": "user", "content": context}]
+        conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
+        try:
+            turn = await conv.step()
+        except BudgetExhausted:
+            raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to reply") from None
+        reply, tagged = extract_response(said(conv, turn.text))
+        score, sub = None, {"tagged": float(tagged), "lexical_f1": token_f1(reply, reference)}  # F1 logged, never rewarded
+        if reply:
+            request = JudgeRequest(judge_prompt(context, reference, reply), [("SIMULATED", reply)], reference, "SIMULATED")
+            verdict = await ctx.judge.judge(request, HumanualVerdict)
+            if verdict is not None:
+                score = humanual_score(verdict, reply, reference, tagged)
+                sub["length_factor"] = length_factor(reply, reference)
+        else:
+            score = 0.0  # an empty reply is the simulator's fault, scored 0 without a judge call
+        return finish(conv, ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
+                      score=score, sub=sub, transcript=[("context", context), ("simulated", reply)])
+
+
+def humanual(data_source: str) -> HumanualTask:
+    return HumanualTask(data_source)
