@@ -123,9 +123,8 @@ class SoulDataModule(_ItemDataModule):
 
     Args:
         files: files, folders or globs of validation rows.
-        sets: the ``data_source`` keys to run (default: every set found in ``files``). Every set run must
-            have a simulator-RL task (``mimesis_pl.tasks.registry.ROUTES``); one that has none is an error
-            naming it — list the sets to run to leave it out.
+        sets: the ``data_source`` keys to run (default: every set found in ``files``); each is run by its
+            simulator-RL task (every SOUL set has one in ``mimesis_pl.tasks.registry.ROUTES``).
         limit: first N rows *per set*; ``batch_size``: rows per ``test_step``.
     """
 
@@ -135,8 +134,6 @@ class SoulDataModule(_ItemDataModule):
         self.sets = None if sets is None else list(sets)
 
     def load(self) -> list[Any]:
-        from mimesis_pl.tasks.registry import ROUTES
-
         known = [s for sets in SOUL_AXES.values() for s in sets]
         by_set = load_soul_validation(self.files)
         if self.sets is not None:
@@ -146,11 +143,6 @@ class SoulDataModule(_ItemDataModule):
                 raise ValueError(f"SOUL sets: {unknown or absent} {'are not SOUL sets' if unknown else 'have no rows'} "
                                  f"in {self.files} (SOUL sets: {known})")
         chosen = [s for s in known if s in by_set and (self.sets is None or s in self.sets)]
-        missing = [s for s in chosen if s not in ROUTES]
-        if missing:
-            raise ValueError(f"SOUL sets {missing} have no simulator-RL task yet (data_source keys missing from "
-                             f"mimesis_pl.tasks.registry.ROUTES); run the others with --data.init_args.sets "
-                             f"{[s for s in chosen if s in ROUTES]}")
         return [row for s in chosen for row in sorted(by_set[s], key=lambda r: r.index)[: self.limit]]
 
     def setup(self, stage: str | None = None) -> None:
