@@ -104,6 +104,12 @@ class ResumableBucketBatchSampler(Sampler[list[int]]):
         # expects only the remaining batches from the iterator.
         return len(self.batches(self.epoch))
 
+    @property
+    def sampler(self) -> ResumableBucketBatchSampler:
+        """Lightning calls ``set_epoch`` on ``dataloader.batch_sampler.sampler``, never on the batch
+        sampler itself; exposing ourselves there is what makes each epoch reshuffle."""
+        return self
+
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
             self._skip = 0
