@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from mimesis_pl.shim.store import PrivilegedStore, check_episode_id
 from mimesis_pl.shim.upstream import UpstreamClient, UpstreamError
 
 ENTRY_INDEX_HEADER = "X-Shim-Entry-Index"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -145,6 +147,8 @@ async def _complete(request: web.Request, episode: str | None) -> web.Response:
         public_reply, choices = split_completion(reply)
     except UpstreamError as exc:
         counters.upstream_errors += 1
+        if exc.diagnostic:
+            log.warning("%s %s: %s; upstream said (reasoning removed): %s", request.method, request.path, exc.message, exc.diagnostic)
         return error_response(exc.status, exc.message, "upstream_error", upstream_status=exc.upstream_status)
     except ValueError as exc:
         counters.upstream_errors += 1
