@@ -13,6 +13,8 @@ import sys
 import lightning.pytorch as pl
 from lightning.pytorch.cli import LightningCLI
 
+from .config_save import RunConfigCallback
+
 TRAINER_DEFAULTS = {
     "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},
     # Our DataModules shard their own resumable batch samplers across ranks.
@@ -33,6 +35,7 @@ class MimesisCLI(LightningCLI):
             pl.LightningDataModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
+            save_config_callback=RunConfigCallback,
             save_config_kwargs={"overwrite": True},
             trainer_defaults=TRAINER_DEFAULTS,
             args=args,
