@@ -50,6 +50,25 @@ class MimesisCLI(LightningCLI):
             datamodule.connect(model_path=getattr(model, "model_path", None))
 
 
+class DataOnlyCLI(MimesisCLI):
+    """:class:`MimesisCLI`'s parsing and config merging, instantiating only the DataModule.
+
+    ``mimesis-pl data show`` uses it so that what it shows is what ``fit`` trains, without loading
+    model weights or building a trainer.
+    """
+
+    def instantiate_classes(self) -> None:
+        from jsonargparse import ArgumentParser, Namespace
+
+        parser = ArgumentParser(exit_on_error=False)
+        parser.add_subclass_arguments(pl.LightningDataModule, "data")
+        self.datamodule = parser.instantiate_classes(Namespace(data=self.config.data)).data
+        model_args = self.config.model.get("init_args") if self.config.get("model") else None
+        model_path = model_args.get("model_path") if model_args is not None else None
+        if hasattr(self.datamodule, "connect") and getattr(self.datamodule, "tokenizer_path", "") is None:
+            self.datamodule.connect(model_path=model_path)
+
+
 def _helper_commands():
     from .assets.build import main as assets_main
     from .data.commands import main as data_main

@@ -41,3 +41,29 @@ def test_fit_without_logger_rewrites_the_config_it_wrote_before(tmp_path, monkey
     _no_step(CHAT_SFT)
     written = (tmp_path / "config.yaml").read_text()
     assert written.startswith(MARKER) and "max_steps: 0" in written and "seed_everything: 0" in written
+
+
+def _long_and_short_jsonl(tmp_path: Path) -> Path:
+    import json
+
+    rows = [
+        {"messages": [{"role": "user", "content": "Say a lot."}, {"role": "assistant", "content": "word " * 1500}]},
+        {"messages": [{"role": "user", "content": "Say a little."}, {"role": "assistant", "content": "Fine."}]},
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("with_class_path", [True, False])
+def test_data_show_merges_stacked_configs_like_fit(tmp_path, monkeypatch, capsys, with_class_path):
+    """A second config's ``data:`` section overrides keys of the first, it does not replace the section."""
+    import json
+
+    monkeypatch.chdir(REPO)  # the config names assets/ relative to the repository root
+    head = "  class_path: mimesis_pl.data.chat_sft.JsonlChatSFTDataModule\n" if with_class_path else ""
+    second = tmp_path / "my_data.yaml"
+    second.write_text(f"data:\n{head}  init_args:\n    files: [{_long_and_short_jsonl(tmp_path)}]\n    val_fraction: 0.0\n")
+    assert main(["data", "show", "--config", str(CHAT_SFT), "--config", str(second), "--n", "5", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [s["sample_id"].rsplit(":", 1)[1] for s in shown] == ["2"]  # line 1 (~4.5k tokens) is over the first file's 1024 limit, not over the defaults
