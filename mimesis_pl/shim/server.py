@@ -12,8 +12,8 @@ Routes (``{episode}`` is an id accepted by :func:`~mimesis_pl.shim.store.check_e
 ====================================================  ==============================================
 
 The ``/v1`` segment may be left out of both completion routes. When a bearer token is configured it
-guards the privileged routes (read and delete); completion routes stay open so that an unmodified
-OpenAI client pointed at ``…/ep/{episode}/v1`` works.
+guards every route: an open completion route would let anyone who reaches the port append entries to
+any episode and use the upstream. An OpenAI client sends it as its API key.
 
 ``stream: true`` is refused with HTTP 400: the reply must be complete before ``<think>`` can be split
 from the public text, and a streamed prefix could already carry reasoning. ``n > 1`` is refused on
@@ -82,6 +82,13 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
         return error_response(exc.status, f"{request.method} {request.path}: {exc.reason}", "invalid_request_error")
 
 
+@web.middleware
+async def _require_token(request: web.Request, handler: Any) -> web.StreamResponse:
+    if not _authorised(request):
+        return _refuse_unauthorised(request)
+    return await handler(request)
+
+
 def create_app(
     upstream: UpstreamClient,
     store: PrivilegedStore,
@@ -95,11 +102,11 @@ def create_app(
     Args:
         upstream: client of the OpenAI-compatible server the shim fronts.
         store: where episode entries live (bounded; see :class:`~mimesis_pl.shim.store.StoreLimits`).
-        token: when set, ``Authorization: Bearer <token>`` is required on the privileged routes.
+        token: when set, ``Authorization: Bearer <token>`` is required on every route.
         model_override: replaces ``model`` in every forwarded request (a served model has one name).
         max_request_bytes: largest accepted request body (long conversations exceed aiohttp's 1 MiB).
     """
-    app = web.Application(client_max_size=max_request_bytes, middlewares=[_json_errors])
+    app = web.Application(client_max_size=max_request_bytes, middlewares=[_json_errors, _require_token])
     app[STORE_KEY] = store
     app[UPSTREAM_KEY] = upstream
     app[STATE_KEY] = ShimState(token or None, model_override or None, ShimCounters(), time.time())
@@ -222,8 +229,6 @@ def _episode_or_error(request: web.Request) -> tuple[str, web.Response | None]:
 
 
 async def _privileged(request: web.Request) -> web.Response:
-    if not _authorised(request):
-        return _refuse_unauthorised(request)
     episode, problem = _episode_or_error(request)
     if problem is not None:
         return problem
@@ -235,8 +240,6 @@ async def _privileged(request: web.Request) -> web.Response:
 
 
 async def _drop(request: web.Request) -> web.Response:
-    if not _authorised(request):
-        return _refuse_unauthorised(request)
     episode, problem = _episode_or_error(request)
     if problem is not None:
         return problem

@@ -42,9 +42,9 @@ class PrivilegedShim:
     Args:
         upstream_url: API root of the upstream, e.g. ``http://127.0.0.1:8000/v1``.
         host: bind address; loopback by default because the privileged routes expose the user's
-            private reasoning. Binding elsewhere without a ``token`` logs a warning.
+            private reasoning. Binding elsewhere without a ``token`` is refused.
         port: TCP port; 0 lets the OS choose (read it back from :attr:`base_url`).
-        token: bearer token required on ``GET /ep/{id}/privileged`` and ``DELETE /ep/{id}``.
+        token: bearer token required on every route (completions, privileged reads, deletes, stats).
         limits: TTL and size bounds of the store (ignored when ``store`` is given).
         store: an existing store to serve, e.g. one shared with in-process readers.
         upstream_api_key: key the shim sends upstream (``"EMPTY"`` servers need none).
@@ -103,14 +103,22 @@ class PrivilegedShim:
             raise RuntimeError("PrivilegedShim is not running; await start() first")
         return self._base_url
 
+    @property
+    def bind_url(self) -> str:
+        """``http://HOST:PORT`` as bound (``0.0.0.0`` stays ``0.0.0.0``; :attr:`base_url` is where to connect)."""
+        if self._base_url is None:
+            raise RuntimeError("PrivilegedShim is not running; await start() first")
+        host = self.host.strip("[]")
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+
     async def start(self) -> str:
         """Bind, start serving, and return :attr:`base_url`."""
         if self._runner is not None:
             raise RuntimeError(f"PrivilegedShim already running at {self._base_url}")
         if not is_loopback_host(self.host) and not self._token:
-            log.warning(
-                "shim bound to %s without a token: anyone who can reach it can read private reasoning",
-                self.host,
+            raise ValueError(
+                f"refusing to bind the shim to {self.host} without a token: anyone who reaches it could read "
+                "private reasoning and use the upstream; set a token (--token-env NAME) or bind to 127.0.0.1"
             )
         sock = _bind(self.host, self.port)
         if endpoint_key(self._upstream.url) == endpoint_key(f"http://{_url_host(self.host)}:{sock.getsockname()[1]}"):

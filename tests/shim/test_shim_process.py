@@ -118,7 +118,7 @@ def test_cli_serves_until_sigterm(upstream, client_for):
         line = proc.stdout.readline()  # the ready line; the process prints it only once bound
         assert line.startswith(f"mimesis-pl shim: serving http://127.0.0.1:{port} -> {upstream.base_url}")
         shims = ShimClient(f"http://127.0.0.1:{port}", token="tok")
-        client_for(shims.episode_base_url("ep-cli")).chat.completions.create(
+        client_for(shims.episode_base_url("ep-cli"), api_key="tok").chat.completions.create(
             model="sim", messages=directive(say="hi", think="private")
         )
         assert [e["reasoning"] for e in shims.privileged("ep-cli")] == ["private"]
