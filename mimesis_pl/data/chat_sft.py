@@ -131,7 +131,9 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
                 raise ValueError(f"{type(self).__name__}: set data.init_args.tokenizer_path or a model path")
             from transformers import AutoTokenizer
 
-            self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
+            from ..model_paths import check_tokenizer_folder
+
+            self.tokenizer = AutoTokenizer.from_pretrained(check_tokenizer_folder(self.tokenizer_path, "tokenizer_path"))
         return self.tokenizer
 
     def renderer(self, tools: list[dict[str, Any]] | None = None) -> ChatRenderer:
@@ -146,6 +148,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.train_samples or self.val_samples:
             return
+        self._load_tokenizer()  # once, before the per-row error handling: a missing tokenizer is one error
         truncation = TruncationStats()
         stats: Counter = Counter()
         for conv in self.iter_conversations():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mimesis_pl.eval.failures import RetryPolicy
+from mimesis_pl.model_paths import check_model_path
 
 ENGINE_KINDS = ("hf", "vllm", "sglang", "openai", "openai_chat")
 _SAMPLE_BYTES = 4 << 20
@@ -70,6 +71,8 @@ class AgentSettings:
             raise ValueError(f"agent.engine must be one of {ENGINE_KINDS}, got {self.engine!r}")
         if self.engine != "openai_chat" and not self.model_path:
             raise ValueError(f"agent.model_path is required for engine {self.engine!r} (weights and/or tokenizer)")
+        if self.model_path:
+            check_model_path(self.model_path, "agent.model_path")
         if self.engine in ("openai", "openai_chat"):
             if not self.base_url or not self.served_model:
                 raise ValueError(f"agent.base_url and agent.served_model are required for engine {self.engine!r}")
