@@ -191,10 +191,14 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         for example in self.skip_examples:
             log.warning("skipped: %s", example)
         if not self.train_samples:
-            raise ValueError(
-                f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); first problems: "
-                f"{self.skip_examples[:3]}"
-            )
+            raise ValueError(f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); {self._why_empty()}")
+
+    def _why_empty(self) -> str:
+        if self.skip_examples:
+            return f"first problems: {self.skip_examples[:3]}"
+        if self.train_samples or self.val_samples:
+            return "every sample went to validation (lower val_fraction)"
+        return f"no rows were read: the data files {getattr(self, 'files', '')} hold no conversations (empty?)"
 
     def _skip(self, stats: Counter, reason: str, err: Exception) -> None:
         if self.on_bad_sample == "raise":
