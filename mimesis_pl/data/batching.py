@@ -125,6 +125,14 @@ class ResumableBucketBatchSampler(Sampler[list[int]]):
         self._skip = int(state["consumed_batches"])
 
 
+def check_batch_size(batch_size: int, max_tokens_per_batch: int | None = None) -> None:
+    """Fail at construction, naming the config key, rather than in the first dataloader."""
+    if batch_size < 1:
+        raise ValueError(f"data.init_args.batch_size must be >= 1, got {batch_size}")
+    if max_tokens_per_batch is not None and max_tokens_per_batch < 1:
+        raise ValueError(f"data.init_args.max_tokens_per_batch must be >= 1 or null, got {max_tokens_per_batch}")
+
+
 def collate_padded(samples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-pad ``input_ids`` / ``loss_mask`` lists into tensors.
 

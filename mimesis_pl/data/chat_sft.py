@@ -21,7 +21,7 @@ import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
 from ..chat import ChatRenderer
-from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, collate_padded
+from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, check_batch_size, collate_padded
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         super().__init__()
         if not 0.0 <= val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+        check_batch_size(batch_size, max_tokens_per_batch)
         if on_bad_sample not in ("skip", "raise"):
             raise ValueError(f"on_bad_sample must be 'skip' or 'raise', got {on_bad_sample!r}")
         self.tokenizer_path = tokenizer_path
