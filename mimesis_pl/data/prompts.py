@@ -12,7 +12,11 @@ from typing import Any
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, check_batch_size
+from .batching import (
+    ResumableBucketBatchSampler,
+    ResumableSamplerMixin,
+    check_batch_size,
+)
 from .mixture import ParquetRows, mixture_index, parse_file_specs
 
 REQUIRED_COLUMNS = ("data_source", "prompt", "reward_model", "extra_info")
