@@ -1,4 +1,4 @@
-"""``mimesis-pl``: LightningCLI for fit / validate / test / predict, plus helper subcommands.
+"""``mimesis-pl``: LightningCLI for fit / validate / test, plus helper subcommands.
 
     mimesis-pl fit --config configs/tiny/chat_sft.yaml
     mimesis-pl data show --config configs/tiny/chat_sft.yaml --n 2
@@ -22,6 +22,12 @@ TRAINER_DEFAULTS = {
 }
 
 
+HELPER_COMMANDS = """helper commands (each has its own --help):
+  mimesis-pl data {show,prepare-gyms,record-experts}   inspect and prepare data
+  mimesis-pl assets build --out assets                  build the tiny local models and sample data
+  mimesis-pl shim --upstream URL                        serve the privileged-channel shim"""
+
+
 class MimesisCLI(LightningCLI):
     """LightningCLI in subclass mode: ``model`` and ``data`` are ``class_path`` + ``init_args``.
 
@@ -42,6 +48,13 @@ class MimesisCLI(LightningCLI):
             run=run,
             **kwargs,
         )
+
+    @staticmethod
+    def subcommands() -> dict[str, set[str]]:
+        # No module here implements predict_step, so `predict` is not offered.
+        commands = LightningCLI.subcommands()
+        commands.pop("predict", None)
+        return commands
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
@@ -91,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mimesis-pl {argv[0]}: not available in this installation", file=sys.stderr)
             return 2
         return int(commands[argv[0]](argv[1:]) or 0)
-    MimesisCLI(args=argv)
+    try:
+        MimesisCLI(args=argv)
+    except SystemExit as done:
+        if not argv or argv[0] in ("-h", "--help"):  # LightningCLI's help knows only its own subcommands
+            print(f"\n{HELPER_COMMANDS}", file=sys.stdout if done.code == 0 else sys.stderr)
+        raise
     return 0
 
 

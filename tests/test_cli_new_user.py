@@ -67,3 +67,16 @@ def test_data_show_merges_stacked_configs_like_fit(tmp_path, monkeypatch, capsys
     assert main(["data", "show", "--config", str(CHAT_SFT), "--config", str(second), "--n", "5", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert [s["sample_id"].rsplit(":", 1)[1] for s in shown] == ["2"]  # line 1 (~4.5k tokens) is over the first file's 1024 limit, not over the defaults
+
+
+def test_help_lists_the_helper_commands_and_no_predict(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for helper in ("mimesis-pl data", "mimesis-pl assets", "mimesis-pl shim"):
+        assert helper in out
+    assert "{fit,validate,test}" in out  # no module implements predict_step, so it is not offered
+    with pytest.raises(SystemExit) as info:
+        main(["predict", "--config", str(CHAT_SFT)])
+    assert info.value.code != 0 and "invalid choice: 'predict'" in capsys.readouterr().err
