@@ -22,6 +22,7 @@ episode routes, where entry *i* must be exactly one reply.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -64,6 +65,8 @@ class ShimState:
 STORE_KEY = web.AppKey("store", PrivilegedStore)
 UPSTREAM_KEY = web.AppKey("upstream", UpstreamClient)
 STATE_KEY = web.AppKey("state", ShimState)
+# Request handler tasks still running, so that stopping can bound how long they may take.
+IN_FLIGHT_KEY = web.AppKey("in_flight", set)
 
 
 def error_response(status: int, message: str, kind: str, **extra: Any) -> web.Response:
@@ -80,6 +83,17 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
         if exc.status < 400:
             raise
         return error_response(exc.status, f"{request.method} {request.path}: {exc.reason}", "invalid_request_error")
+
+
+@web.middleware
+async def _track_in_flight(request: web.Request, handler: Any) -> web.StreamResponse:
+    tasks = request.app[IN_FLIGHT_KEY]
+    task = asyncio.current_task()
+    tasks.add(task)
+    try:
+        return await handler(request)
+    finally:
+        tasks.discard(task)
 
 
 @web.middleware
@@ -106,7 +120,8 @@ def create_app(
         model_override: replaces ``model`` in every forwarded request (a served model has one name).
         max_request_bytes: largest accepted request body (long conversations exceed aiohttp's 1 MiB).
     """
-    app = web.Application(client_max_size=max_request_bytes, middlewares=[_json_errors, _require_token])
+    app = web.Application(client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token])
+    app[IN_FLIGHT_KEY] = set()
     app[STORE_KEY] = store
     app[UPSTREAM_KEY] = upstream
     app[STATE_KEY] = ShimState(token or None, model_override or None, ShimCounters(), time.time())

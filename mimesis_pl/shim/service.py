@@ -11,7 +11,7 @@ from typing import Callable
 from aiohttp import web
 
 from mimesis_pl.shim.guard import endpoint_key
-from mimesis_pl.shim.server import create_app
+from mimesis_pl.shim.server import IN_FLIGHT_KEY, create_app
 from mimesis_pl.shim.store import PrivilegedStore, StoreLimits
 from mimesis_pl.shim.upstream import UpstreamClient
 
@@ -52,7 +52,7 @@ class PrivilegedShim:
         upstream_timeout_s: limit of one upstream call; beyond it the caller gets HTTP 504.
         max_upstream_connections: pooled connections to the upstream.
         max_request_bytes: largest request body accepted.
-        shutdown_timeout_s: how long ``stop()`` lets in-flight requests finish.
+        shutdown_timeout_s: how long ``stop()`` lets in-flight requests finish before cancelling them.
     """
 
     def __init__(
@@ -152,9 +152,16 @@ class PrivilegedShim:
         return self._base_url
 
     async def stop(self) -> None:
-        """Stop serving and close the upstream session; a no-op when not running."""
+        """Stop serving and close the upstream session; a no-op when not running.
+
+        In-flight requests get ``shutdown_timeout_s`` in all to finish, then are cancelled (their
+        callers see the connection close). aiohttp's own shutdown would wait that long twice.
+        """
         runner, self._runner = self._runner, None
         if runner is not None:
+            for site in list(runner.sites):
+                await site.stop()  # accept nothing new
+            await _finish_in_flight(runner.app[IN_FLIGHT_KEY], self._shutdown_timeout_s)
             await runner.cleanup()
         self._base_url = None
 
@@ -170,6 +177,17 @@ class PrivilegedShim:
             await stop.wait()
         finally:
             await self.stop()
+
+
+async def _finish_in_flight(tasks: set[asyncio.Task], timeout_s: float) -> None:
+    pending = {t for t in tasks if not t.done()}
+    if pending:
+        _, pending = await asyncio.wait(pending, timeout=timeout_s)
+    if pending:
+        log.warning("shim stopping: cancelling %d request(s) still waiting on the upstream", len(pending))
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=1.0)
 
 
 def _bind(host: str, port: int) -> socket.socket:
