@@ -1,4 +1,4 @@
-"""``mimesis-pl``: LightningCLI for fit / validate / test / predict, plus helper subcommands.
+"""``mimesis-pl``: LightningCLI for fit / validate / test, plus helper subcommands.
 
     mimesis-pl fit --config configs/tiny/chat_sft.yaml
     mimesis-pl data show --config configs/tiny/chat_sft.yaml --n 2
@@ -13,11 +13,19 @@ import sys
 import lightning.pytorch as pl
 from lightning.pytorch.cli import LightningCLI
 
+from .config_save import RunConfigCallback
+
 TRAINER_DEFAULTS = {
     "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},
     # Our DataModules shard their own resumable batch samplers across ranks.
     "use_distributed_sampler": False,
 }
+
+
+HELPER_COMMANDS = """helper commands (each has its own --help):
+  mimesis-pl data {show,prepare-gyms,record-experts}   inspect and prepare data
+  mimesis-pl assets build --out assets                  build the tiny local models and sample data
+  mimesis-pl shim --upstream URL                        serve the privileged-channel shim"""
 
 
 class MimesisCLI(LightningCLI):
@@ -33,6 +41,7 @@ class MimesisCLI(LightningCLI):
             pl.LightningDataModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
+            save_config_callback=RunConfigCallback,
             save_config_kwargs={"overwrite": True},
             trainer_defaults=TRAINER_DEFAULTS,
             args=args,
@@ -40,11 +49,37 @@ class MimesisCLI(LightningCLI):
             **kwargs,
         )
 
+    @staticmethod
+    def subcommands() -> dict[str, set[str]]:
+        # No module here implements predict_step, so `predict` is not offered.
+        commands = LightningCLI.subcommands()
+        commands.pop("predict", None)
+        return commands
+
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
         datamodule, model = self.datamodule, self.model
         if hasattr(datamodule, "connect") and getattr(datamodule, "tokenizer_path", "") is None:
             datamodule.connect(model_path=getattr(model, "model_path", None))
+
+
+class DataOnlyCLI(MimesisCLI):
+    """:class:`MimesisCLI`'s parsing and config merging, instantiating only the DataModule.
+
+    ``mimesis-pl data show`` uses it so that what it shows is what ``fit`` trains, without loading
+    model weights or building a trainer.
+    """
+
+    def instantiate_classes(self) -> None:
+        from jsonargparse import ArgumentParser, Namespace
+
+        parser = ArgumentParser(exit_on_error=False)
+        parser.add_subclass_arguments(pl.LightningDataModule, "data")
+        self.datamodule = parser.instantiate_classes(Namespace(data=self.config.data)).data
+        model_args = self.config.model.get("init_args") if self.config.get("model") else None
+        model_path = model_args.get("model_path") if model_args is not None else None
+        if hasattr(self.datamodule, "connect") and getattr(self.datamodule, "tokenizer_path", "") is None:
+            self.datamodule.connect(model_path=model_path)
 
 
 def _helper_commands():
@@ -69,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mimesis-pl {argv[0]}: not available in this installation", file=sys.stderr)
             return 2
         return int(commands[argv[0]](argv[1:]) or 0)
-    MimesisCLI(args=argv)
+    try:
+        MimesisCLI(args=argv)
+    except SystemExit as done:
+        if not argv or argv[0] in ("-h", "--help"):  # LightningCLI's help knows only its own subcommands
+            print(f"\n{HELPER_COMMANDS}", file=sys.stdout if done.code == 0 else sys.stderr)
+        raise
     return 0
 
 

@@ -104,6 +104,12 @@ class ResumableBucketBatchSampler(Sampler[list[int]]):
         # expects only the remaining batches from the iterator.
         return len(self.batches(self.epoch))
 
+    @property
+    def sampler(self) -> ResumableBucketBatchSampler:
+        """Lightning calls ``set_epoch`` on ``dataloader.batch_sampler.sampler``, never on the batch
+        sampler itself; exposing ourselves there is what makes each epoch reshuffle."""
+        return self
+
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
             self._skip = 0
@@ -117,6 +123,14 @@ class ResumableBucketBatchSampler(Sampler[list[int]]):
             raise ValueError(f"checkpoint was made with data seed {state['seed']}, this run uses {self.seed}")
         self.epoch = int(state["epoch"])
         self._skip = int(state["consumed_batches"])
+
+
+def check_batch_size(batch_size: int, max_tokens_per_batch: int | None = None) -> None:
+    """Fail at construction, naming the config key, rather than in the first dataloader."""
+    if batch_size < 1:
+        raise ValueError(f"data.init_args.batch_size must be >= 1, got {batch_size}")
+    if max_tokens_per_batch is not None and max_tokens_per_batch < 1:
+        raise ValueError(f"data.init_args.max_tokens_per_batch must be >= 1 or null, got {max_tokens_per_batch}")
 
 
 def collate_padded(samples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, torch.Tensor]:

@@ -21,7 +21,7 @@ import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
 from ..chat import ChatRenderer, load_chat_template, load_tokenizer, use_chat_template
-from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, collate_padded
+from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, check_batch_size, collate_padded
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         super().__init__()
         if not 0.0 <= val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+        check_batch_size(batch_size, max_tokens_per_batch)
         if on_bad_sample not in ("skip", "raise"):
             raise ValueError(f"on_bad_sample must be 'skip' or 'raise', got {on_bad_sample!r}")
         self.tokenizer_path = tokenizer_path
@@ -136,7 +137,9 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         if self.tokenizer is None:
             if self.tokenizer_path is None:
                 raise ValueError(f"{type(self).__name__}: set data.init_args.tokenizer_path or a model path")
-            self.tokenizer = load_tokenizer(self.tokenizer_path, self.chat_template)
+            from ..model_paths import check_tokenizer_folder
+
+            self.tokenizer = load_tokenizer(check_tokenizer_folder(self.tokenizer_path, "tokenizer_path"), self.chat_template)
         return self.tokenizer
 
     def renderer(self, tools: list[dict[str, Any]] | None = None) -> ChatRenderer:
@@ -151,6 +154,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.train_samples or self.val_samples:
             return
+        self._load_tokenizer()  # once, before the per-row error handling: a missing tokenizer is one error
         truncation = TruncationStats()
         stats: Counter = Counter()
         for conv in self.iter_conversations():
@@ -193,10 +197,14 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         for example in self.skip_examples:
             log.warning("skipped: %s", example)
         if not self.train_samples:
-            raise ValueError(
-                f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); first problems: "
-                f"{self.skip_examples[:3]}"
-            )
+            raise ValueError(f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); {self._why_empty()}")
+
+    def _why_empty(self) -> str:
+        if self.skip_examples:
+            return f"first problems: {self.skip_examples[:3]}"
+        if self.train_samples or self.val_samples:
+            return "every sample went to validation (lower val_fraction)"
+        return f"no rows were read: the data files {getattr(self, 'files', '')} hold no conversations (empty?)"
 
     def _skip(self, stats: Counter, reason: str, err: Exception) -> None:
         if self.on_bad_sample == "raise":

@@ -90,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output JSONL")
     parser.add_argument("--max-turns", type=int, default=16)
     parser.add_argument("--min-score", type=float, default=1.0, help="keep episodes scoring at least this")
+    parser.add_argument("--overwrite", action="store_true", help="replace --out when it exists (otherwise refused)")
     args = parser.parse_args(argv)
+    if Path(args.out).exists() and not args.overwrite:
+        parser.error(f"--out {args.out} exists; pass --overwrite to replace it, or choose another path")
     paths = sorted({p for pattern in args.src for p in (glob.glob(pattern) or [pattern])})
     tasks = [task for path in paths for task in read_gym_tasks(path)]
     records, counts = asyncio.run(record_expert_traces(tasks, args.max_turns, args.min_score))

@@ -4,7 +4,10 @@ The reference split rows, so a task appearing in several rows (or a travel scena
 variants) could land in both train and validation. Here every row is keyed by its task id
 (``reward_model.id`` / ``title``); whole tasks go to one side, ``max(1, round(val_fraction · tasks))``
 per gym to validation. Output: ``{out}/train/{gym}.parquet`` and ``{out}/val/{gym}.parquet`` (one
-file per gym keeps each gym's row schema exactly as it was).
+file per gym keeps each gym's row schema exactly as it was), listed in ``{out}/prepare-gyms.json``.
+A rerun into the same ``--out`` first removes the files the previous run listed there, so no stale
+gym file is left for a config's glob to pick up; a file there that this command did not write is
+never touched: the run stops and names it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ import pyarrow.parquet as pq
 
 from ..envs.registry import default_registry
 from ..envs.tasks import GymTask
+from .chat_sft import expand_files
+from .mixture import open_parquet
+
+MANIFEST = "prepare-gyms.json"
 
 
 def prepare_gym_prompts(
@@ -38,8 +45,8 @@ def prepare_gym_prompts(
     wanted = {registry.canonical_name(g) for g in gyms} if gyms else None
     by_gym: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     skipped: Counter = Counter()
-    for path in src:
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
+    for path in expand_files(src):
+        for i, row in enumerate(open_parquet(path).read().to_pylist()):
             task = GymTask.from_row(row, source=f"{path}:row{i}")
             try:
                 gym = registry.canonical_name(task.env_name)
@@ -51,7 +58,9 @@ def prepare_gym_prompts(
                 continue
             by_gym[gym][task.key].append(row)
     out_dir = Path(out_dir)
+    previous = _previous_outputs(out_dir)
     summary: dict[str, Any] = {"skipped": dict(skipped), "gyms": {}}
+    outputs: dict[Path, list[dict]] = {}
     rng = random.Random(seed)
     for gym in sorted(by_gym):
         keys = sorted(by_gym[gym])
@@ -67,15 +76,39 @@ def prepare_gym_prompts(
             rows = [row for key in split_keys for row in by_gym[gym][key]]
             summary["gyms"][gym][split] = {"tasks": len(split_keys), "rows": len(rows)}
             if rows:
-                path = out_dir / split / f"{gym}.parquet"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(pa.Table.from_pylist(rows), path)
+                outputs[out_dir / split / f"{gym}.parquet"] = rows
+    for stale in previous:
+        stale.unlink(missing_ok=True)
+    for path, rows in outputs.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    written = sorted(str(p.relative_to(out_dir)) for p in outputs)
+    (out_dir / MANIFEST).write_text(json.dumps({"files": written, **summary}, indent=1) + "\n", encoding="utf-8")
     return summary
+
+
+def _previous_outputs(out_dir: Path) -> list[Path]:
+    """Files a previous run listed in ``out_dir``; any other file in ``train/`` or ``val/`` is an error."""
+    manifest = out_dir / MANIFEST
+    listed: set[Path] = set()
+    if manifest.is_file():
+        try:
+            listed = {out_dir / name for name in json.loads(manifest.read_text(encoding="utf-8"))["files"]}
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{manifest}: not a prepare-gyms manifest ({err}); remove it or use another --out") from err
+    present = {p for split in ("train", "val") if (out_dir / split).is_dir() for p in (out_dir / split).iterdir()}
+    foreign = sorted(str(p) for p in present - listed)
+    if foreign:
+        raise FileExistsError(
+            f"--out {out_dir}: {foreign} were not written by prepare-gyms (no {MANIFEST} lists them); "
+            "they would mix with this run's files — use an empty --out or move them away"
+        )
+    return sorted(listed & present)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mimesis-pl data prepare-gyms", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--src", nargs="+", required=True, help="UserRL-format parquet files")
+    parser.add_argument("--src", nargs="+", required=True, help="UserRL-format parquet files (globs allowed)")
     parser.add_argument("--out", required=True, help="output folder (train/ and val/ are created)")
     parser.add_argument("--val-fraction", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=42)

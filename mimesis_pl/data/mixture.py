@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 
@@ -89,7 +90,7 @@ class ParquetRows:
 
     def __init__(self, paths: list[str], cache_row_groups: int = 2) -> None:
         self.paths = list(paths)
-        self._files = [pq.ParquetFile(p) for p in self.paths]
+        self._files = [open_parquet(p) for p in self.paths]
         self._starts: list[list[int]] = []
         for pf in self._files:
             starts, total = [], 0
@@ -104,6 +105,9 @@ class ParquetRows:
 
     def schema_names(self, f: int) -> list[str]:
         return list(self._files[f].schema_arrow.names)
+
+    def schema(self, f: int) -> pa.Schema:
+        return self._files[f].schema_arrow
 
     def row(self, f: int, i: int) -> dict[str, Any]:
         if not 0 <= i < self.num_rows[f]:
@@ -121,6 +125,14 @@ class ParquetRows:
         else:
             self._cache.move_to_end(key)
         return rows[i - starts[g]]
+
+
+def open_parquet(path: str | Path) -> pq.ParquetFile:
+    """Open a parquet file; a file that is not valid parquet is an error naming it."""
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        raise ValueError(f"{path}: not a readable parquet file ({type(err).__name__}: {err})") from err
 
 
 def _bisect_right(values: list[int], x: int) -> int:

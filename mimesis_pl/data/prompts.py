@@ -12,7 +12,11 @@ from typing import Any
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin
+from .batching import (
+    ResumableBucketBatchSampler,
+    ResumableSamplerMixin,
+    check_batch_size,
+)
 from .mixture import ParquetRows, mixture_index, parse_file_specs
 
 REQUIRED_COLUMNS = ("data_source", "prompt", "reward_model", "extra_info")
@@ -54,6 +58,7 @@ class GymPromptDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         seed: int = 0,
     ) -> None:
         super().__init__()
+        check_batch_size(batch_size)
         self.files = list(files)
         self.batch_size = batch_size
         self.val_files = list(val_files) if val_files else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+
 from .chat_sft import BadSample, ChatSFTDataModule, Conversation
 from .mixture import ParquetRows, mixture_index, parse_file_specs
 from .processors import ProcessorRouter
@@ -57,6 +59,11 @@ class RoleSwapSFTDataModule(ChatSFTDataModule):
             missing = {"data_source"} - set(rows.schema_names(f))
             if missing:
                 raise ValueError(f"{spec.path}: missing column(s) {sorted(missing)}; columns: {rows.schema_names(f)}")
+            if not _may_hold_messages(rows.schema(f)):
+                raise ValueError(
+                    f"{spec.path}: no 'messages' column (nor an 'extra_info' struct with 'messages'); "
+                    f"columns: {rows.schema_names(f)}"
+                )
         index = mixture_index(rows.num_rows, [s.ratio for s in parsed], seed=self.seed, max_samples=max_samples)
         for f, i in index:
             yield self._conversation(rows.paths[f], i, rows.row(f, i), split)
@@ -78,3 +85,14 @@ class RoleSwapSFTDataModule(ChatSFTDataModule):
         if any(not isinstance(m, dict) for m in processed):
             return BadSample(f"{where}: field 'messages': every message must be an object")
         return Conversation(sample_id=where, messages=processed, split=split, source=source)
+
+
+def _may_hold_messages(schema: pa.Schema) -> bool:
+    """Whether rows of this schema can carry ``messages`` or ``extra_info.messages``."""
+    if "messages" in schema.names:
+        return True
+    if "extra_info" not in schema.names:
+        return False
+    kind = schema.field("extra_info").type
+    # A struct lists its fields; a map or JSON string can only be checked row by row.
+    return kind.get_field_index("messages") >= 0 if pa.types.is_struct(kind) else True

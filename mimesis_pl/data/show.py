@@ -7,8 +7,6 @@ import json
 import sys
 from typing import Any
 
-import yaml
-
 _GREEN, _DIM, _RESET = "\033[32m", "\033[2m", "\033[0m"
 
 
@@ -29,28 +27,13 @@ def format_segments(segs: list[dict[str, Any]], colour: bool) -> str:
     return "".join(f"[[{s['text']}]]" if s["trained"] else s["text"] for s in segs)
 
 
-def load_datamodule(config_paths: list[str]):
-    """Instantiate only the ``data`` section of LightningCLI config(s); bind the model's tokenizer."""
-    import lightning.pytorch as pl
-    from jsonargparse import ArgumentParser
+def load_datamodule(config_paths: list[str], overrides: list[str] | None = None):
+    """The DataModule exactly as ``mimesis-pl fit`` builds it (same parser, same merge of stacked
+    ``--config`` files and ``--data.…`` overrides), without loading the model or building a trainer."""
+    from ..cli import DataOnlyCLI
 
-    merged: dict[str, Any] = {}
-    for path in config_paths:
-        with open(path, encoding="utf-8") as handle:
-            loaded = yaml.safe_load(handle) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: expected a YAML mapping at the top level")
-        merged.update(loaded)
-    if "data" not in merged:
-        raise ValueError(f"{config_paths}: no 'data' section")
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_subclass_arguments(pl.LightningDataModule, "data")
-    cfg = parser.parse_object({"data": merged["data"]})
-    datamodule = parser.instantiate_classes(cfg).data
-    model_path = ((merged.get("model") or {}).get("init_args") or {}).get("model_path")
-    if hasattr(datamodule, "connect") and getattr(datamodule, "tokenizer_path", None) is None:
-        datamodule.connect(model_path=model_path)
-    return datamodule
+    args = [arg for path in config_paths for arg in ("--config", path)] + list(overrides or [])
+    return DataOnlyCLI(args=args, run=False).datamodule
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,13 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("--chat-template", default=None,
                       help="render with this template instead of the config's: a name shipped in "
                            "mimesis_pl/chat/templates/ (qwen3, qwen3_5, qwen2_5, llama3, chatml) or a .jinja path")
-    args = show.parse_args(argv)
+    show.add_argument("overrides", nargs=argparse.REMAINDER, help="further LightningCLI arguments, e.g. --data.init_args.batch_size 2")
+    args, extra = show.parse_known_args(argv)
 
     if args.chat_template is not None:
         from ..chat import load_chat_template
 
         load_chat_template(args.chat_template)  # a wrong name is an error before anything loads
-    datamodule = load_datamodule(args.config)
+    datamodule = load_datamodule(args.config, extra + args.overrides)
     if args.chat_template is not None and hasattr(datamodule, "chat_template"):
         datamodule.chat_template = args.chat_template  # read when the tokenizer loads, in setup
     if not hasattr(datamodule, "preview"):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mimesis_pl.eval.failures import RetryPolicy
+from mimesis_pl.model_paths import check_model_path
 
 ENGINE_KINDS = ("hf", "vllm", "sglang", "openai", "openai_chat")
 _SAMPLE_BYTES = 4 << 20
@@ -78,6 +79,8 @@ class AgentSettings:
         if self.engine == "openai_chat" and self.chat_template is not None:
             raise ValueError("agent.chat_template does not apply to engine 'openai_chat': the server renders with its "
                              "own template; serve the model with bin/serve_model.sh --chat-template instead")
+        if self.model_path:
+            check_model_path(self.model_path, "agent.model_path")
         if self.engine in ("openai", "openai_chat"):
             if not self.base_url or not self.served_model:
                 raise ValueError(f"agent.base_url and agent.served_model are required for engine {self.engine!r}")

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from .redact import redacted_excerpt
+
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 T = TypeVar("T")
 
@@ -57,13 +59,14 @@ class ChatCompletionsClient:
         except (aiohttp.ClientError, TimeoutError) as err:
             raise RetryableError(f"{type(err).__name__} calling {self.url}: {err}") from None
         if status in RETRY_STATUSES:
-            raise RetryableError(f"HTTP {status} from {self.url}: {text[:200]}")
+            raise RetryableError(f"HTTP {status} from {self.url}: {error_detail(text)}")
         if status >= 400:
-            raise self.error(f"HTTP {status} from {self.url}: {text[:300]}")
+            raise self.error(f"HTTP {status} from {self.url}: {error_detail(text)}")
         try:
             payload = json.loads(text)
         except json.JSONDecodeError:
-            raise self.error(f"{self.url} returned non-JSON: {text[:200]!r}") from None
+            # A cut-off reply is where reasoning leaks: never quote it (errors reach logs and results).
+            raise self.error(f"{self.url} returned non-JSON ({len(text)} chars, not shown)") from None
         if not isinstance(payload, dict):
             raise self.error(f"{self.url} returned {type(payload).__name__}, expected a JSON object")
         return payload
@@ -101,3 +104,15 @@ class ChatCompletionsClient:
         self._session = None
 
 
+def error_detail(text: str) -> str:
+    """What an error body says, for an exception: an OpenAI-style ``error.message`` (reasoning
+    removed), never the raw body, which may be a cut-off reply."""
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError:
+        return f"a body that is not JSON ({len(text)} chars, not shown)"
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    if isinstance(message, str):
+        return redacted_excerpt(message, limit=300)
+    return f"a JSON body without error.message ({len(text)} chars, not shown)"

@@ -203,7 +203,8 @@ class AgentEvalModule(_EvalModule):
         self.executor = None
 
     def _config(self) -> dict[str, Any]:
-        users = {k: v for k, v in asdict(self.users).items() if k != "shim_token"}  # a secret
+        # How the shim is reached is not part of what is evaluated (keeps trial cache keys stable).
+        users = {k: v for k, v in asdict(self.users).items() if k != "shim_token_env"}
         return {**super()._config(), "users": users, "n_trials": self.n_trials, "ks": self.ks,
                 "max_turns": self.max_turns, "gym_options": self.gym_options, "show_reward": self.show_reward,
                 "step_timeout_s": self.step_timeout_s, "retry": asdict(self.retry)}

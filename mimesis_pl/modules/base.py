@@ -6,6 +6,7 @@ from __future__ import annotations
 import lightning.pytorch as pl
 import torch
 
+from ..model_paths import check_model_path
 from .hf import build_optimizer, load_causal_lm, shard_fsdp2
 from .settings import LoraSettings, OptimSettings
 
@@ -25,7 +26,7 @@ class HFCausalLMModule(pl.LightningModule):
         loss_chunk_size: int = 4096,
     ) -> None:
         super().__init__()
-        self.model_path = model_path
+        self.model_path = check_model_path(model_path, "model.init_args.model_path")
         self.lora = lora
         self.optim = optim
         self.gradient_checkpointing = gradient_checkpointing

@@ -169,9 +169,9 @@ class CoachCallback(pl.Callback):
         exp = getattr(pl_module, "experience", None)
         if exp is None:
             raise RuntimeError("CoachCallback found no experience: put it after the RolloutCallback in trainer.callbacks")
-        exp.teacher = self.build_teacher(exp, batch, _user_shim_url(trainer))
+        exp.teacher = self.build_teacher(exp, batch, _privileged_source(trainer))
 
-    def build_teacher(self, exp, batch: list[dict[str, Any]], shim_url: str | None) -> TeacherBatch:
+    def build_teacher(self, exp, batch: list[dict[str, Any]], shim_url: Any) -> TeacherBatch:
         from ..csd import coach_batch
 
         chosen = [exp.trajectories[i] for i in exp.trained]
@@ -232,9 +232,27 @@ class CoachCallback(pl.Callback):
 
 
 def _user_shim_url(trainer: pl.Trainer) -> str | None:
+    services = _user_services(trainer)
+    return services.shim_url if services is not None else None
+
+
+def _privileged_source(trainer: pl.Trainer):
+    """Where the coach reads privileged entries: the user shim's URL, or a client that sends its token."""
+    services = _user_services(trainer)
+    if services is None or services.shim_url is None:
+        return None
+    token = services.shim_token
+    if token is None:
+        return services.shim_url
+    from ..shim.client import ShimClient
+
+    return ShimClient(services.shim_url, token=token)
+
+
+def _user_services(trainer: pl.Trainer):
     from .callbacks import RolloutCallback
 
     for cb in trainer.callbacks:
         if isinstance(cb, RolloutCallback) and cb.services is not None:
-            return cb.services.shim_url
+            return cb.services
     return None

@@ -11,6 +11,7 @@ Three set-ups, chosen in YAML (``UserSimSettings.kind``):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,14 +22,20 @@ from ..shim.service import PrivilegedShim
 
 @dataclass
 class UserSimSettings:
-    """How episodes get their simulated user (see the module docstring)."""
+    """How episodes get their simulated user (see the module docstring).
+
+    ``shim_token_env`` names the environment variable holding the shim's bearer token (the token
+    itself never enters a config or the run's ``config.yaml``); users and privileged reads send it.
+    ``api_key_env`` names the variable holding the served simulator's key (sent by the shim we
+    start, or by the users when there is no shim).
+    """
 
     kind: Literal["scripted", "scripted_http", "openai"] = "scripted_http"
     upstream_url: str | None = None
     model: str = "scripted-user"
     shim: bool = True
     shim_url: str | None = None
-    shim_token: str | None = None
+    shim_token_env: str | None = None
     api_key_env: str | None = None
     temperature: float = 0.0
     max_tokens: int = 1024
@@ -68,6 +75,11 @@ class SimulatorServices:
         self.shim_url: str | None = None
         self.upstream_url: str | None = None
 
+    @property
+    def shim_token(self) -> str | None:
+        """The shim's bearer token, read from ``shim_token_env`` (``None`` when unset)."""
+        return _secret(self.settings.shim_token_env, "shim_token_env")
+
     def start(self) -> SimulatorServices:
         s = self.settings
         if s.kind == "scripted":
@@ -79,7 +91,10 @@ class SimulatorServices:
         if s.shim_url is not None:
             self.shim_url = s.shim_url
         elif s.shim:
-            self.shim_url = self._start(PrivilegedShim(upstream, token=s.shim_token), "mimesis-user-shim")
+            upstream_key = _secret(s.api_key_env, "api_key_env")
+            self.shim_url = self._start(
+                PrivilegedShim(upstream, token=self.shim_token, upstream_api_key=upstream_key), "mimesis-user-shim"
+            )
         if self.coach_url is not None and self.shim_url is not None:
             check_distinct_endpoints(self.shim_url, self.coach_url)
         return self
@@ -100,14 +115,25 @@ class SimulatorServices:
         from ..users.openai_user import OpenAIUser
 
         base = self.shim_url or self.upstream_url
+        # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
+        key_env = s.shim_token_env if self.shim_url else s.api_key_env
         return OpenAIUser(
-            base_url=_v1(base), model=s.model, api_key_env=s.api_key_env, temperature=s.temperature,
+            base_url=_v1(base), model=s.model, api_key_env=key_env, temperature=s.temperature,
             max_tokens=s.max_tokens, timeout_s=s.timeout_s, strip_prose_reasoning=s.strip_prose_reasoning,
         )
 
     def stop(self) -> None:
         while self._threads:
             self._threads.pop().stop()
+
+
+def _secret(env_name: str | None, field: str) -> str | None:
+    if env_name is None:
+        return None
+    value = os.environ.get(env_name)
+    if not value:
+        raise ValueError(f"users.{field}: environment variable {env_name!r} is not set or empty")
+    return value
 
 
 def _v1(url: str) -> str:

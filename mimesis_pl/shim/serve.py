@@ -24,7 +24,7 @@ def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
     p.add_argument("--upstream", required=True, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     p.add_argument("--port", type=int, default=8710, help="bind port; 0 picks a free one (default: 8710)")
-    p.add_argument("--token", default=None, help="bearer token required on the privileged routes")
+    p.add_argument("--token", default=None, help="bearer token required on every route (prefer --token-env)")
     p.add_argument(
         "--token-env",
         default=None,
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     try:
         asyncio.run(_serve(shim))
-    except (OSError, ValueError) as exc:  # port in use, shim pointed at itself
+    except (OSError, ValueError) as exc:  # port in use, shim pointed at itself, public bind without a token
         print(f"mimesis-pl shim: error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -137,7 +137,8 @@ async def _serve(shim: PrivilegedShim) -> None:
 
     def ready(url: str) -> None:
         # One parseable line: launchers (and tests) wait for it before sending traffic.
-        print(f"mimesis-pl shim: serving {url} -> {shim.upstream_url}", flush=True)
+        where = shim.bind_url if shim.bind_url == url else f"{shim.bind_url} (connect to {url})"
+        print(f"mimesis-pl shim: serving {where} -> {shim.upstream_url}", flush=True)
 
     await shim.serve_forever(stop, on_ready=ready)
 

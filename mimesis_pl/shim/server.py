@@ -12,8 +12,8 @@ Routes (``{episode}`` is an id accepted by :func:`~mimesis_pl.shim.store.check_e
 ====================================================  ==============================================
 
 The ``/v1`` segment may be left out of both completion routes. When a bearer token is configured it
-guards the privileged routes (read and delete); completion routes stay open so that an unmodified
-OpenAI client pointed at ``…/ep/{episode}/v1`` works.
+guards every route: an open completion route would let anyone who reaches the port append entries to
+any episode and use the upstream. An OpenAI client sends it as its API key.
 
 ``stream: true`` is refused with HTTP 400: the reply must be complete before ``<think>`` can be split
 from the public text, and a streamed prefix could already carry reasoning. ``n > 1`` is refused on
@@ -22,8 +22,10 @@ episode routes, where entry *i* must be exactly one reply.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,6 +37,7 @@ from mimesis_pl.shim.store import PrivilegedStore, check_episode_id
 from mimesis_pl.shim.upstream import UpstreamClient, UpstreamError
 
 ENTRY_INDEX_HEADER = "X-Shim-Entry-Index"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,6 +65,8 @@ class ShimState:
 STORE_KEY = web.AppKey("store", PrivilegedStore)
 UPSTREAM_KEY = web.AppKey("upstream", UpstreamClient)
 STATE_KEY = web.AppKey("state", ShimState)
+# Request handler tasks still running, so that stopping can bound how long they may take.
+IN_FLIGHT_KEY = web.AppKey("in_flight", set)
 
 
 def error_response(status: int, message: str, kind: str, **extra: Any) -> web.Response:
@@ -80,6 +85,24 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
         return error_response(exc.status, f"{request.method} {request.path}: {exc.reason}", "invalid_request_error")
 
 
+@web.middleware
+async def _track_in_flight(request: web.Request, handler: Any) -> web.StreamResponse:
+    tasks = request.app[IN_FLIGHT_KEY]
+    task = asyncio.current_task()
+    tasks.add(task)
+    try:
+        return await handler(request)
+    finally:
+        tasks.discard(task)
+
+
+@web.middleware
+async def _require_token(request: web.Request, handler: Any) -> web.StreamResponse:
+    if not _authorised(request):
+        return _refuse_unauthorised(request)
+    return await handler(request)
+
+
 def create_app(
     upstream: UpstreamClient,
     store: PrivilegedStore,
@@ -93,11 +116,12 @@ def create_app(
     Args:
         upstream: client of the OpenAI-compatible server the shim fronts.
         store: where episode entries live (bounded; see :class:`~mimesis_pl.shim.store.StoreLimits`).
-        token: when set, ``Authorization: Bearer <token>`` is required on the privileged routes.
+        token: when set, ``Authorization: Bearer <token>`` is required on every route.
         model_override: replaces ``model`` in every forwarded request (a served model has one name).
         max_request_bytes: largest accepted request body (long conversations exceed aiohttp's 1 MiB).
     """
-    app = web.Application(client_max_size=max_request_bytes, middlewares=[_json_errors])
+    app = web.Application(client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token])
+    app[IN_FLIGHT_KEY] = set()
     app[STORE_KEY] = store
     app[UPSTREAM_KEY] = upstream
     app[STATE_KEY] = ShimState(token or None, model_override or None, ShimCounters(), time.time())
@@ -145,6 +169,8 @@ async def _complete(request: web.Request, episode: str | None) -> web.Response:
         public_reply, choices = split_completion(reply)
     except UpstreamError as exc:
         counters.upstream_errors += 1
+        if exc.diagnostic:
+            log.warning("%s %s: %s; upstream said (reasoning removed): %s", request.method, request.path, exc.message, exc.diagnostic)
         return error_response(exc.status, exc.message, "upstream_error", upstream_status=exc.upstream_status)
     except ValueError as exc:
         counters.upstream_errors += 1
@@ -218,8 +244,6 @@ def _episode_or_error(request: web.Request) -> tuple[str, web.Response | None]:
 
 
 async def _privileged(request: web.Request) -> web.Response:
-    if not _authorised(request):
-        return _refuse_unauthorised(request)
     episode, problem = _episode_or_error(request)
     if problem is not None:
         return problem
@@ -231,8 +255,6 @@ async def _privileged(request: web.Request) -> web.Response:
 
 
 async def _drop(request: web.Request) -> web.Response:
-    if not _authorised(request):
-        return _refuse_unauthorised(request)
     episode, problem = _episode_or_error(request)
     if problem is not None:
         return problem

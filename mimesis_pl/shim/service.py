@@ -11,7 +11,7 @@ from typing import Callable
 from aiohttp import web
 
 from mimesis_pl.shim.guard import endpoint_key
-from mimesis_pl.shim.server import create_app
+from mimesis_pl.shim.server import IN_FLIGHT_KEY, create_app
 from mimesis_pl.shim.store import PrivilegedStore, StoreLimits
 from mimesis_pl.shim.upstream import UpstreamClient
 
@@ -42,9 +42,9 @@ class PrivilegedShim:
     Args:
         upstream_url: API root of the upstream, e.g. ``http://127.0.0.1:8000/v1``.
         host: bind address; loopback by default because the privileged routes expose the user's
-            private reasoning. Binding elsewhere without a ``token`` logs a warning.
+            private reasoning. Binding elsewhere without a ``token`` is refused.
         port: TCP port; 0 lets the OS choose (read it back from :attr:`base_url`).
-        token: bearer token required on ``GET /ep/{id}/privileged`` and ``DELETE /ep/{id}``.
+        token: bearer token required on every route (completions, privileged reads, deletes, stats).
         limits: TTL and size bounds of the store (ignored when ``store`` is given).
         store: an existing store to serve, e.g. one shared with in-process readers.
         upstream_api_key: key the shim sends upstream (``"EMPTY"`` servers need none).
@@ -52,7 +52,7 @@ class PrivilegedShim:
         upstream_timeout_s: limit of one upstream call; beyond it the caller gets HTTP 504.
         max_upstream_connections: pooled connections to the upstream.
         max_request_bytes: largest request body accepted.
-        shutdown_timeout_s: how long ``stop()`` lets in-flight requests finish.
+        shutdown_timeout_s: how long ``stop()`` lets in-flight requests finish before cancelling them.
     """
 
     def __init__(
@@ -103,14 +103,22 @@ class PrivilegedShim:
             raise RuntimeError("PrivilegedShim is not running; await start() first")
         return self._base_url
 
+    @property
+    def bind_url(self) -> str:
+        """``http://HOST:PORT`` as bound (``0.0.0.0`` stays ``0.0.0.0``; :attr:`base_url` is where to connect)."""
+        if self._base_url is None:
+            raise RuntimeError("PrivilegedShim is not running; await start() first")
+        host = self.host.strip("[]")
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+
     async def start(self) -> str:
         """Bind, start serving, and return :attr:`base_url`."""
         if self._runner is not None:
             raise RuntimeError(f"PrivilegedShim already running at {self._base_url}")
         if not is_loopback_host(self.host) and not self._token:
-            log.warning(
-                "shim bound to %s without a token: anyone who can reach it can read private reasoning",
-                self.host,
+            raise ValueError(
+                f"refusing to bind the shim to {self.host} without a token: anyone who reaches it could read "
+                "private reasoning and use the upstream; set a token (--token-env NAME) or bind to 127.0.0.1"
             )
         sock = _bind(self.host, self.port)
         if endpoint_key(self._upstream.url) == endpoint_key(f"http://{_url_host(self.host)}:{sock.getsockname()[1]}"):
@@ -144,9 +152,16 @@ class PrivilegedShim:
         return self._base_url
 
     async def stop(self) -> None:
-        """Stop serving and close the upstream session; a no-op when not running."""
+        """Stop serving and close the upstream session; a no-op when not running.
+
+        In-flight requests get ``shutdown_timeout_s`` in all to finish, then are cancelled (their
+        callers see the connection close). aiohttp's own shutdown would wait that long twice.
+        """
         runner, self._runner = self._runner, None
         if runner is not None:
+            for site in list(runner.sites):
+                await site.stop()  # accept nothing new
+            await _finish_in_flight(runner.app[IN_FLIGHT_KEY], self._shutdown_timeout_s)
             await runner.cleanup()
         self._base_url = None
 
@@ -162,6 +177,17 @@ class PrivilegedShim:
             await stop.wait()
         finally:
             await self.stop()
+
+
+async def _finish_in_flight(tasks: set[asyncio.Task], timeout_s: float) -> None:
+    pending = {t for t in tasks if not t.done()}
+    if pending:
+        _, pending = await asyncio.wait(pending, timeout=timeout_s)
+    if pending:
+        log.warning("shim stopping: cancelling %d request(s) still waiting on the upstream", len(pending))
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=1.0)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -1,7 +1,10 @@
 """The shim's connection to its OpenAI-compatible upstream (vLLM, SGLang, any chat-completions server).
 
 Every failure becomes an :class:`UpstreamError` carrying the HTTP status the shim answers with, so
-callers get one clear JSON error instead of a traceback or a silently empty reply.
+callers get one clear JSON error instead of a traceback or a silently empty reply. Its ``message``
+(what callers see) never quotes the upstream's body: a truncated or error body can carry the
+simulator's private reasoning. What the upstream said goes to ``diagnostic``, with reasoning removed,
+for the shim's own log.
 """
 
 from __future__ import annotations
@@ -13,17 +16,24 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-_ERROR_TEXT_LIMIT = 500
+from mimesis_pl.llm.redact import redacted_excerpt
+
+_SEE_LOG = "the upstream's answer is in the shim's log, not repeated here"
 
 
 class UpstreamError(Exception):
-    """An upstream call failed; ``status`` is what the shim answers, ``upstream_status`` what it got."""
+    """An upstream call failed; ``status`` is what the shim answers, ``upstream_status`` what it got.
 
-    def __init__(self, status: int, message: str, upstream_status: int | None = None) -> None:
+    ``message`` is safe to send to callers (it never quotes the upstream body); ``diagnostic`` is
+    the upstream body with reasoning removed, for the shim's own log only.
+    """
+
+    def __init__(self, status: int, message: str, upstream_status: int | None = None, diagnostic: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.upstream_status = upstream_status
+        self.diagnostic = diagnostic
 
 
 def completions_url(base_url: str) -> str:
@@ -106,42 +116,25 @@ class UpstreamClient:
         except ValueError:
             raise UpstreamError(
                 502,
-                f"upstream {self.url} answered HTTP {status} with a body that is not JSON: {_excerpt(raw)!r}",
+                f"upstream {self.url} answered HTTP {status} with a body that is not JSON ({len(raw)} bytes); {_SEE_LOG}",
                 status,
+                diagnostic=redacted_excerpt(raw),
             ) from None
 
 
 def _status_error(url: str, status: int, raw: bytes) -> UpstreamError:
-    detail = _upstream_message(raw)
+    diagnostic = redacted_excerpt(raw)
     if status in (401, 403):
         # The caller cannot fix the shim's credentials; do not let it think its own key is wrong.
         return UpstreamError(
             502,
-            f"upstream {url} rejected the shim's credentials (HTTP {status}): {detail}; "
-            "check the shim's upstream API key",
+            f"upstream {url} rejected the shim's credentials (HTTP {status}); check the shim's upstream API key",
             status,
+            diagnostic,
         )
     if status >= 500:
-        return UpstreamError(502, f"upstream {url} failed with HTTP {status}: {detail}", status)
+        return UpstreamError(502, f"upstream {url} failed with HTTP {status}; {_SEE_LOG}", status, diagnostic)
     # Other 4xx (bad request, unknown model, context too long, 429 rate limit) are the caller's to
     # handle, so the status is passed through; the OpenAI client retries 429 by itself.
-    return UpstreamError(status, f"upstream {url} refused the request (HTTP {status}): {detail}", status)
+    return UpstreamError(status, f"upstream {url} refused the request (HTTP {status}); {_SEE_LOG}", status, diagnostic)
 
-
-def _upstream_message(raw: bytes) -> str:
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return _excerpt(raw) or "(empty body)"
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:_ERROR_TEXT_LIMIT]
-        for key in ("message", "detail", "error"):
-            if isinstance(body.get(key), str):
-                return body[key][:_ERROR_TEXT_LIMIT]
-    return _excerpt(raw)
-
-
-def _excerpt(raw: bytes) -> str:
-    return raw[:_ERROR_TEXT_LIMIT].decode("utf-8", errors="replace").strip()

@@ -108,7 +108,8 @@ class OpenAIUser:
 def _reply_from(payload: Mapping[str, Any], where: str, strip_prose: bool = False) -> UserReply:
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise UserSimulatorError(f"{where}: response has no choices: {str(payload)[:200]}")
+        # The payload itself is not quoted: it may hold reasoning fields.
+        raise UserSimulatorError(f"{where}: response has no choices (keys: {sorted(payload)[:10]})")
     message = choices[0].get("message") or {}
     content = message.get("content") or ""
     if not isinstance(content, str):

@@ -63,3 +63,11 @@ def test_missing_file_is_named(tiny_model_path):
     dm = JsonlChatSFTDataModule(files=["nowhere/*.jsonl"], tokenizer_path=str(tiny_model_path))
     with pytest.raises(FileNotFoundError, match="nowhere"):
         dm.setup("fit")
+
+
+def test_empty_jsonl_says_no_rows_were_read(tmp_path, tiny_model_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    dm = JsonlChatSFTDataModule(files=[str(empty)], tokenizer_path=str(tiny_model_path))
+    with pytest.raises(ValueError, match=r"no rows were read: the data files .*empty.jsonl.* hold no conversations"):
+        dm.setup("fit")

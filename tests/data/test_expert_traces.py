@@ -38,3 +38,16 @@ def _no_limits():
     from mimesis_pl.data import LengthLimits
 
     return LengthLimits(None, None, None, "error")
+
+
+def test_record_experts_refuses_to_overwrite_an_existing_out(tmp_path, capsys):
+    import pytest
+
+    from mimesis_pl.data.expert_traces import main
+
+    out = tmp_path / "traces.jsonl"
+    out.write_text("my notes\n")
+    with pytest.raises(SystemExit) as info:
+        main(["--src", "unused.parquet", "--out", str(out)])
+    assert info.value.code == 2 and "--overwrite" in capsys.readouterr().err
+    assert out.read_text() == "my notes\n"

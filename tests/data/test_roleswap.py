@@ -107,3 +107,26 @@ def test_val_files_and_max_samples(tmp_path, tiny_model_path):
     dm = RoleSwapSFTDataModule(files=[train], val_files=[val], max_samples=4, tokenizer_path=str(tiny_model_path))
     dm.setup("fit")
     assert (len(dm.train_samples), len(dm.val_samples)) == (4, 3)
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [{"data_source": "wildchat", "conversation": CHAT}],  # the column has another name
+        [{"data_source": "wildchat", "extra_info": {"index": 3}}],  # extra_info without messages
+    ],
+)
+def test_file_without_messages_column_is_a_schema_error(tmp_path, tiny_model_path, rows):
+    good = write(tmp_path, "good.parquet", [{"data_source": "wildchat", "messages": CHAT}] * 3)
+    bad = write(tmp_path, "renamed.parquet", rows * 5)
+    dm = RoleSwapSFTDataModule(files=[good, bad], tokenizer_path=str(tiny_model_path))
+    with pytest.raises(ValueError, match=r"renamed.parquet: no 'messages' column"):
+        dm.setup("fit")  # not five rows counted as bad_row and a quiet run on the other file
+
+
+def test_corrupt_parquet_file_is_named(tmp_path, tiny_model_path):
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not parquet")
+    dm = RoleSwapSFTDataModule(files=[str(broken)], tokenizer_path=str(tiny_model_path))
+    with pytest.raises(ValueError, match=r"broken.parquet: not a readable parquet file"):
+        dm.setup("fit")

@@ -44,7 +44,8 @@ def make_shim(upstream: ServerThread) -> Iterator[Callable[..., ServerThread]]:
 def openai_client(base_url: str, **kwargs: Any) -> openai.OpenAI:
     kwargs.setdefault("max_retries", 0)
     kwargs.setdefault("timeout", 10.0)
-    return openai.OpenAI(base_url=base_url, api_key="EMPTY", **kwargs)
+    kwargs.setdefault("api_key", "EMPTY")
+    return openai.OpenAI(base_url=base_url, **kwargs)
 
 
 @pytest.fixture

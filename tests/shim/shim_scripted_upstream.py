@@ -6,8 +6,9 @@ Each request's last message content is a JSON directive telling the server how t
 
 Modes: ``inline`` (``<think>…</think>`` in content), ``prefilled`` (closing tag only), ``truncated``
 (unclosed opener), ``two_blocks``, ``reasoning_content`` / ``reasoning`` (vLLM out-of-band fields),
-``none`` (no reasoning), ``tool_call`` (content null), ``not_json`` (a 200 with an HTML body).
-A ``status`` >= 400 answers with that status and an OpenAI-style error. Every request body and its
+``none`` (no reasoning), ``tool_call`` (content null), ``not_json`` (a 200 with an HTML body),
+``cut_json`` (a 200 whose JSON body is cut off inside the reasoning). A ``status`` >= 400 answers with
+that status and an OpenAI-style error that echoes ``think`` when given. Every request body and its
 Authorization header are recorded in ``requests``.
 """
 
@@ -80,11 +81,15 @@ class ScriptedUpstream:
             await asyncio.sleep(float(spec["delay"]))
         if spec.get("status"):
             return web.json_response(
-                {"error": {"message": f"scripted failure {spec['status']}", "type": "server_error"}},
+                {"error": {"message": f"scripted failure {spec['status']} {spec.get('think') or ''}".strip(),
+                           "type": "server_error"}},
                 status=int(spec["status"]),
             )
         if spec.get("mode") == "not_json":
             return web.Response(text="<html>gateway page</html>", content_type="text/html")
+        if spec.get("mode") == "cut_json":
+            body = json.dumps({"choices": [{"message": {"content": f"<think>{spec.get('think')} and more"}}]})
+            return web.Response(text=body[: body.index(" and more")], content_type="application/json")
         self._counter += 1
         message = _message(spec)
         return web.json_response(

@@ -1,13 +1,22 @@
-"""Bearer token on the privileged routes, delete, and eviction seen through HTTP (/stats)."""
+"""Bearer token on every route, public binds, delete, and eviction seen through HTTP (/stats)."""
 
 from __future__ import annotations
 
+import json
 import time
 
+import openai
 import pytest
 
 from mimesis_pl.shim import ShimClient, ShimError, StoreLimits
 from shim_scripted_upstream import directive
+
+
+PERSONA = {"gym": "TelepathyGym", "entity": "Violin", "description": "Violin - a wooden string instrument."}
+PERSONA_MESSAGES = [
+    {"role": "system", "content": f"<persona>{json.dumps(PERSONA)}</persona>"},
+    {"role": "user", "content": "Is it played with a bow?"},
+]
 
 
 def _speak(client_for, shims: ShimClient, episode: str, say: str = "hi", think: str | None = "t") -> None:
@@ -16,23 +25,75 @@ def _speak(client_for, shims: ShimClient, episode: str, say: str = "hi", think: 
     )
 
 
-def test_bearer_token_guards_privileged_routes_only(make_shim, client_for):
+def test_bearer_token_guards_every_route(make_shim, client_for):
     shim = make_shim(token="s3cret")
     anonymous = ShimClient(shim.base_url)
     wrong = ShimClient(shim.base_url, token="guess")
     owner = ShimClient(shim.base_url, token="s3cret")
-    _speak(client_for, anonymous, "ep-auth")  # completion routes stay open for unmodified clients
+    for api_key in ("EMPTY", "guess"):  # nobody without the token may append entries or use the upstream
+        with pytest.raises(openai.AuthenticationError):
+            client_for(owner.episode_base_url("ep-auth"), api_key=api_key).chat.completions.create(
+                model="sim", messages=directive(say="hi", think="t")
+            )
+    client_for(owner.episode_base_url("ep-auth"), api_key="s3cret").chat.completions.create(
+        model="sim", messages=directive(say="hi", think="t")
+    )  # an OpenAI client sends the token as its API key
     for client in (anonymous, wrong):
-        with pytest.raises(ShimError) as info:
-            client.privileged("ep-auth")
-        assert info.value.status == 401 and "Authorization: Bearer" in str(info.value)
-        with pytest.raises(ShimError) as info:
-            client.drop("ep-auth")
-        assert info.value.status == 401
+        for call in (lambda c: c.privileged("ep-auth"), lambda c: c.drop("ep-auth"), lambda c: c.stats()):
+            with pytest.raises(ShimError) as info:
+                call(client)
+            assert info.value.status == 401 and "Authorization: Bearer" in str(info.value)
     assert [e["reasoning"] for e in owner.privileged("ep-auth")] == ["t"]
-    stats = anonymous.stats()
-    assert stats["token_required"] is True and stats["requests"]["unauthorized"] == 4
+    stats = owner.stats()
+    assert stats["token_required"] is True and stats["requests"]["unauthorized"] == 8
     assert owner.drop("ep-auth") is True
+
+
+def test_public_bind_without_token_is_refused_and_the_bound_address_is_reported(upstream, capsys):
+    import asyncio
+
+    from mimesis_pl.shim import PrivilegedShim
+    from mimesis_pl.shim.serve import main as shim_main
+
+    with pytest.raises(ValueError, match="without a token"):
+        asyncio.run(PrivilegedShim(upstream.base_url, host="0.0.0.0").start())
+    assert shim_main(["--upstream", upstream.base_url, "--host", "0.0.0.0", "--port", "0"]) == 1
+    assert "without a token" in capsys.readouterr().err
+
+    async def bound() -> tuple[str, str]:
+        shim = PrivilegedShim(upstream.base_url, host="0.0.0.0", token="tok")
+        await shim.start()
+        try:
+            return shim.bind_url, shim.base_url
+        finally:
+            await shim.stop()
+
+    bind_url, base_url = asyncio.run(bound())
+    assert bind_url.startswith("http://0.0.0.0:") and base_url == bind_url.replace("0.0.0.0", "127.0.0.1")
+
+
+def test_users_and_coach_reads_take_the_shim_token_from_an_env_var(monkeypatch):
+    import asyncio
+
+    from mimesis_pl.rollout.services import SimulatorServices, UserSimSettings
+
+    monkeypatch.setenv("MIMESIS_TEST_SHIM_TOKEN", "from-env")
+    services = SimulatorServices(UserSimSettings(kind="scripted_http", shim_token_env="MIMESIS_TEST_SHIM_TOKEN")).start()
+    try:
+        user = services.users().for_episode("ep-env", ShimClient(services.shim_url).episode_base_url("ep-env"))
+
+        async def ask():
+            try:
+                return await user.reply(PERSONA_MESSAGES, episode_id="ep-env")
+            finally:
+                await user.aclose()
+
+        assert asyncio.run(ask()).public
+        with pytest.raises(ShimError):
+            ShimClient(services.shim_url).privileged("ep-env")
+        assert len(ShimClient(services.shim_url, token="from-env").privileged("ep-env")) == 1
+    finally:
+        services.stop()
 
 
 def test_delete_drops_an_episode(make_shim, client_for):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 
@@ -10,6 +11,9 @@ import pytest
 
 from mimesis_pl.shim import ShimClient
 from shim_scripted_upstream import directive
+
+
+SECRET = "SECRET-the-user-wants-a-refund"
 
 
 def _free_port() -> int:
@@ -39,18 +43,18 @@ def _assert_nothing_stored(shims: ShimClient, episode: str) -> None:
         (401, 502, openai.InternalServerError),  # the shim's upstream key is wrong, not the caller's
     ],
 )
-def test_upstream_http_errors(make_shim, client_for, upstream_status, status, error_cls):
+def test_upstream_http_errors(make_shim, client_for, upstream_status, status, error_cls, caplog):
     shim = make_shim()
     client, shims = _episode_client(shim, client_for, "ep-err")
-    with pytest.raises(error_cls) as info:
-        client.chat.completions.create(model="sim", messages=directive(say="x", think="y", status=upstream_status))
+    with caplog.at_level(logging.WARNING, logger="mimesis_pl.shim.server"), pytest.raises(error_cls) as info:
+        client.chat.completions.create(model="sim", messages=directive(say="x", think=SECRET, status=upstream_status))
     exc = info.value
     assert exc.status_code == status
     assert exc.body["type"] == "upstream_error" and exc.body["upstream_status"] == upstream_status
-    assert (
-        f"HTTP {upstream_status}" in exc.body["message"]
-        and f"scripted failure {upstream_status}" in exc.body["message"]
-    )
+    assert f"HTTP {upstream_status}" in exc.body["message"]
+    # The upstream's own words stay out of the reply (they can echo reasoning); the shim's log has them.
+    assert "scripted failure" not in exc.body["message"] and SECRET not in str(exc.body)
+    assert f"scripted failure {upstream_status}" in caplog.text
     _assert_nothing_stored(shims, "ep-err")
     assert shims.stats()["requests"]["upstream_errors"] == 1
 
@@ -88,8 +92,41 @@ def test_upstream_answer_that_is_not_json_is_502(make_shim, client_for):
     client, shims = _episode_client(shim, client_for, "ep-html")
     with pytest.raises(openai.InternalServerError) as info:
         client.chat.completions.create(model="sim", messages=directive(say="x", mode="not_json"))
-    assert "not JSON" in info.value.body["message"] and "gateway page" in info.value.body["message"]
+    assert "not JSON" in info.value.body["message"] and "gateway page" not in info.value.body["message"]
     _assert_nothing_stored(shims, "ep-html")
+
+
+def test_cut_off_upstream_reply_leaks_no_reasoning_to_caller_or_log(make_shim, client_for, caplog):
+    shim = make_shim()
+    client, shims = _episode_client(shim, client_for, "ep-cut")
+    with caplog.at_level(logging.DEBUG), pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(model="sim", messages=directive(say="x", think=SECRET, mode="cut_json"))
+    assert "not JSON" in info.value.body["message"]
+    assert SECRET not in str(info.value.body) and SECRET not in caplog.text
+    assert "[reasoning removed]" in caplog.text  # the diagnostic stays, without the reasoning
+    _assert_nothing_stored(shims, "ep-cut")
+
+
+@pytest.mark.parametrize("mode, status", [("cut_json", None), (None, 500), (None, 400)])
+def test_user_simulator_error_carries_no_reasoning(make_shim, mode, status):
+    import asyncio
+
+    from mimesis_pl.users.base import UserSimulatorError
+    from mimesis_pl.users.openai_user import OpenAIUser
+
+    shim = make_shim()
+    user = OpenAIUser(base_url=ShimClient(shim.base_url).episode_base_url("ep-user"), model="sim", max_retries=0)
+    spec = {"say": "x", "think": SECRET, "mode": mode or "none", **({"status": status} if status else {})}
+
+    async def ask():
+        try:
+            return await user.reply(directive(**spec), episode_id="ep-user")
+        finally:
+            await user.aclose()
+
+    with pytest.raises(UserSimulatorError) as info:
+        asyncio.run(ask())
+    assert SECRET not in str(info.value)
 
 
 def test_caller_that_hangs_up_leaves_no_entry(make_shim, client_for):

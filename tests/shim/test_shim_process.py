@@ -118,7 +118,7 @@ def test_cli_serves_until_sigterm(upstream, client_for):
         line = proc.stdout.readline()  # the ready line; the process prints it only once bound
         assert line.startswith(f"mimesis-pl shim: serving http://127.0.0.1:{port} -> {upstream.base_url}")
         shims = ShimClient(f"http://127.0.0.1:{port}", token="tok")
-        client_for(shims.episode_base_url("ep-cli")).chat.completions.create(
+        client_for(shims.episode_base_url("ep-cli"), api_key="tok").chat.completions.create(
             model="sim", messages=directive(say="hi", think="private")
         )
         assert [e["reasoning"] for e in shims.privileged("ep-cli")] == ["private"]
@@ -152,3 +152,30 @@ def test_cli_names_a_missing_secret_variable():
     )
     assert proc.returncode == 2 and "NO_SUCH_SHIM_KEY is not set" in proc.stderr
     assert time.monotonic() - started < 60
+
+
+def test_stop_with_an_upstream_call_in_flight_keeps_to_the_shutdown_bound(upstream, client_for):
+    """aiohttp alone waits the shutdown timeout twice (graceful, then after cancelling); we keep to one."""
+    import threading
+
+    shim = ServerThread(PrivilegedShim(upstream.base_url, shutdown_timeout_s=2.0), timeout_s=30.0)
+    shim.start()
+    client = client_for(ShimClient(shim.base_url).episode_base_url("ep-slow"), timeout=60.0)
+    outcome: list[str] = []
+
+    def call() -> None:
+        try:
+            client.chat.completions.create(model="sim", messages=directive(say="late", think="t", delay=30))
+            outcome.append("answered")
+        except Exception as exc:  # noqa: BLE001 - any failure is what the caller of a stopped shim sees
+            outcome.append(type(exc).__name__)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.5)  # the request is now waiting on the upstream
+    started = time.monotonic()
+    shim.stop()
+    took = time.monotonic() - started
+    caller.join(10)
+    assert 1.9 < took < 3.5, took  # 2 s to finish, then cancelled; aiohttp alone took 4 s here
+    assert outcome and outcome[0] != "answered"
