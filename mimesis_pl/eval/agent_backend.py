@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mimesis_pl.eval.failures import RetryPolicy
+from mimesis_pl.rollout.engines.base import AGENT_TURN_TOKENS
 
 ENGINE_KINDS = ("hf", "vllm", "sglang", "openai", "openai_chat")
 _SAMPLE_BYTES = 4 << 20
@@ -39,7 +40,8 @@ class AgentSettings:
         base_url / served_model / api_key_env: the server, its model name and the env var holding
             the key (openai, openai_chat).
         temperature, top_p: sampling (evaluation default: greedy).
-        max_new_tokens: budget per agent turn; max_length: cap on an episode's total tokens.
+        max_new_tokens: budget per agent turn, by default training's (``AGENT_TURN_TOKENS``, 8192);
+            max_length: cap on an episode's total tokens.
         enable_thinking: chat-template variable (None: the template's default).
         tool_choice: ``auto`` or ``required`` (openai_chat).
         timeout_s: HTTP deadline per request (served agents).
@@ -56,7 +58,7 @@ class AgentSettings:
     api_key_env: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
-    max_new_tokens: int = 2048
+    max_new_tokens: int = AGENT_TURN_TOKENS
     max_length: int = 32768
     enable_thinking: bool | None = None
     tool_choice: Literal["auto", "required"] = "auto"

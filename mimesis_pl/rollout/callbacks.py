@@ -8,7 +8,6 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -17,6 +16,7 @@ import torch
 from ..envs import EnvironmentManager
 from ..rl.advantages import grpo_multiturn_advantages, trajectory_score
 from .engines import SamplingParams, build_engine
+from .engines.base import AGENT_TURN_TOKENS
 from .event_loop import shutdown_loop
 from .loop import MultiTurnRollout
 from .services import SimulatorServices, TimedUsers, UserSimSettings
@@ -25,10 +25,10 @@ from .validation import (
     BestCheckpoint,
     EpisodeRecord,
     ValidationSettings,
-    gather_summaries,
-    summarize,
+    is_last_step,
+    report_validation,
+    shard_rows,
     validation_due,
-    validation_metrics,
 )
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class RolloutSettings:
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     n_samples: int = 8
     max_turns: int = 16
-    max_new_tokens: int = 8192
+    max_new_tokens: int = AGENT_TURN_TOKENS
     max_length: int = 9344
     temperature: float = 1.0
     top_p: float = 1.0
@@ -218,11 +218,7 @@ class RolloutCallback(pl.Callback):
         if self.validation is None:
             return
         steps_done = trainer.fit_loop.total_batch_idx + 1
-        last = (0 < trainer.max_steps <= trainer.global_step) or (
-            trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs
-            and batch_idx + 1 >= trainer.num_training_batches
-        )
-        if validation_due(steps_done, self.validation, is_last=last):
+        if validation_due(steps_done, self.validation, is_last=is_last_step(trainer, batch_idx)):
             self._sync_weights(pl_module)
             self._validate(trainer, pl_module, steps_done)
 
@@ -242,8 +238,7 @@ class RolloutCallback(pl.Callback):
         if not rows:
             raise ValueError("RolloutCallback validation needs val prompts: set data.init_args.val_files "
                              "(or drop trainer.callbacks.init_args.validation)")
-        rows = rows[: v.max_prompts] if v.max_prompts else rows
-        mine = rows[trainer.global_rank :: trainer.world_size]
+        mine = shard_rows(rows, v, trainer.global_rank, trainer.world_size)
         started = time.perf_counter()
         group_ids = [f"val{steps_done}-r{trainer.global_rank}-p{i}" for i in range(len(mine))]
         self.engine.wake_up()
@@ -257,13 +252,8 @@ class RolloutCallback(pl.Callback):
             )
             for k, t in enumerate(trajectories)
         ]
-        metrics = validation_metrics(gather_summaries(summarize(records)))
-        metrics["val/steps_done"] = float(steps_done)
-        metrics["time/validation_s"] = time.perf_counter() - started
-        pl_module.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
-        if self.best is not None:
-            dirpath = trainer.strategy.broadcast(str(Path(trainer.log_dir or ".") / "checkpoints"))
-            self.best.update(trainer, metrics, dirpath)
+        report_validation(trainer, pl_module, records, steps_done, self.best,
+                          extra={"time/validation_s": time.perf_counter() - started})
 
     def build_experience(self, trajectories: list[Trajectory], pad_id: int) -> Experience:
         """Score trajectories, mask infrastructure failures, compute per-token advantages."""

@@ -10,7 +10,9 @@ that any RL callback can use them (``RolloutCallback`` for the agent; simulator 
 - :class:`EpisodeRecord`, :func:`summarize`, :func:`merge_summaries`, :func:`validation_metrics` —
   per-rank sums, merged over ranks, into ``val/*`` scalars;
 - :func:`gather_summaries` — the merge across processes;
-- :class:`BestCheckpoint` — saves ``best-step=N.ckpt`` when the named metric improves.
+- :class:`BestCheckpoint` — saves ``best-step=N.ckpt`` when the named metric improves;
+- :func:`is_last_step`, :func:`report_validation` — the Lightning glue: a callback runs its episodes on
+  its share of the val rows (``shard_rows``), turns them into records and calls ``report_validation``.
 
 "Steps" here are training steps (one batch of prompts each), not optimiser steps.
 """
@@ -181,7 +183,7 @@ class BestCheckpoint:
         path = str(Path(dirpath) / f"best-step={step}.ckpt")
         self.best, self.path = value, path  # before saving, so that the checkpoint knows it is the best
         trainer.save_checkpoint(path)
-        if old is not None and old != path:
+        if old is not None and old != path and Path(old).parent == Path(dirpath):  # never another run's
             trainer.strategy.remove_checkpoint(old)
         if trainer.is_global_zero:
             record = {"metric": self.metric, "mode": self.mode, "best": value, "step": step, "path": path}
@@ -195,3 +197,31 @@ class BestCheckpoint:
         if state.get("metric") == self.metric and state.get("mode") == self.mode:
             self.best, self.path = state.get("best"), state.get("path")
             self.history = list(state.get("history", []))
+
+
+def shard_rows(rows: list[Any], settings: ValidationSettings, rank: int, world_size: int) -> list[Any]:
+    """This rank's val prompts: the first ``max_prompts``, dealt round-robin over the ranks."""
+    rows = rows[: settings.max_prompts] if settings.max_prompts else rows
+    return rows[rank::world_size]
+
+
+def is_last_step(trainer: Any, batch_idx: int) -> bool:
+    """Whether the training batch ending now is the run's last (``max_steps`` or the last epoch's end)."""
+    if 0 < trainer.max_steps <= trainer.global_step:
+        return True
+    return (trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs
+            and batch_idx + 1 >= trainer.num_training_batches)
+
+
+def report_validation(trainer: Any, pl_module: Any, records: list[EpisodeRecord], steps_done: int,
+                      best: BestCheckpoint | None, extra: dict[str, float] | None = None) -> dict[str, float]:
+    """Merge every rank's records (a collective), log ``val/*`` on this step, and update the best
+    checkpoint under ``<log_dir>/checkpoints``. Call from a training-batch hook on every rank."""
+    metrics = validation_metrics(gather_summaries(summarize(records)))
+    metrics["val/steps_done"] = float(steps_done)
+    metrics.update(extra or {})
+    pl_module.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
+    if best is not None:
+        dirpath = trainer.strategy.broadcast(str(Path(trainer.log_dir or ".") / "checkpoints"))
+        best.update(trainer, metrics, dirpath)
+    return metrics
