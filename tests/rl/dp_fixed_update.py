@@ -47,7 +47,11 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=1)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    update(args.devices, args.out)
 
+
+def update(devices: int, out: str) -> None:
+    """Fit one step on ``devices`` processes and save the optimiser step's full gradient to ``out``."""
     import lightning.pytorch as pl
     import torch
     from lightning.pytorch.strategies import ModelParallelStrategy
@@ -74,14 +78,14 @@ def main() -> None:
                 g = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad  # gathers: every rank
                 grads[name.replace("_checkpoint_wrapped_module.", "")] = g.detach().cpu().clone()
             if trainer.is_global_zero:
-                torch.save(grads, args.out)
+                torch.save(grads, out)
 
     strategy = "auto"
-    if args.devices > 1:
-        strategy = ModelParallelStrategy(data_parallel_size=args.devices, tensor_parallel_size=1, process_group_backend="gloo")
+    if devices > 1:
+        strategy = ModelParallelStrategy(data_parallel_size=devices, tensor_parallel_size=1, process_group_backend="gloo")
     module = AgentGRPO(model_path, optim=OptimSettings(lr=1e-3, schedule="constant"), ppo_mini_batch_size=4,
                        micro_batch_size=1)
-    trainer = pl.Trainer(accelerator="cpu", devices=args.devices, strategy=strategy, max_steps=1, logger=False,
+    trainer = pl.Trainer(accelerator="cpu", devices=devices, strategy=strategy, max_steps=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                          callbacks=[FixedExperience()], use_distributed_sampler=False)
     data = GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=2)
