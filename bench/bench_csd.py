@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args()
     exp, counts, tok = make_experience(args.model, args.episodes)
-    kwargs = dict(ppo_mini_batch_size=len(exp.trained), micro_batch_size=4, log_entropy=False)
+    kwargs = dict(ppo_mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False)  # one optimiser step
     grpo, csd, packed = [], [], []
     for _ in range(2):  # interleave to spread machine noise over both
         grpo += run(AgentGRPO(args.model, **kwargs), exp, args.steps)

@@ -20,15 +20,27 @@ def batch_digest(batch) -> str:
 
 
 class BatchAuditCallback(pl.Callback):
-    """Append ``{"step", "epoch", "batch_idx", "digest"}`` per training batch to a JSONL file (rank 0)."""
+    """Append ``{"step", "epoch", "batch_idx", "digest"}`` per training batch to a JSONL file (rank 0).
 
-    def __init__(self, path: str) -> None:
+    With ``all_ranks``, every rank writes its own file, ``<path stem>.rank<r><suffix>``, and its
+    records also hold ``rank`` and ``rows`` (the batch's rows, for RL prompt batches) — to check what
+    each rank trained on under data parallelism.
+    """
+
+    def __init__(self, path: str, all_ranks: bool = False) -> None:
         self.path = Path(path)
+        self.all_ranks = all_ranks
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if not trainer.is_global_zero:
+        if not (trainer.is_global_zero or self.all_ranks):
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        path = self.path
         record = {"step": trainer.global_step, "epoch": trainer.current_epoch, "batch_idx": batch_idx, "digest": batch_digest(batch)}
-        with open(self.path, "a", encoding="utf-8") as handle:
+        if self.all_ranks:
+            path = path.with_name(f"{path.stem}.rank{trainer.global_rank}{path.suffix}")
+            record["rank"] = trainer.global_rank
+            if isinstance(batch, list):
+                record["rows"] = [batch_digest([row]) for row in batch]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")

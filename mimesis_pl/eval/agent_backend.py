@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.model_paths import check_model_path
+from mimesis_pl.rollout.engines.base import AGENT_TURN_TOKENS
 
 ENGINE_KINDS = ("hf", "vllm", "sglang", "openai", "openai_chat")
 _SAMPLE_BYTES = 4 << 20
@@ -40,7 +41,8 @@ class AgentSettings:
         base_url / served_model / api_key_env: the server, its model name and the env var holding
             the key (openai, openai_chat).
         temperature, top_p: sampling (evaluation default: greedy).
-        max_new_tokens: budget per agent turn; max_length: cap on an episode's total tokens.
+        max_new_tokens: budget per agent turn, by default training's (``AGENT_TURN_TOKENS``, 8192);
+            max_length: cap on an episode's total tokens.
         enable_thinking: chat-template variable (None: the template's default).
         chat_template: the template the token-level kinds render with — the one the agent trained
             with: a name shipped in ``mimesis_pl/chat/templates/`` or a ``.jinja`` path (None: the
@@ -61,7 +63,7 @@ class AgentSettings:
     api_key_env: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
-    max_new_tokens: int = 2048
+    max_new_tokens: int = AGENT_TURN_TOKENS
     max_length: int = 32768
     enable_thinking: bool | None = None
     chat_template: str | None = None

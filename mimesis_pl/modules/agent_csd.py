@@ -13,9 +13,13 @@ import torch
 
 from ..rl.losses import csd_loss
 from ..rl.teacher import pack_teacher_rows
-from .agent_grpo import AgentGRPO
+from .agent_grpo import REFERENCE_RL_OPTIM, AgentGRPO
 from .settings import LoraSettings, OptimSettings
-from .teacher_forward import check_no_dropout, teacher_logprobs, teacher_logprobs_prefix_cached
+from .teacher_forward import (
+    check_no_dropout,
+    teacher_logprobs,
+    teacher_logprobs_prefix_cached,
+)
 
 ESTIMATORS = ("sdar", "ref", "k3")
 
@@ -39,7 +43,7 @@ class AgentCSD(AgentGRPO):
         self,
         model_path: str,
         lora: LoraSettings | None = None,
-        optim: OptimSettings = OptimSettings(lr=1e-6, weight_decay=0.01, schedule="constant"),
+        optim: OptimSettings = REFERENCE_RL_OPTIM,
         ppo_mini_batch_size: int = 64,
         micro_batch_size: int = 2,
         ppo_epochs: int = 1,
@@ -96,7 +100,7 @@ class AgentCSD(AgentGRPO):
         self._csd_teacher = teacher
         super().training_step(batch, batch_idx)
 
-    def update_policy(self, t, old, advantages, response, metrics, extra_loss=None) -> None:
+    def update_policy(self, t, old, advantages, response, metrics, extra_loss=None, plan=None, sizes=None) -> None:
         teacher = self._csd_teacher
         if teacher is not None:
             metrics.update(teacher.metrics)
@@ -105,7 +109,15 @@ class AgentCSD(AgentGRPO):
                 return self._csd_term(teacher, t, rows, logprobs, width, advantages, response)
 
             extra_loss = csd_term
-        super().update_policy(t, old, advantages, response, metrics, extra_loss)
+        super().update_policy(t, old, advantages, response, metrics, extra_loss, plan=plan, sizes=sizes)
+
+    def _empty_microbatch(self) -> None:
+        # as a real micro-batch: student forward, the teacher forwards of the busiest rank, backward
+        if self._csd_teacher is None:
+            return super()._empty_microbatch()
+        student = self._dummy_logprobs()
+        self._equalize_forwards(0)
+        self.manual_backward(student.sum() * 0.0)
 
     def _csd_term(self, teacher, t, rows, logprobs, width, advantages, response):
         """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``)."""
@@ -146,20 +158,6 @@ class AgentCSD(AgentGRPO):
         prefixes = sum(1 for k, r in enumerate(real) if r.rows or (placebo and placebo[k].rows))
         return n_rows + prefixes if n_rows else 0
 
-    def _equalize_forwards(self, n_forwards: int) -> None:
-        """Under data parallelism every rank must run as many forwards as the busiest one (FSDP
-        gathers weights inside each forward): ranks with fewer teacher rows run dummy forwards."""
-        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-            return
-        if torch.distributed.get_world_size() == 1:
-            return
-        most = torch.tensor([n_forwards], device=self.device)
-        torch.distributed.all_reduce(most, op=torch.distributed.ReduceOp.MAX)
-        dummy = torch.tensor([[self._pad_id()]], device=self.device)
-        with torch.no_grad():
-            for _ in range(int(most.item()) - n_forwards):
-                self.model(input_ids=dummy, use_cache=False)
-
     def _teacher_packed(self, real, placebo, length):
         packed = pack_teacher_rows(real, response_length=length, pad_id=self._pad_id())
         teacher_full = teacher_logprobs(self.model, packed, self.teacher_chunk_rows)
@@ -186,7 +184,3 @@ class AgentCSD(AgentGRPO):
                 placebo_full[k, :n] = outs[1]
             mask_full[k, : real[k].teacher_mask.numel()] = real[k].teacher_mask
         return teacher_full, placebo_full, mask_full
-
-    def _pad_id(self) -> int:
-        tok = self.tokenizer
-        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id

@@ -18,9 +18,13 @@ from torchmetrics import MeanMetric
 
 from ..chat import load_tokenizer
 from ..rl.losses import policy_loss
+from ..scale import per_rank_share, plan_minibatches
 from .base import HFCausalLMModule
 from .settings import LoraSettings, OptimSettings
 from .token_ops import model_token_logprobs
+
+# The reference's actor optimiser: AdamW lr 1e-6, constant, weight decay 0.01 (torch's betas and eps).
+REFERENCE_RL_OPTIM = OptimSettings(lr=1e-6, weight_decay=0.01, schedule="constant")
 
 
 class AgentGRPO(HFCausalLMModule):
@@ -30,8 +34,9 @@ class AgentGRPO(HFCausalLMModule):
         model_path, lora, gradient_checkpointing, dtype, attn_implementation, loss_chunk_size:
             see :class:`~mimesis_pl.modules.CausalLMSFT`.
         optim: AdamW; the reference uses lr 1e-6 constant with weight decay 0.01.
-        ppo_mini_batch_size: trajectories per optimiser step (reference: 8 prompts × 8 = 64).
-        micro_batch_size: trajectories per forward/backward pass.
+        ppo_mini_batch_size: trajectories per optimiser step over all processes (reference: 8
+            prompts × 8 = 64); each rank takes ``ppo_mini_batch_size / world_size`` of them.
+        micro_batch_size: trajectories per forward/backward pass (per rank).
         ppo_epochs: passes over the batch.
         clip_low, clip_high, dual_clip: PPO clipping (dual-clip bounds negative-advantage ratios).
         loss_agg: ``token-mean``, ``seq-mean-token-sum`` or ``seq-mean-token-mean``.
@@ -45,7 +50,7 @@ class AgentGRPO(HFCausalLMModule):
         self,
         model_path: str,
         lora: LoraSettings | None = None,
-        optim: OptimSettings = OptimSettings(lr=1e-6, weight_decay=0.01, schedule="constant"),
+        optim: OptimSettings = REFERENCE_RL_OPTIM,
         ppo_mini_batch_size: int = 64,
         micro_batch_size: int = 2,
         ppo_epochs: int = 1,
@@ -115,12 +120,60 @@ class AgentGRPO(HFCausalLMModule):
         out = torch.zeros(batch, length - 1, device=self.device)
         was_training = self.model.training
         self.model.eval()  # old log-probs must not see dropout noise
+        n_forwards = 0
         for start in range(0, batch, self.micro_batch_size):
             rows = torch.arange(start, min(start + self.micro_batch_size, batch))
             logprobs, _, width = self._logprobs(t, rows)
             out[rows, : width - 1] = logprobs.float()
+            n_forwards += 1
+        self._equalize_forwards(n_forwards)
         self.model.train(was_training)
         return out
+
+    # -- data parallelism ----------------------------------------------------------------------------
+
+    def _world_size(self) -> int:
+        trainer = self._trainer
+        return trainer.world_size if trainer is not None else 1
+
+    def _all_reduce(self, values: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        if self._world_size() == 1:
+            return values
+        reduce_op = {"sum": torch.distributed.ReduceOp.SUM, "max": torch.distributed.ReduceOp.MAX}[op]
+        torch.distributed.all_reduce(values, op=reduce_op)
+        return values
+
+    def _equalize_forwards(self, n_forwards: int) -> None:
+        """Under data parallelism every rank must run as many forwards as the busiest one (FSDP
+        gathers weights inside each forward): ranks with fewer run dummy forwards."""
+        if self._world_size() == 1:
+            return
+        most = self._all_reduce(torch.tensor([n_forwards], device=self.device), op="max")
+        with torch.no_grad():
+            for _ in range(int(most.item()) - n_forwards):
+                self._dummy_logprobs()
+
+    def _dummy_logprobs(self) -> torch.Tensor:
+        """Log-probs of a two-token row: a forward that keeps ranks in step and trains nothing."""
+        ids = torch.tensor([[self._pad_id()] * 2], device=self.device)
+        ones = torch.ones_like(ids)
+        return model_token_logprobs(self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:])
+
+    def _empty_microbatch(self) -> None:
+        """A micro-batch with no trained trajectory on this rank while others have some: forward and
+        backward a zero loss so that every rank joins the same gathers and gradient reductions."""
+        self.manual_backward(self._dummy_logprobs().sum() * 0.0)
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer
+        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    def _plan(self, exp) -> list[list[list[int]]]:
+        share = per_rank_share(self.ppo_mini_batch_size, self._world_size(), "model.init_args.ppo_mini_batch_size")
+        return plan_minibatches(
+            len(exp.trajectories), list(exp.trained), share, self.micro_batch_size, epochs=self.ppo_epochs,
+            seed=int(self.global_step), pad=self._world_size() > 1,
+        )
 
     # -- the update --------------------------------------------------------------------------------
 
@@ -130,84 +183,103 @@ class AgentGRPO(HFCausalLMModule):
             raise RuntimeError("AgentGRPO needs a RolloutCallback in trainer.callbacks (no experience for this batch)")
         self.experience = None
         metrics = dict(exp.metrics)
-        if not exp.trained:
+        plan = self._plan(exp)
+        t = exp.tensors
+        response = t["response_mask"][:, 1:].to(self.device).float() if exp.trained else torch.zeros(0, 1, device=self.device)
+        # Global sizes of each mini-batch (response tokens, trajectories) and the number trained
+        # everywhere: the loss of a mini-batch is normalised over all ranks, as on one process.
+        sizes = torch.zeros(len(plan) + 1, 2, device=self.device)
+        for m, micro in enumerate(plan):
+            rows = [r for mc in micro for r in mc]
+            sizes[m, 0] = response[rows].sum() if rows else 0.0
+            sizes[m, 1] = len(rows)
+        sizes[-1, 1] = len(exp.trained)
+        sizes = self._all_reduce(sizes)
+        if int(sizes[-1, 1]) == 0:
             metrics["train/skipped_empty_batch"] = 1.0
             self._step_without_update(metrics)
             return
-        t = exp.tensors
-        response = t["response_mask"][:, 1:].to(self.device).float()
         # On-policy (one epoch, one mini-batch): the old log-probs *are* the first forward's, detached,
         # so the separate no-grad pass is skipped.
-        on_policy = self.ppo_epochs == 1 and self.ppo_mini_batch_size >= response.shape[0] and not self._has_dropout()
+        on_policy = self.ppo_epochs == 1 and len(plan) == 1 and not self._has_dropout()
         started = time.perf_counter()
-        old = None if on_policy else self._old_logprobs(t)
+        old = None
+        if not on_policy:
+            old = self._old_logprobs(t) if exp.trained else torch.zeros_like(response)
+            if not exp.trained:
+                self._equalize_forwards(0)
         metrics["time/old_logprobs_s"] = time.perf_counter() - started
-        advantages = t["advantages"][:, 1:].to(self.device)
+        advantages = t["advantages"][:, 1:].to(self.device) if exp.trained else response
         started = time.perf_counter()
-        self.update_policy(t, old, advantages, response, metrics)
+        self.update_policy(t, old, advantages, response, metrics, plan=plan, sizes=sizes)
         metrics["time/update_s"] = time.perf_counter() - started
-        rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
-        used = self._old_used if old is None else old
-        metrics["train/logprob_mismatch_abs"] = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
+        if exp.trained:
+            rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
+            used = self._old_used if old is None else old
+            mismatch = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
+            metrics["train/logprob_mismatch_abs"] = mismatch
         self._log(metrics, exp)
 
-    def update_policy(self, t, old, advantages, response, metrics, extra_loss=None) -> None:
-        """PPO passes over mini-batches; ``extra_loss(rows, logprobs, width) -> (loss, metrics)`` adds a term (CSD).
+    def update_policy(self, t, old, advantages, response, metrics, extra_loss=None, plan=None, sizes=None) -> None:
+        """PPO passes over the mini-batches of ``plan``; ``extra_loss(rows, logprobs, width) -> (loss, metrics)``
+        adds a term (CSD).
 
         ``old=None`` means on-policy: each micro-batch's own log-probs, detached, are the old ones.
+        ``sizes[m]`` holds mini-batch ``m``'s response tokens and trajectories summed over all ranks.
         """
         opt = self.optimizers()
         sched = self.lr_schedulers()
-        batch = t["input_ids"].shape[0]
-        generator = torch.Generator().manual_seed(int(self.global_step))
+        world = self._world_size()
         sums: dict[str, float] = {}
         n_updates = 0
         if old is None:
             self._old_used = torch.zeros_like(response)
-        for _ in range(self.ppo_epochs):
-            order = torch.randperm(batch, generator=generator)
-            for mb_start in range(0, batch, self.ppo_mini_batch_size):
-                mini = order[mb_start : mb_start + self.ppo_mini_batch_size]
-                mini_tokens = response[mini].sum().clamp(min=1)
-                opt.zero_grad(set_to_none=True)
-                for mc_start in range(0, len(mini), self.micro_batch_size):
-                    rows = mini[mc_start : mc_start + self.micro_batch_size]
-                    want_entropy = self.log_entropy and n_updates == 0 and mc_start == 0
-                    logprobs, entropy, width = self._logprobs(t, rows, entropy=want_entropy)
-                    w = width - 1
-                    mask = response[rows, :w]
-                    if old is None:
-                        old_rows = logprobs.detach()
-                        self._old_used[rows, :w] = old_rows
-                    else:
-                        old_rows = old[rows, :w]
-                    loss, m = policy_loss(
-                        logprobs, old_rows, advantages[rows, :w], mask, clip_low=self.clip[0],
-                        clip_high=self.clip[1], dual_clip=self.clip[2], agg=self.loss_agg,
-                    )
-                    if extra_loss is not None:
-                        extra, extra_metrics = extra_loss(rows, logprobs, w)
-                        loss = loss + extra
-                        m = {**m, **extra_metrics}
-                    # token-mean over the whole mini-batch, not the mean of micro-batch means
-                    scale = mask.sum() / mini_tokens if self.loss_agg == "token-mean" else len(rows) / len(mini)
-                    self.manual_backward(loss * scale)
-                    for key, value in m.items():
-                        sums[key] = sums.get(key, 0.0) + float(value)
-                    sums["_count"] = sums.get("_count", 0.0) + 1
-                    if entropy is not None:
-                        metrics["train/entropy"] = ((entropy * mask).sum() / mask.sum().clamp(min=1)).item()
-                params = [p for p in self.model.parameters() if p.requires_grad]
-                norm = torch.nn.utils.clip_grad_norm_(params, self.grad_clip)
-                if not math.isfinite(float(norm)):
-                    self.skipped_steps += 1
-                    opt.zero_grad(set_to_none=True)
+        for m, micro_batches in enumerate(plan):
+            global_tokens, global_rows = sizes[m, 0].clamp(min=1), sizes[m, 1].clamp(min=1)
+            opt.zero_grad(set_to_none=True)
+            for k, rows_list in enumerate(micro_batches):
+                if not rows_list:
+                    self._empty_microbatch()
+                    continue
+                rows = torch.tensor(rows_list)
+                want_entropy = self.log_entropy and n_updates == 0 and k == 0
+                logprobs, entropy, width = self._logprobs(t, rows, entropy=want_entropy)
+                w = width - 1
+                mask = response[rows, :w]
+                if old is None:
+                    old_rows = logprobs.detach()
+                    self._old_used[rows, :w] = old_rows
                 else:
-                    opt.step()
-                    self.weights_version += 1
-                sched.step()
-                metrics["train/grad_norm"] = float(norm)
-                n_updates += 1
+                    old_rows = old[rows, :w]
+                loss, mb_metrics = policy_loss(
+                    logprobs, old_rows, advantages[rows, :w], mask, clip_low=self.clip[0],
+                    clip_high=self.clip[1], dual_clip=self.clip[2], agg=self.loss_agg,
+                )
+                if extra_loss is not None:
+                    extra, extra_metrics = extra_loss(rows, logprobs, w)
+                    loss = loss + extra
+                    mb_metrics = {**mb_metrics, **extra_metrics}
+                # token-mean over the whole global mini-batch, not the mean of micro-batch means; × world
+                # because data parallelism averages the ranks' gradients
+                share = mask.sum() / global_tokens if self.loss_agg == "token-mean" else len(rows) / global_rows
+                self.manual_backward(loss * share * world)
+                for key, value in mb_metrics.items():
+                    sums[key] = sums.get(key, 0.0) + float(value)
+                sums["_count"] = sums.get("_count", 0.0) + 1
+                if entropy is not None:
+                    metrics["train/entropy"] = ((entropy * mask).sum() / mask.sum().clamp(min=1)).item()
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            norm = torch.nn.utils.clip_grad_norm_(params, self.grad_clip)
+            norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+            if not math.isfinite(norm):
+                self.skipped_steps += 1
+                opt.zero_grad(set_to_none=True)
+            else:
+                opt.step()
+                self.weights_version += 1
+            sched.step()
+            metrics["train/grad_norm"] = norm
+            n_updates += 1
         count = sums.pop("_count", 1.0)
         metrics.update({f"train/{k}": v / count for k, v in sums.items()})
         metrics["train/updates"] = float(n_updates)

@@ -21,12 +21,22 @@ class OptimSettings:
     """AdamW with linear warm-up then ``schedule`` decay to ``min_lr_ratio × lr``.
 
     ``warmup_steps`` wins over ``warmup_ratio`` when both are set; ratios are of the total
-    optimiser steps Lightning estimates for the run.
+    optimiser steps Lightning estimates for the run. Defaults are the references' where they agree:
+    both the SFT reference (HF Trainer via LLaMA-Factory) and the RL reference (verl's actor) use
+    torch's AdamW betas (0.9, 0.999) and eps 1e-8. Per stage:
+
+    - SFT reference: lr 1e-5, cosine, warm-up ratio 0.1, no weight decay — the defaults here but
+      the warm-up, which ``configs/agent_sft.yaml`` sets (RL has none, and the default must not add one);
+    - RL reference: lr 1e-6, constant, no warm-up, weight decay 0.01 — ``AgentGRPO``'s default
+      (``REFERENCE_RL_OPTIM``).
+
+    One deliberate difference: weight decay skips 1-D parameters (norm gains, biases), as HF Trainer
+    does and verl does not; decaying norm gains towards 0 is never wanted.
     """
 
     lr: float = 1e-5
     weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.95)
+    betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     warmup_steps: int | None = None
     warmup_ratio: float = 0.0

@@ -31,6 +31,13 @@ INSTALL_HINT = "pip install 'mimesis-pl[sglang]' on a CUDA machine (SGLang has n
 T = TypeVar("T")
 
 
+def sglang_mem_fraction(mem_fraction_static: float, ranks_per_device: int = 1) -> float:
+    """This engine's share of the GPU when ``ranks_per_device`` engines share it."""
+    if ranks_per_device < 1:
+        raise ValueError(f"ranks_per_device must be >= 1, got {ranks_per_device}")
+    return mem_fraction_static / ranks_per_device
+
+
 class SGLangEngine:
     """Generate with ``sglang.Engine`` in this process.
 
@@ -48,6 +55,8 @@ class SGLangEngine:
         weight_chunk_bytes: ``update_weights`` sends tensors in chunks of about this size, so a
             full state dict is never serialised at once.
         engine_kwargs: further ``sglang.Engine`` (``ServerArgs``) arguments, passed as given.
+        ranks_per_device: training processes whose engines share one GPU; each takes
+            ``mem_fraction_static / ranks_per_device`` (the ``RolloutCallback`` sets it).
 
     ``update_weights(source)`` takes an ``nn.Module`` (its ``state_dict()``) or a state dict with
     Hugging Face parameter names (FSDP2 ``DTensor`` shards are gathered), sent with
@@ -67,6 +76,7 @@ class SGLangEngine:
         batch_wait_ms: float = 2.0,
         weight_chunk_bytes: int = 1 << 30,
         engine_kwargs: dict[str, Any] | None = None,
+        ranks_per_device: int = 1,
     ) -> None:
         try:
             import sglang
@@ -79,7 +89,7 @@ class SGLangEngine:
         kwargs: dict[str, Any] = {
             "model_path": str(model_path),
             "dtype": dtype,
-            "mem_fraction_static": mem_fraction_static,
+            "mem_fraction_static": sglang_mem_fraction(mem_fraction_static, ranks_per_device),
             "random_seed": random_seed,
             "tp_size": tp_size,
             "enable_memory_saver": enable_memory_saver,

@@ -31,6 +31,57 @@ INSTALL_HINT = (
 )
 
 
+# vLLM's CPU build sizes its KV cache from whole GiB of host memory per engine unless told; with
+# several training processes on one host that is multiplied, so they split this total instead.
+CPU_KV_CACHE_BYTES = 2 << 30
+
+
+def vllm_llm_kwargs(
+    model_path: str | Path,
+    dtype: str = "auto",
+    max_model_len: int | None = None,
+    gpu_memory_utilization: float = 0.5,
+    kv_cache_memory_bytes: int | None = None,
+    enforce_eager: bool = False,
+    seed: int = 0,
+    enable_sleep_mode: bool = False,
+    tensor_parallel_size: int = 1,
+    ranks_per_device: int = 1,
+    on_cpu: bool = False,
+    engine_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``vllm.LLM`` arguments, with the device's memory split between the ``ranks_per_device``
+    engines that share it: ``gpu_memory_utilization`` and ``kv_cache_memory_bytes`` are divided by
+    it, and on CPU with several ranks an unset KV cache gets ``CPU_KV_CACHE_BYTES`` divided by it.
+    ``engine_kwargs`` are passed as given (not divided)."""
+    if ranks_per_device < 1:
+        raise ValueError(f"ranks_per_device must be >= 1, got {ranks_per_device}")
+    kwargs: dict[str, Any] = {
+        "model": str(model_path),
+        "dtype": dtype,
+        "seed": seed,
+        "enforce_eager": enforce_eager,
+        "enable_sleep_mode": enable_sleep_mode,
+        "tensor_parallel_size": tensor_parallel_size,
+        "gpu_memory_utilization": gpu_memory_utilization / ranks_per_device,
+        "logprobs_mode": "raw_logprobs",  # before temperature/top-p/top-k, as for every engine here
+    }
+    if max_model_len is not None:
+        kwargs["max_model_len"] = max_model_len
+    if kv_cache_memory_bytes is None and on_cpu and ranks_per_device > 1:
+        kv_cache_memory_bytes = CPU_KV_CACHE_BYTES
+    if kv_cache_memory_bytes is not None:
+        kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes // ranks_per_device
+    kwargs.update(engine_kwargs or {})
+    return kwargs
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 @dataclass
 class _Request:
     prompt_ids: list[int]
@@ -58,6 +109,9 @@ class VLLMEngine:
             both (call ``update_weights`` after ``wake_up``).
         tensor_parallel_size: GPUs per engine.
         engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
+        ranks_per_device: training processes whose engines share this device's memory (all local
+            ranks on CPU; the ``RolloutCallback`` sets it). Memory sizes above are the device's and
+            each engine takes its share (see :func:`vllm_llm_kwargs`).
 
     ``update_weights(source)`` takes an ``nn.Module`` (its ``state_dict()``) or a state dict with
     Hugging Face parameter names (FSDP2 ``DTensor`` shards are gathered; see ``weights``), loads it
@@ -82,6 +136,7 @@ class VLLMEngine:
         sleep_level: int = 1,
         tensor_parallel_size: int = 1,
         engine_kwargs: dict[str, Any] | None = None,
+        ranks_per_device: int = 1,
     ) -> None:
         try:
             import vllm
@@ -92,21 +147,12 @@ class VLLMEngine:
         if sleep_level not in (1, 2):
             raise ValueError(f"VLLMEngine: sleep_level must be 1 or 2, got {sleep_level}")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        kwargs: dict[str, Any] = {
-            "model": str(model_path),
-            "dtype": dtype,
-            "seed": seed,
-            "enforce_eager": enforce_eager,
-            "enable_sleep_mode": enable_sleep_mode,
-            "tensor_parallel_size": tensor_parallel_size,
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "logprobs_mode": "raw_logprobs",  # before temperature/top-p/top-k, as for every engine here
-        }
-        if max_model_len is not None:
-            kwargs["max_model_len"] = max_model_len
-        if kv_cache_memory_bytes is not None:
-            kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes
-        kwargs.update(engine_kwargs or {})
+        kwargs = vllm_llm_kwargs(
+            model_path, dtype=dtype, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_memory_bytes=kv_cache_memory_bytes, enforce_eager=enforce_eager, seed=seed,
+            enable_sleep_mode=enable_sleep_mode, tensor_parallel_size=tensor_parallel_size,
+            ranks_per_device=ranks_per_device, on_cpu=not _cuda_available(), engine_kwargs=engine_kwargs,
+        )
         self._vllm = vllm
         self._llm = vllm.LLM(**kwargs)
         self._engine = self._llm.llm_engine
