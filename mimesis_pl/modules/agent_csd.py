@@ -75,9 +75,11 @@ class AgentCSD(AgentGRPO):
                 "(the top-k 'distill' estimator exists in mimesis_pl.rl.losses but needs student top-k log-probs)"
             )
         super().__init__(
-            model_path, lora, optim, ppo_mini_batch_size, micro_batch_size, ppo_epochs, clip_low, clip_high, dual_clip,
-            loss_agg, grad_clip, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size,
-            log_entropy, chat_template=chat_template,
+            model_path=model_path, lora=lora, optim=optim, ppo_mini_batch_size=ppo_mini_batch_size,
+            micro_batch_size=micro_batch_size, ppo_epochs=ppo_epochs, clip_low=clip_low, clip_high=clip_high,
+            dual_clip=dual_clip, loss_agg=loss_agg, grad_clip=grad_clip, gradient_checkpointing=gradient_checkpointing,
+            dtype=dtype, attn_implementation=attn_implementation, trust_remote_code=trust_remote_code,
+            loss_chunk_size=loss_chunk_size, log_entropy=log_entropy, chat_template=chat_template,
         )
         self.save_hyperparameters()
         self.csd_coef = csd_coef

@@ -168,10 +168,10 @@ class AgentGRPO(HFCausalLMModule):
         tok = self.tokenizer
         return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
 
-    def _plan(self, exp) -> list[list[list[int]]]:
+    def _plan(self, n_slots: int, trained: list[int]) -> list[list[list[int]]]:
         share = per_rank_share(self.ppo_mini_batch_size, self._world_size(), "model.init_args.ppo_mini_batch_size")
         return plan_minibatches(
-            len(exp.trajectories), list(exp.trained), share, self.micro_batch_size, epochs=self.ppo_epochs,
+            n_slots, list(trained), share, self.micro_batch_size, epochs=self.ppo_epochs,
             seed=int(self.global_step), pad=self._world_size() > 1,
         )
 
@@ -183,9 +183,19 @@ class AgentGRPO(HFCausalLMModule):
             raise RuntimeError("AgentGRPO needs a RolloutCallback in trainer.callbacks (no experience for this batch)")
         self.experience = None
         metrics = dict(exp.metrics)
-        plan = self._plan(exp)
-        t = exp.tensors
-        response = t["response_mask"][:, 1:].to(self.device).float() if exp.trained else torch.zeros(0, 1, device=self.device)
+        if not self.train_on(exp.tensors, n_slots=len(exp.trajectories), trained=list(exp.trained), metrics=metrics):
+            self._step_without_update(metrics)
+            return
+        self._log(metrics, exp)
+
+    def train_on(self, t: dict[str, torch.Tensor], *, n_slots: int, trained: list[int], metrics: dict[str, float]) -> bool:
+        """One RL step's PPO update on this rank's experience; ``False`` when no rank had anything to train.
+
+        ``t`` holds the collated trained trajectories (row ``k`` is slot ``trained[k]`` of the ``n_slots``
+        this rank rolled out) with their ``advantages``; ``metrics`` receives the update's figures.
+        """
+        plan = self._plan(n_slots, trained)
+        response = t["response_mask"][:, 1:].to(self.device).float() if trained else torch.zeros(0, 1, device=self.device)
         # Global sizes of each mini-batch (response tokens, trajectories) and the number trained
         # everywhere: the loss of a mini-batch is normalised over all ranks, as on one process.
         sizes = torch.zeros(len(plan) + 1, 2, device=self.device)
@@ -193,32 +203,31 @@ class AgentGRPO(HFCausalLMModule):
             rows = [r for mc in micro for r in mc]
             sizes[m, 0] = response[rows].sum() if rows else 0.0
             sizes[m, 1] = len(rows)
-        sizes[-1, 1] = len(exp.trained)
+        sizes[-1, 1] = len(trained)
         sizes = self._all_reduce(sizes)
         if int(sizes[-1, 1]) == 0:
             metrics["train/skipped_empty_batch"] = 1.0
-            self._step_without_update(metrics)
-            return
+            return False
         # On-policy (one epoch, one mini-batch): the old log-probs *are* the first forward's, detached,
         # so the separate no-grad pass is skipped.
         on_policy = self.ppo_epochs == 1 and len(plan) == 1 and not self._has_dropout()
         started = time.perf_counter()
         old = None
         if not on_policy:
-            old = self._old_logprobs(t) if exp.trained else torch.zeros_like(response)
-            if not exp.trained:
+            old = self._old_logprobs(t) if trained else torch.zeros_like(response)
+            if not trained:
                 self._equalize_forwards(0)
         metrics["time/old_logprobs_s"] = time.perf_counter() - started
-        advantages = t["advantages"][:, 1:].to(self.device) if exp.trained else response
+        advantages = t["advantages"][:, 1:].to(self.device) if trained else response
         started = time.perf_counter()
         self.update_policy(t, old, advantages, response, metrics, plan=plan, sizes=sizes)
         metrics["time/update_s"] = time.perf_counter() - started
-        if exp.trained:
+        if trained:
             rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
             used = self._old_used if old is None else old
             mismatch = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
             metrics["train/logprob_mismatch_abs"] = mismatch
-        self._log(metrics, exp)
+        return True
 
     def update_policy(self, t, old, advantages, response, metrics, extra_loss=None, plan=None, sizes=None) -> None:
         """PPO passes over the mini-batches of ``plan``; ``extra_loss(rows, logprobs, width) -> (loss, metrics)``

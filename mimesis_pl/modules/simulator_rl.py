@@ -130,11 +130,14 @@ class SimulatorRL(AgentGRPO):
         trust_remote_code: bool = False,
         loss_chunk_size: int = 4096,
         log_entropy: bool = True,
+        chat_template: str | None = None,
     ) -> None:
         super().__init__(
-            model_path, lora, optim, ppo_mini_batch_size, micro_batch_size, ppo_epochs, clip_low, clip_high,
-            dual_clip, loss_agg, grad_clip, gradient_checkpointing, dtype, attn_implementation, trust_remote_code,
-            loss_chunk_size, log_entropy,
+            model_path=model_path, lora=lora, optim=optim, ppo_mini_batch_size=ppo_mini_batch_size,
+            micro_batch_size=micro_batch_size, ppo_epochs=ppo_epochs, clip_low=clip_low, clip_high=clip_high,
+            dual_clip=dual_clip, loss_agg=loss_agg, grad_clip=grad_clip, gradient_checkpointing=gradient_checkpointing,
+            dtype=dtype, attn_implementation=attn_implementation, trust_remote_code=trust_remote_code,
+            loss_chunk_size=loss_chunk_size, log_entropy=log_entropy, chat_template=chat_template,
         )
         self.save_hyperparameters()
         self.rollout_settings = rollout
@@ -234,15 +237,8 @@ class SimulatorRL(AgentGRPO):
         self._empty_batches = 0
         t = fold_experience(trained, _pad_id(self.tokenizer), norm_by_std=self.norm_by_std, eps=self.eps)
         metrics["train/advantage_abs_mean"] = (t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)).item()
-        response = t["response_mask"][:, 1:].to(self.device).float()
-        on_policy = self.ppo_epochs == 1 and self.ppo_mini_batch_size >= response.shape[0] and not self._has_dropout()
-        old = None if on_policy else self._old_logprobs(t)
-        started = time.perf_counter()
-        self.update_policy(t, old, t["advantages"][:, 1:].to(self.device), response, metrics)
-        metrics["time/update_s"] = time.perf_counter() - started
-        used = self._old_used if old is None else old
-        rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
-        metrics["train/logprob_mismatch_abs"] = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
+        rows = int(t["input_ids"].shape[0])
+        self.train_on(t, n_slots=rows, trained=list(range(rows)), metrics=metrics)
         self.log_dict(metrics, on_step=True, batch_size=len(trained))
 
     def on_train_end(self) -> None:
