@@ -35,7 +35,7 @@ class AgentGRPO(HFCausalLMModule):
         clip_low, clip_high, dual_clip: PPO clipping (dual-clip bounds negative-advantage ratios).
         loss_agg: ``token-mean``, ``seq-mean-token-sum`` or ``seq-mean-token-mean``.
         grad_clip: max gradient norm.
-        log_entropy: compute the policy entropy on response tokens (one extra pass over the head).
+        log_entropy: compute the policy entropy on response tokens (from the same head projection as the log-probs).
     """
 
     def __init__(
@@ -55,7 +55,7 @@ class AgentGRPO(HFCausalLMModule):
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
-        loss_chunk_size: int = 4096,
+        loss_chunk_size: int | None = None,
         log_entropy: bool = True,
     ) -> None:
         super().__init__(
