@@ -3,10 +3,17 @@
     PYTHONPATH=. python bench/gpu_check.py --out gpu_check.jsonl          # on the GPU machine
     PYTHONPATH=. python bench/gpu_check.py --dry-run --out /tmp/dry.jsonl  # tiny shapes on CPU (tests)
 
-Needs only torch, transformers, lightning, peft, torchmetrics, tensorboard, pyarrow (and the
-package's other light dependencies: jsonargparse, aiohttp): run it with ``PYTHONPATH=.`` rather than
-installing the package, whose torch pin would otherwise pull a download. Sections, each in its own
-process with its own time limit (a crash or OOM in one does not lose the others):
+Needs torch, transformers, lightning, peft, torchmetrics, tensorboard, pyarrow, plus the package's
+small pure-Python dependencies the GPU machine lacks (jsonargparse[signatures] for the CLI, aiohttp
+for the shim). Run it with ``PYTHONPATH=.`` rather than installing the package, whose torch pin would
+otherwise pull a download; carry the missing wheels and pass ``--wheels DIR`` (installed with
+``pip install --no-index --find-links DIR``, nothing else). Prepare them where PyPI is reachable with
+the GPU machine's Python version, e.g.::
+
+    pip download -d gpu_wheels --only-binary=:all: --python-version 3.12 \
+        --platform manylinux2014_x86_64 'jsonargparse[signatures]>=4.53' 'aiohttp>=3.10'
+
+Sections, each in its own process with its own time limit (a crash or OOM in one does not lose the others):
 
 * ``sft``: ``bench/bench_sft.py`` at T = 16,384 on a Qwen3-0.6B-shaped model (bf16 autocast, fp32
   master weights, fused AdamW step included): plain HF ``labels=`` vs ``CausalLMSFT``'s default loss,
@@ -32,8 +39,6 @@ import time
 import traceback
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 TOKENIZER_FROM = REPO / "assets" / "tiny-agent"
@@ -46,6 +51,30 @@ SHAPES = {
              "vocab": 2048, "tie": True},
 }
 SECTION_LIMITS_S = {"sft": 230, "grpo": 75, "csd": 90, "fsdp1": 60}  # + ~25 s building the model: < 8 min
+
+
+# import name -> what pip installs for it
+NEEDED = {"jsonargparse": "jsonargparse[signatures]", "docstring_parser": "docstring-parser",
+          "typeshed_client": "typeshed-client", "aiohttp": "aiohttp", "yaml": "pyyaml", "jinja2": "jinja2"}
+
+
+def missing_modules() -> list[str]:
+    import importlib.util
+
+    return [name for name in NEEDED if importlib.util.find_spec(name) is None]
+
+
+def ensure_dependencies(wheels: str | None) -> dict:
+    """Install what is missing from the carried wheel folder (never from an index)."""
+    missing = missing_modules()
+    record = {"section": "dependencies", "missing_before": missing}
+    if missing and wheels:
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--find-links", wheels,
+                               *(NEEDED[m] for m in missing)], capture_output=True, text=True, check=False)
+        record["pip_tail"] = (done.stdout + done.stderr)[-1500:]
+        missing = missing_modules()
+    record.update(ok=not missing, missing=missing)
+    return record
 
 
 def build_model_folder(shape: dict, out: Path, device: str) -> Path:
@@ -73,6 +102,8 @@ def build_model_folder(shape: dict, out: Path, device: str) -> Path:
 
 def cli_config(name: str, model_dir: Path, work: Path, gpu: bool) -> Path:
     """A tiny config of ours, pointed at ``model_dir`` and sized for one quick step; written to ``work``."""
+    import yaml
+
     cfg = yaml.safe_load((REPO / "configs" / "tiny" / f"{name}.yaml").read_text())
     trainer = cfg["trainer"]
     trainer.update(
@@ -173,6 +204,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sft-rounds", type=int, default=None)
     p.add_argument("--sft-steps", type=int, default=None)
     p.add_argument("--sft-variants", nargs="+", default=None)
+    p.add_argument("--wheels", default=None, help="folder of carried wheels for missing pure-Python dependencies")
     p.add_argument("--in-process", action="store_true",
                    help="run the sections in this process (the dry run's default: fewer imports, no time limits)")
     p.add_argument("--section", default=None, help=argparse.SUPPRESS)  # run one section (child process)
@@ -211,6 +243,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp, out.open("a") as sink:
         args.work = tmp
         sink.write(json.dumps(machine(args)) + "\n")
+        deps = ensure_dependencies(args.wheels)
+        sink.write(json.dumps(deps) + "\n")
+        sink.flush()
+        if not deps["ok"]:
+            print(f"missing modules {deps['missing']}: pass --wheels DIR (see the docstring)", file=sys.stderr)
+            return 2
         start = time.perf_counter()
         build_model_folder(SHAPES[args.shape], Path(tmp) / "model", args.device)
         sink.write(json.dumps({"section": "build_model", "ok": True, "seconds": time.perf_counter() - start}) + "\n")

@@ -17,7 +17,7 @@ def test_gpu_check_dry_run_writes_one_ok_record_per_section(tmp_path):
                           timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     records = {r["section"]: r for r in map(json.loads, out.read_text().splitlines())}
-    assert list(records) == ["machine", "build_model", "sft", "grpo", "csd", "fsdp1"]
+    assert list(records) == ["machine", "dependencies", "build_model", "sft", "grpo", "csd", "fsdp1"]
     assert all(r["ok"] for name, r in records.items() if name != "machine")
     sft = records["sft"]
     assert abs(sft["losses"]["sft"] - sft["losses"]["hf"]) < 1e-4  # same loss, two implementations
