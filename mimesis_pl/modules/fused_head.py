@@ -54,7 +54,11 @@ def _chunk_logits(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> t
 
 
 def _normalise_(logits: torch.Tensor, targets: torch.Tensor, want_entropy: bool):
-    """Turn ``logits`` into probabilities in place; return ``(logprob of targets, logsumexp, entropy)``."""
+    """Turn ``logits`` in place into ``exp(logits − max)`` (unnormalised probabilities).
+
+    Returns ``(logprob of targets, logsumexp, entropy or None, row sums [c, 1])``: the caller divides
+    by the row sums only where it needs probabilities, folded into its next in-place pass.
+    """
     picked = logits.gather(-1, targets[:, None]).squeeze(-1)
     top = logits.amax(-1, keepdim=True)
     logits.sub_(top)  # shifted logits x = z - max
@@ -69,13 +73,16 @@ def _normalise_(logits: torch.Tensor, targets: torch.Tensor, want_entropy: bool)
         dot = torch.bmm(logits[:, None, :], shifted[:, :, None]).reshape(-1)
         entropy = total.squeeze(-1).log() - dot / total.squeeze(-1)
         del shifted
-    logits.div_(total)
-    return picked - lse, lse, entropy
+    return picked - lse, lse, entropy, total
 
 
-def _grad_logits_(probs: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    """In place: ``probs [c, V]`` → ``d(Σ scale_i · log p_i(t_i)) / d logits = scale_i · (onehot(t_i) − p_i)``."""
-    probs.mul_(-scale[:, None])
+def _grad_logits_(probs: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor, total: torch.Tensor | None = None):
+    """In place: ``probs [c, V]`` → ``d(Σ scale_i · log p_i(t_i)) / d logits = scale_i · (onehot(t_i) − p_i)``.
+
+    With ``total`` the input is unnormalised (``p · total``) and the division joins the same pass.
+    """
+    factor = -scale[:, None] if total is None else -scale[:, None] / total
+    probs.mul_(factor)
     probs.scatter_add_(-1, targets[:, None], scale[:, None])
     return probs
 
@@ -147,7 +154,7 @@ class LinearTokenLogprobs(torch.autograd.Function):
             for start in range(0, n, chunk_size):
                 stop = min(n, start + chunk_size)
                 logits = _chunk_logits(hidden[start:stop].to(cdtype), w, b)
-                lp, z, ent = _normalise_(logits, targets[start:stop], want_entropy)
+                lp, z, ent, _ = _normalise_(logits, targets[start:stop], want_entropy)
                 logprobs[start:stop], lse[start:stop] = lp, z
                 if want_entropy:
                     entropy[start:stop] = ent
@@ -206,9 +213,9 @@ class LinearWeightedLogprobSum(torch.autograd.Function):
                 stop = min(n, start + chunk_size)
                 h = hidden[start:stop].to(cdtype)
                 logits = _chunk_logits(h, w, b)
-                logprobs[start:stop], _, _ = _normalise_(logits, targets[start:stop], False)
+                logprobs[start:stop], _, _, total = _normalise_(logits, targets[start:stop], False)
                 if flags.any:
-                    g = _grad_logits_(logits, targets[start:stop], scale[start:stop])
+                    g = _grad_logits_(logits, targets[start:stop], scale[start:stop], total)
                     _backward_chunk(g, h, w, flags, grads, start, stop, cdtype)
                 del logits
         ctx.grads = grads
