@@ -1,12 +1,13 @@
 """CSD vs GRPO on the identical tiny workload, and teacher-row memory vs the reference's fixed layout.
 
-    python bench/bench_csd.py [--episodes 16] [--steps 5]
+    python bench/bench_csd.py [--episodes 16] [--steps 3] [--rounds 4]
 
 One set of real rollouts (tiny agent, built-in gyms, scripted users) and one set of scripted-coach
-notes are made once; then AgentGRPO and AgentCSD each run ``--steps`` optimiser steps on that same
-experience inside a real Lightning Trainer. Printed: median step time of each and the ratio
-CSD / GRPO (goal <= 1.25), and the bytes of teacher rows per trajectory (real + placebo, packed)
-against the reference's 2 × 32 × 10368 int32 block.
+notes are made once; then AgentGRPO, AgentCSD (``prefix_cache``) and AgentCSD (``packed``) each run
+``--steps`` optimiser steps on that same experience inside a real Lightning Trainer, in alternating
+rounds (``rounds.py``). Printed: each variant's per-round median step time, the per-round ratios
+CSD / GRPO as min / median / max (goal <= 1.25), and the bytes of teacher rows per trajectory
+(real + placebo, packed) against the reference's 2 × 32 × 10368 int32 block.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import time
 from pathlib import Path
 
 import lightning.pytorch as pl
+from rounds import Rounds
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.csd import ScriptedCoach, coach_batch
 from mimesis_pl.data.prompts import GymPromptDataModule, read_prompt_rows
 from mimesis_pl.envs import EnvironmentManager, GymTask
@@ -31,7 +34,6 @@ from mimesis_pl.rollout.callbacks import RolloutCallback
 from mimesis_pl.rollout.coach_callback import TeacherBatch
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
-from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.users.scripted import ScriptedUser
 
 REFERENCE_BYTES = 2 * 32 * 10368 * 4
@@ -69,7 +71,7 @@ def make_experience(model_path: str, n_episodes: int):
     trajs, notes, counts = asyncio.run(run())
     exp = RolloutCallback().build_experience(trajs, pad_id=tok.pad_token_id)
     renderer = ChatRenderer(tok)
-    render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})  # noqa: E731
+    render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})
     pool = PlaceboPool(min_size=1)
     for (i, _), note in notes.items():
         pool.add(note, trajs[i].group_id + "-pool", "other-task")  # a pool of earlier notes
@@ -100,24 +102,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="assets/tiny-agent")
     parser.add_argument("--episodes", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round (after one warm-up)")
+    parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
     exp, counts, tok = make_experience(args.model, args.episodes)
-    kwargs = dict(ppo_mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False)  # one optimiser step
-    grpo, csd, packed = [], [], []
-    for _ in range(2):  # interleave to spread machine noise over both
-        grpo += run(AgentGRPO(args.model, **kwargs), exp, args.steps)
-        csd += run(AgentCSD(args.model, **kwargs), exp, args.steps)
-        packed += run(AgentCSD(args.model, teacher_mode="packed", **kwargs), exp, args.steps)
-    g, c, p = statistics.median(grpo), statistics.median(csd), statistics.median(packed)
+    kwargs = {"ppo_mini_batch_size": len(exp.trajectories), "micro_batch_size": 4, "log_entropy": False}
+    modules = {
+        "grpo": lambda: AgentGRPO(args.model, **kwargs),
+        "csd_prefix_cache": lambda: AgentCSD(args.model, **kwargs),
+        "csd_packed": lambda: AgentCSD(args.model, teacher_mode="packed", **kwargs),
+    }
+    rounds = Rounds(list(modules), args.rounds)
+    for variant in rounds:
+        rounds.record(variant, step_ms=statistics.median(run(modules[variant](), exp, args.steps)) * 1e3)
     n = len(exp.trained)
     real = pack_teacher_rows(exp.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     plac = pack_teacher_rows(exp.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
     print(f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo")
-    print(f"GRPO step (median of {len(grpo)}): {g * 1e3:8.1f} ms")
-    print(f"CSD  step (median of {len(csd)}): {c * 1e3:8.1f} ms   ratio CSD/GRPO {c / g:.2f}   (teacher_mode=prefix_cache)")
-    print(f"CSD  step (median of {len(packed)}): {p * 1e3:8.1f} ms   ratio CSD/GRPO {p / g:.2f}   (teacher_mode=packed)")
+    rounds.print_table("step_ms", "{:.1f}")
+    rounds.print_ratio("csd_prefix_cache", "grpo", "step_ms")
+    rounds.print_ratio("csd_packed", "grpo", "step_ms")
     print(f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
           f"   ({REFERENCE_BYTES / (row_bytes / n):.0f}x less)")
 

@@ -4,7 +4,8 @@
 temperature 1 with per-request seeds and the end-of-turn id as stop id. "batched" sends all 64 at
 once (the engine folds them into ``ceil(64 / max_batch_size)`` ``generate`` calls); "sequential"
 awaits each request before sending the next, as a loop without batching would. Rounds alternate
-so machine noise hits both sides alike; the median of the rounds is printed, with the ratio.
+(``rounds.py``) so machine noise hits both sides alike; printed are each side's tok/s and the
+per-round ratio batched/sequential as min / median / max.
 ``--vllm`` adds VLLMEngine (in-process, fp32, eager) on the same requests when vLLM is installed.
 
     python bench/bench_engines.py                    # about half a minute on 2 cores
@@ -26,11 +27,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+import torch
+from rounds import Rounds
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mimesis_pl.chat import ChatRenderer  # noqa: E402
-from mimesis_pl.rollout.engines import HFEngine, SamplingParams  # noqa: E402
+from mimesis_pl.chat import ChatRenderer
+from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 
 TINY = REPO / "assets" / "tiny-qwen3"
 TOPICS = [
@@ -95,19 +97,15 @@ def main() -> None:
     )
 
     timed(batched, engine, requests[:4])  # warm-up: first-call allocations and kernel selection
-    rates: dict[str, list[float]] = {"batched": [], "sequential": []}
-    batches = []
-    for _ in range(args.rounds):
-        for name, fn in (("batched", batched), ("sequential", sequential)):
-            before = engine.batches_run
-            seconds, tokens = timed(fn, engine, requests)
-            rates[name].append(tokens / seconds)
-            if name == "batched":
-                batches.append(engine.batches_run - before)
-    b, s = statistics.median(rates["batched"]), statistics.median(rates["sequential"])
-    print(f"HFEngine batched    : {b:9.0f} tok/s  (median of {args.rounds}; {batches[0]} generate call(s) per round)")
-    print(f"HFEngine sequential : {s:9.0f} tok/s  (median of {args.rounds}; {args.requests} generate calls per round)")
-    print(f"ratio batched/sequential: {b / s:.1f}x")
+    fns = {"batched": batched, "sequential": sequential}
+    rounds = Rounds(list(fns), args.rounds)
+    for name in rounds:
+        before = engine.batches_run
+        seconds, tokens = timed(fns[name], engine, requests)
+        rounds.record(name, tok_per_s=tokens / seconds, generate_calls=engine.batches_run - before)
+    rounds.print_table("tok_per_s", "{:.0f}")
+    rounds.print_table("generate_calls", "{:.0f}")
+    rounds.print_ratio("batched", "sequential", "tok_per_s", better="higher")
 
     if args.vllm:
         measure_vllm(requests, args.rounds)
@@ -122,10 +120,9 @@ def measure_vllm(requests, rounds: int) -> None:
     engine = VLLMEngine(TINY, dtype="float32", max_model_len=1024, kv_cache_memory_bytes=64 << 20, enforce_eager=True)
     try:
         timed(batched, engine, requests[:4])
-        rate = statistics.median(
-            tokens / seconds for seconds, tokens in (timed(batched, engine, requests) for _ in range(rounds))
-        )
-        print(f"VLLMEngine concurrent: {rate:9.0f} tok/s  (median of {rounds})")
+        rates = [tokens / seconds for seconds, tokens in (timed(batched, engine, requests) for _ in range(rounds))]
+        print(f"VLLMEngine concurrent: {statistics.median(rates):9.0f} tok/s  (median of {rounds}; "
+              f"min {min(rates):.0f}, max {max(rates):.0f})")
     finally:
         engine.close()
 

@@ -53,6 +53,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import lightning.pytorch as pl
 import torch
 import transformers
+from rounds import ratio_stats
 from torch.utils.data import DataLoader
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -320,6 +321,19 @@ def intervals(clock: PhaseClock) -> list[float]:
     return [b - a for a, b in itertools.pairwise(ends) if not (math.isnan(a) or math.isnan(b))]  # NaN: a new round
 
 
+def per_round_step_medians(clock: PhaseClock) -> list[float]:
+    """The median step interval of each round (rounds are separated by NaN marks)."""
+    medians, current = [], []
+    for a, b in itertools.pairwise([*clock.step_ends, float("nan")]):
+        if math.isnan(b):
+            if current:
+                medians.append(statistics.median(current))
+            current = []
+        elif not math.isnan(a):
+            current.append(b - a)
+    return medians
+
+
 def timed_only(values: list[float], per_round: int) -> list[float]:
     """Per-step values without the warm-up step (the first) of every round."""
     return [v for i, v in enumerate(values) if i % per_round != 0]
@@ -369,6 +383,8 @@ def report(ours: PhaseClock, trl: PhaseClock, args) -> None:
         f"ratio ours/TRL of the median step time: {o['step'] / t['step']:.2f}  (goal <= 1.0; "
         f"{o['timed_steps']} and {t['timed_steps']} timed steps over {args.rounds} interleaved rounds)"
     )
+    lo, mid, hi = ratio_stats(per_round_step_medians(ours), per_round_step_medians(trl))
+    print(f"per-round ratio ours/TRL of the median step time: min {lo:.2f}  median {mid:.2f}  max {hi:.2f}")
 
 
 def main() -> None:

@@ -5,6 +5,9 @@ Run: python bench/bench_rl_math.py [--batch 512] [--response 8192] [--prompt 115
 
 Shapes follow the reference run: 512 trajectories per step, 8192 response tokens, 16 assistant turns,
 groups of 8; CSD notes on 4 turns per trajectory (2048 teacher rows of up to ~9.4k tokens).
+Single functions print min / median / max over ``--repeats`` calls; the one comparison (teacher
+gather over the ``logits_to_keep`` window vs over full rows) runs both in alternating rounds
+(``rounds.py``) and prints the per-round ratio as min / median / max.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import statistics
 import time
 
 import torch
+from rounds import Rounds
 
 from mimesis_pl.rl import (
     TurnSpan,
@@ -27,17 +31,20 @@ from mimesis_pl.rl import (
 
 
 def timed(fn, repeats: int) -> tuple[str, object]:
-    """Wall time over `repeats` calls after one warm-up call, as 'median (min)' ms, and the last result.
-
-    The minimum is reported too because shared CPUs make the median noisy.
-    """
+    """Wall time over `repeats` calls after one warm-up call, as 'min / median / max' ms, and the last result."""
     result = fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         result = fn()
         times.append((time.perf_counter() - start) * 1e3)
-    return f"{statistics.median(times):.1f} ms median, {min(times):.1f} ms min over {repeats}", result
+    return f"{min(times):.1f} / {statistics.median(times):.1f} / {max(times):.1f} ms (min / median / max of {repeats})", result
+
+
+def once_ms(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
 
 
 def random_layout(gen: torch.Generator, prompt: int, response: int, turns: int) -> list[TurnSpan]:
@@ -95,11 +102,19 @@ def main() -> None:
     print(f"pack_teacher_rows -> [{rows}, {width}] (no empty rows): {took_pack}")
     keep = teacher_logits_to_keep(packed)
     token_logprobs = -torch.rand(rows, keep, generator=gen)
-    took_gather, teacher = timed(lambda: gather_teacher_logprobs(token_logprobs, packed), args.repeats)
-    print(f"gather_teacher_logprobs [{rows}, {keep}] (logits_to_keep window) -> [{B}, {L}]: {took_gather}")
     full_window = -torch.rand(rows, width, generator=gen)
-    took_full, _ = timed(lambda: gather_teacher_logprobs(full_window, packed), args.repeats)
-    print(f"gather_teacher_logprobs [{rows}, {width}] (full rows) -> [{B}, {L}]: {took_full}")
+    gathers = {
+        "window": lambda: gather_teacher_logprobs(token_logprobs, packed),
+        "full_rows": lambda: gather_teacher_logprobs(full_window, packed),
+    }
+    teacher = gathers["window"]()
+    gathers["full_rows"]()  # warm-up
+    rounds = Rounds(list(gathers), args.repeats)
+    for variant in rounds:
+        rounds.record(variant, ms=once_ms(gathers[variant]))
+    print(f"gather_teacher_logprobs -> [{B}, {L}]: window [{rows}, {keep}] vs full rows [{rows}, {width}]")
+    rounds.print_table("ms", "{:.1f}")
+    rounds.print_ratio("window", "full_rows", "ms")
     print(f"masked tokens: {int(packed.teacher_mask.sum())} of {B * L}; advantages finite: "
           f"{bool(torch.isfinite(adv).all())}; teacher finite: {bool(torch.isfinite(teacher).all())}")
 

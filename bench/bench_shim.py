@@ -4,7 +4,7 @@ Three processes on loopback, as in deployment: a scripted OpenAI-compatible upst
 once with a ``<think>`` block), the shim started through its CLI (``python -m mimesis_pl.shim``),
 and this client. For 1 and 64 concurrent episodes it sends the same requests straight to the
 upstream and through the shim, in alternating rounds so drift hits both sides alike, and prints
-p50/p95 of each and their difference. Then it pushes ``--episodes`` episodes through a shim with
+p50/p95 of each, their difference, and the per-round p50 ratio shim/direct as min / median / max. Then it pushes ``--episodes`` episodes through a shim with
 ``--max-episodes`` and reports the shim's RSS and the store's tracemalloc size.
 
     python bench/bench_shim.py                 # full run (about a minute on 2 cores)
@@ -27,11 +27,12 @@ from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+from rounds import ratio_stats
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mimesis_pl.shim.store import PrivilegedStore, StoreLimits  # noqa: E402
+from mimesis_pl.shim.store import PrivilegedStore, StoreLimits
 
 REASONING = "The user wants a refund but will not say so until asked twice. " * 6  # ~390 chars
 PUBLIC = "Hi, I bought a kettle last week and it stopped working. What can I do?"
@@ -71,7 +72,7 @@ def serve_upstream(delay_s: float) -> None:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - bench-only convenience
+        port = site._server.sockets[0].getsockname()[1]
         print(f"http://127.0.0.1:{port}/v1", flush=True)
         await asyncio.Event().wait()
 
@@ -151,6 +152,7 @@ async def latency(upstream_url: str, shim_url: str, requests: int, rounds: int) 
             await run_load(session, lambda e: direct_url, concurrency, 2)
             await run_load(session, lambda e: f"{shim_url}/ep/warm-{e}/v1/chat/completions", concurrency, 2)
             got: dict[str, list[float]] = {"direct": [], "shim": []}
+            round_p50: dict[str, list[float]] = {"direct": [], "shim": []}
             wall = {"direct": 0.0, "shim": 0.0}
             for r in range(rounds):
                 for target in ("direct", "shim") if r % 2 == 0 else ("shim", "direct"):
@@ -160,8 +162,10 @@ async def latency(upstream_url: str, shim_url: str, requests: int, rounds: int) 
                         return direct_url if target == "direct" else f"{prefix}-{e}/v1/chat/completions"
 
                     t0 = time.perf_counter()
-                    got[target] += await run_load(session, url_for, concurrency, per_worker, ep_base=r * 1000)
+                    values = await run_load(session, url_for, concurrency, per_worker, ep_base=r * 1000)
                     wall[target] += time.perf_counter() - t0
+                    got[target] += values
+                    round_p50[target].append(pct(values, 50))
             for target in ("direct", "shim"):
                 values = got[target]
                 print(
@@ -172,6 +176,8 @@ async def latency(upstream_url: str, shim_url: str, requests: int, rounds: int) 
                 f"{concurrency:>8} {'added':>7} {'':>6} {pct(got['shim'], 50) - pct(got['direct'], 50):>+8.2f} "
                 f"{pct(got['shim'], 95) - pct(got['direct'], 95):>+8.2f}"
             )
+            lo, mid, hi = ratio_stats(round_p50["shim"], round_p50["direct"])
+            print(f"{concurrency:>8} per-round p50 ratio shim/direct: min {lo:.2f}  median {mid:.2f}  max {hi:.2f}")
 
 
 async def fill(shim_url: str, episodes: int, turns: int) -> float:
@@ -212,7 +218,7 @@ def store_tracemalloc(episodes: int, turns: int, max_episodes: int) -> float:
     for e in range(episodes):
         for _ in range(turns):
             # Fresh string objects, as the server makes them from each decoded reply.
-            store.append(f"ep-{e}", reasoning="".join([REASONING]), public="".join([PUBLIC]), finish_reason="stop")
+            store.append(f"ep-{e}", reasoning="".join([REASONING]), public="".join([PUBLIC]), finish_reason="stop")  # noqa: FLY002
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     return used / 2**20

@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 
 from ..chat import ChatRenderer, load_chat_template, load_tokenizer, use_chat_template
 from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, check_batch_size, collate_padded
+from .streaming import StreamingSFTBatches
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         on_bad_sample: ``"skip"`` counts and logs bad rows; ``"raise"`` stops at the first one.
         drop_trailing_context: drop messages after the last trained one (they train nothing).
         seed: data order seed.
+        streaming: read and render conversations lazily while training instead of all at set-up
+            (memory flat in data-set size; an endless stream, so set ``trainer.max_steps``); see
+            :mod:`~mimesis_pl.data.streaming` for the order, sharding, bucketing and resume.
+        shuffle_window: with ``streaming``, conversations per shard rendered, length-bucketed and
+            shuffled together (memory: one window per worker).
     """
 
     def __init__(
@@ -88,6 +94,8 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         drop_trailing_context: bool = True,
         seed: int = 0,
         num_workers: int = 0,
+        streaming: bool = False,
+        shuffle_window: int = 4096,
     ) -> None:
         super().__init__()
         if not 0.0 <= val_fraction < 1.0:
@@ -109,6 +117,8 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         self.drop_trailing_context = drop_trailing_context
         self.seed = seed
         self.num_workers = num_workers
+        self.streaming = streaming
+        self.shuffle_window = shuffle_window
         self.tokenizer = None
         self.stats: Counter = Counter()
         self.skip_examples: list[str] = []
@@ -152,43 +162,19 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     # -- set-up ----------------------------------------------------------------------------------
 
     def setup(self, stage: str | None = None) -> None:
+        if self.streaming:
+            # Nothing is read here: the train stream renders lazily, validation on first use.
+            self.stats = Counter({"streaming": 1})
+            return
         if self.train_samples or self.val_samples:
             return
         self._load_tokenizer()  # once, before the per-row error handling: a missing tokenizer is one error
         truncation = TruncationStats()
         stats: Counter = Counter()
         for conv in self.iter_conversations():
-            if isinstance(conv, BadSample):  # a row the reader could not turn into messages
-                self._skip(stats, conv.reason, conv)
-                continue
-            stats["conversations"] += 1
-            if conv.source is not None:
-                stats[f"source/{conv.source}"] += 1
-            messages = conv.messages
-            if self.drop_trailing_context:
-                keep = len(messages)
-                while keep > 0 and isinstance(messages[keep - 1], dict) and messages[keep - 1].get("role") not in self.train_roles:
-                    keep -= 1
-                if 0 < keep < len(messages):
-                    stats["trailing_context_dropped"] += 1
-                    messages = messages[:keep]
-            try:
-                rendered = self.renderer(conv.tools).render(messages, sample=conv.sample_id)
-                ids, mask = apply_length_limits(
-                    rendered.input_ids, rendered.loss_mask, self.limits, truncation, sample=conv.sample_id
-                )
-            except SampleTooLong as err:
-                self._skip(stats, "too_long", err)
-                continue
-            except ValueError as err:
-                self._skip(stats, "render_error", err)
-                continue
-            if not any(mask):
-                self._skip(stats, "no_trained_tokens", BadSample(f"sample {conv.sample_id}: no trained tokens left"))
-                continue
-            sample = {"input_ids": ids, "loss_mask": mask, "sample_id": conv.sample_id}
-            is_val = conv.split == "val" if conv.split is not None else self._is_val(conv.sample_id)
-            (self.val_samples if is_val else self.train_samples).append(sample)
+            sample = self._prepare(conv, stats, truncation)
+            if sample is not None:
+                (self.train_samples if self._is_train(conv) else self.val_samples).append(sample)
         stats.update(truncation.counts)
         stats["train_samples"] = len(self.train_samples)
         stats["val_samples"] = len(self.val_samples)
@@ -206,6 +192,44 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             return "every sample went to validation (lower val_fraction)"
         return f"no rows were read: the data files {getattr(self, 'files', '')} hold no conversations (empty?)"
 
+    def _prepare(self, conv: Conversation | BadSample, stats: Counter, truncation: TruncationStats | None = None):
+        """One conversation → ``{"input_ids", "loss_mask", "sample_id"}``, or ``None`` (skip counted in ``stats``)."""
+        truncation = truncation if truncation is not None else TruncationStats()
+        if isinstance(conv, BadSample):  # a row the reader could not turn into messages
+            self._skip(stats, conv.reason, conv)
+            return None
+        stats["conversations"] += 1
+        if conv.source is not None:
+            stats[f"source/{conv.source}"] += 1
+        messages = conv.messages
+        if self.drop_trailing_context:
+            keep = len(messages)
+            while keep > 0 and isinstance(messages[keep - 1], dict) and messages[keep - 1].get("role") not in self.train_roles:
+                keep -= 1
+            if 0 < keep < len(messages):
+                stats["trailing_context_dropped"] += 1
+                messages = messages[:keep]
+        try:
+            rendered = self.renderer(conv.tools).render(messages, sample=conv.sample_id)
+            ids, mask = apply_length_limits(
+                rendered.input_ids, rendered.loss_mask, self.limits, truncation, sample=conv.sample_id
+            )
+        except SampleTooLong as err:
+            self._skip(stats, "too_long", err)
+            return None
+        except ValueError as err:
+            self._skip(stats, "render_error", err)
+            return None
+        if not any(mask):
+            self._skip(stats, "no_trained_tokens", BadSample(f"sample {conv.sample_id}: no trained tokens left"))
+            return None
+        return {"input_ids": ids, "loss_mask": mask, "sample_id": conv.sample_id}
+
+    def _is_train(self, conv: Conversation | BadSample) -> bool:
+        if isinstance(conv, BadSample):
+            return True  # counted (or raised) by the train stream, once
+        return not (conv.split == "val" if conv.split is not None else self._is_val(conv.sample_id))
+
     def _skip(self, stats: Counter, reason: str, err: Exception) -> None:
         if self.on_bad_sample == "raise":
             raise err
@@ -221,6 +245,15 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
 
     def preview(self, n: int) -> list[dict[str, Any]]:
         """The first ``n`` rendered samples in source order (train, then validation)."""
+        if self.streaming:
+            out: list[dict[str, Any]] = []
+            for conv in self.iter_conversations():
+                sample = self._prepare(conv, Counter())
+                if sample is not None:
+                    out.append(sample)
+                if len(out) >= n:
+                    break
+            return out
         return (self.train_samples + self.val_samples)[:n]
 
     # -- loaders ---------------------------------------------------------------------------------
@@ -244,12 +277,35 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             )
         return self._train_sampler
 
+    def train_stream(self) -> StreamingSFTBatches:
+        if self._train_sampler is None:
+            rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
+            self._load_tokenizer()
+            self._install_sampler(
+                StreamingSFTBatches(
+                    self.iter_conversations, self._prepare, self._is_train, self._collate(),
+                    batch_size=self.batch_size, max_tokens=self.max_tokens_per_batch,
+                    shuffle_window=self.shuffle_window, seed=self.seed, rank=rank, world_size=world,
+                )
+            )
+        return self._train_sampler
+
     def train_dataloader(self) -> DataLoader:
+        if self.streaming:
+            # batch_size=None: the stream yields collated batches; workers share nothing but the seed
+            return DataLoader(self.train_stream(), batch_size=None, num_workers=self.num_workers)
         return DataLoader(
             self.train_samples, batch_sampler=self.train_sampler(), collate_fn=self._collate(), num_workers=self.num_workers
         )
 
     def val_dataloader(self) -> DataLoader | list:
+        if self.streaming and not self.val_samples:
+            # Validation sets are small: render them (only them) on first use, every rank in full.
+            self.val_samples = [
+                sample for conv in self.iter_conversations() if not self._is_train(conv)
+                if (sample := self._prepare(conv, self.stats)) is not None
+            ]
+            self.stats["val_samples"] = len(self.val_samples)
         if not self.val_samples:
             return []
         sampler = ResumableBucketBatchSampler(

@@ -56,7 +56,7 @@ class AgentCSD(AgentGRPO):
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
-        loss_chunk_size: int = 4096,
+        loss_chunk_size: int | None = None,
         log_entropy: bool = True,
         csd_coef: float = 0.01,
         estimator: str = "sdar",

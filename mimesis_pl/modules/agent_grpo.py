@@ -41,7 +41,7 @@ class AgentGRPO(HFCausalLMModule):
         clip_low, clip_high, dual_clip: PPO clipping (dual-clip bounds negative-advantage ratios).
         loss_agg: ``token-mean``, ``seq-mean-token-sum`` or ``seq-mean-token-mean``.
         grad_clip: max gradient norm.
-        log_entropy: compute the policy entropy on response tokens (one extra pass over the head).
+        log_entropy: compute the policy entropy on response tokens (from the same head projection as the log-probs).
         chat_template: the template rollouts render with and the export carries: a name shipped in
             ``mimesis_pl/chat/templates/`` or a ``.jinja`` path; ``None`` keeps the tokenizer's own.
     """
@@ -63,7 +63,7 @@ class AgentGRPO(HFCausalLMModule):
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
-        loss_chunk_size: int = 4096,
+        loss_chunk_size: int | None = None,
         log_entropy: bool = True,
         chat_template: str | None = None,
     ) -> None:

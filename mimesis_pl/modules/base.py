@@ -23,7 +23,7 @@ class HFCausalLMModule(pl.LightningModule):
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
-        loss_chunk_size: int = 4096,
+        loss_chunk_size: int | None = None,
     ) -> None:
         super().__init__()
         self.model_path = check_model_path(model_path, "model.init_args.model_path")

@@ -10,7 +10,7 @@ import torch
 from ..metrics.lm import TokenPerplexity
 from .base import HFCausalLMModule
 from .settings import LoraSettings, OptimSettings
-from .token_ops import model_token_logprobs
+from .token_ops import model_weighted_logprob_sum
 
 
 class CausalLMSFT(HFCausalLMModule):
@@ -28,7 +28,9 @@ class CausalLMSFT(HFCausalLMModule):
         dtype: storage dtype of the weights (``None`` = float32 master weights; use the Trainer's
             ``precision: bf16-mixed`` for bf16 compute).
         attn_implementation: passed to ``from_pretrained`` (``sdpa``, ``flash_attention_2``, ...).
-        loss_chunk_size: positions projected to the vocabulary at once (bounds logits memory).
+        loss_chunk_size: positions projected to the vocabulary at once (bounds logits memory);
+            ``None`` sizes it from the vocabulary so one float32 ``[chunk, V]`` buffer is ~256 MiB
+            (384 positions for a 151,936-token vocabulary). See :mod:`~mimesis_pl.modules.fused_head`.
     """
 
     def __init__(
@@ -40,7 +42,7 @@ class CausalLMSFT(HFCausalLMModule):
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
-        loss_chunk_size: int = 4096,
+        loss_chunk_size: int | None = None,
     ) -> None:
         super().__init__(
             model_path, lora, optim, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size
@@ -53,13 +55,16 @@ class CausalLMSFT(HFCausalLMModule):
     # -- steps -------------------------------------------------------------------------------------
 
     def _nll(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        logprobs = model_token_logprobs(
-            self.model, batch["input_ids"], batch["attention_mask"], batch.get("position_ids"), self.loss_chunk_size
-        )
-        mask = batch["loss_mask"][:, 1:].to(logprobs.dtype)
-        nll_sum = -(logprobs * mask).sum()
+        # Only trained positions reach the vocabulary projection, and its gradient is formed in the
+        # forward (fused head): as many projections as HF's labels= path, one [chunk, V] buffer.
+        mask = batch["loss_mask"][:, 1:].float()
         n_tokens = mask.sum()
-        return nll_sum / n_tokens.clamp(min=1), nll_sum, n_tokens
+        weighted, _ = model_weighted_logprob_sum(
+            self.model, batch["input_ids"], mask / n_tokens.clamp(min=1), batch["attention_mask"],
+            batch.get("position_ids"), self.loss_chunk_size,
+        )
+        loss = -weighted
+        return loss, loss.detach() * n_tokens, n_tokens
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss, nll_sum, n_tokens = self._nll(batch)

@@ -128,7 +128,7 @@ class SimulatorRL(AgentGRPO):
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
-        loss_chunk_size: int = 4096,
+        loss_chunk_size: int | None = None,
         log_entropy: bool = True,
         chat_template: str | None = None,
     ) -> None:

@@ -1,32 +1,36 @@
 """Next-token log-probabilities without materialising full-vocabulary logits for the whole batch.
 
 For a 150k-token vocabulary the ``[B, T, V]`` float32 logits dominate training memory. Here the
-final hidden states are projected chunk by chunk, each chunk under activation checkpointing, so at
-most ``chunk_size × V`` logits live at once in the forward *and* the backward pass.
+final hidden states are projected chunk by chunk through the fused head of :mod:`.fused_head`, so at
+most one ``chunk_size × V`` float32 buffer lives at once in the forward *and* the backward pass.
+``chunk_size=None`` sizes the chunk from the vocabulary (:func:`~.fused_head.auto_chunk_size`).
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
+
+from .fused_head import (
+    auto_chunk_size,
+    linear_token_logprobs,
+    linear_weighted_logprob_sum,
+)
 
 
-def _chunk_logprobs(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor):
-    logits = F.linear(hidden, weight, bias).float()
-    logz = torch.logsumexp(logits, dim=-1)
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return picked - logz
+def _head_params(lm_head: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return lm_head.weight, getattr(lm_head, "bias", None)
 
 
-def _chunk_entropy(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):
-    logits = F.linear(hidden, weight, bias).float()
-    logp = logits.log_softmax(-1)
-    return -(logp.exp() * logp).sum(-1)
+def _chunk(chunk_size: int | None, weight: torch.Tensor) -> int:
+    if chunk_size is None:
+        return auto_chunk_size(weight.shape[0])
+    if chunk_size < 1:
+        raise ValueError(f"loss_chunk_size must be >= 1 or null (sized from the vocabulary), got {chunk_size}")
+    return chunk_size
 
 
 def chunked_token_logprobs(
-    hidden: torch.Tensor, lm_head: torch.nn.Linear, targets: torch.Tensor, chunk_size: int = 4096
+    hidden: torch.Tensor, lm_head: torch.nn.Linear, targets: torch.Tensor, chunk_size: int | None = None
 ) -> torch.Tensor:
     """Log-probability of each target token.
 
@@ -34,31 +38,26 @@ def chunked_token_logprobs(
         hidden: ``[B, T, H]`` final hidden states (any float dtype).
         lm_head: the output projection (``weight [V, H]``).
         targets: ``[B, T]`` long, the token whose probability each position predicts.
-        chunk_size: positions projected at once.
+        chunk_size: positions projected at once (``None``: sized from the vocabulary).
 
     Returns:
         ``[B, T]`` float32 log-probabilities.
     """
-    flat_h = hidden.reshape(-1, hidden.shape[-1])
-    flat_t = targets.reshape(-1)
-    weight, bias = lm_head.weight, getattr(lm_head, "bias", None)
-    pieces = []
-    for start in range(0, flat_h.shape[0], chunk_size):
-        h, t = flat_h[start : start + chunk_size], flat_t[start : start + chunk_size]
-        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
-            pieces.append(checkpoint(_chunk_logprobs, h, weight, bias, t, use_reentrant=False))
-        else:
-            pieces.append(_chunk_logprobs(h, weight, bias, t))
-    return torch.cat(pieces).view(targets.shape)
+    weight, bias = _head_params(lm_head)
+    flat = linear_token_logprobs(
+        hidden.reshape(-1, hidden.shape[-1]), weight, bias, targets.reshape(-1), _chunk(chunk_size, weight)
+    )
+    return flat.view(targets.shape)
 
 
 @torch.no_grad()
-def chunked_token_entropy(hidden: torch.Tensor, lm_head: torch.nn.Linear, chunk_size: int = 4096) -> torch.Tensor:
+def chunked_token_entropy(hidden: torch.Tensor, lm_head: torch.nn.Linear, chunk_size: int | None = None) -> torch.Tensor:
     """``[B, T]`` float32 entropy of the next-token distribution at each position (no gradient)."""
+    weight, bias = _head_params(lm_head)
     flat_h = hidden.reshape(-1, hidden.shape[-1])
-    weight, bias = lm_head.weight, getattr(lm_head, "bias", None)
-    pieces = [_chunk_entropy(flat_h[s : s + chunk_size], weight, bias) for s in range(0, flat_h.shape[0], chunk_size)]
-    return torch.cat(pieces).view(hidden.shape[:-1])
+    dummy = torch.zeros(flat_h.shape[0], dtype=torch.long, device=flat_h.device)
+    _, entropy = linear_token_logprobs(flat_h, weight, bias, dummy, _chunk(chunk_size, weight), return_entropy=True)
+    return entropy.view(hidden.shape[:-1])
 
 
 def model_token_logprobs(
@@ -66,7 +65,7 @@ def model_token_logprobs(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor | None = None,
     position_ids: torch.Tensor | None = None,
-    chunk_size: int = 4096,
+    chunk_size: int | None = None,
     return_hidden: bool = False,
     target_mask: torch.Tensor | None = None,
     return_entropy: bool = False,
@@ -74,39 +73,78 @@ def model_token_logprobs(
     """Log-prob of ``input_ids[:, 1:]`` under a HF causal LM (or a peft wrapper of one).
 
     Args:
+        chunk_size: positions projected to the vocabulary at once (``None``: sized from the vocabulary).
         target_mask: ``[B, T-1]``; when given, only these positions are projected to the vocabulary
             (the rest of the output is 0). RL batches are mostly prompt and tool tokens, so this
             skips most of the head's work.
-        return_entropy: also return the next-token entropy ``[B, T-1]`` (no gradient) at the same positions.
+        return_entropy: also return the next-token entropy ``[B, T-1]`` (no gradient) at the same
+            positions, computed from the same projection as the log-probs.
 
     Returns ``logprobs [B, T-1]`` float32 (position ``i`` scores token ``i + 1``), then the final hidden
     states ``[B, T, H]`` when ``return_hidden`` and the entropy when ``return_entropy``.
     """
     if _is_sharded(model):
         return _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy)
-    decoder = model.get_decoder()
-    out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
-    hidden = out.last_hidden_state
-    head = model.get_output_embeddings()
-    predicting, targets = hidden[:, :-1], input_ids[:, 1:]
-    entropy = None
-    if target_mask is None:
-        logprobs = chunked_token_logprobs(predicting, head, targets, chunk_size)
-        if return_entropy:
-            entropy = chunked_token_entropy(predicting.detach(), head, chunk_size)
-    else:
-        where = target_mask.bool()
-        picked = chunked_token_logprobs(predicting[where][None], head, targets[where][None], chunk_size)[0]
-        logprobs = torch.zeros(targets.shape, dtype=picked.dtype, device=picked.device).masked_scatter(where, picked)
-        if return_entropy:
-            ent = chunked_token_entropy(predicting[where].detach()[None], head, chunk_size)[0]
-            entropy = torch.zeros(targets.shape, dtype=ent.dtype, device=ent.device).masked_scatter(where, ent)
+    hidden, predicting, targets, where = _decode(model, input_ids, attention_mask, position_ids, target_mask)
+    weight, bias = _head_params(model.get_output_embeddings())
+    picked = linear_token_logprobs(predicting, weight, bias, targets, _chunk(chunk_size, weight), return_entropy)
+    picked, entropy = picked if return_entropy else (picked, None)
+    logprobs = _scatter_back(picked, where, input_ids)
     result = (logprobs,)
     if return_hidden:
         result += (hidden,)
     if return_entropy:
-        result += (entropy,)
+        result += (_scatter_back(entropy, where, input_ids),)
     return result if len(result) > 1 else logprobs
+
+
+def model_weighted_logprob_sum(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    token_weights: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
+    chunk_size: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Σ token_weights · logprobs`` (differentiable scalar) and the detached ``logprobs [B, T-1]``.
+
+    The SFT loss with ``token_weights = loss_mask[:, 1:] / n_tokens``. Only positions with a non-zero
+    weight are projected to the vocabulary, and the head's gradient is formed in the forward
+    (:class:`~.fused_head.LinearWeightedLogprobSum`), so the loss costs no more projections than HF's
+    ``labels=`` path while holding one ``[chunk, V]`` buffer instead of several ``[B·T, V]`` tensors.
+
+    Args:
+        token_weights: ``[B, T-1]`` float weight of position ``i`` (which scores token ``i + 1``).
+    """
+    if _is_sharded(model):
+        logprobs = _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, False, None, False)
+        return (logprobs * token_weights.to(logprobs.dtype)).sum(), logprobs.detach()
+    where = token_weights != 0
+    _, predicting, targets, where = _decode(model, input_ids, attention_mask, position_ids, where)
+    weight, bias = _head_params(model.get_output_embeddings())
+    total, picked = linear_weighted_logprob_sum(
+        predicting, weight, bias, targets, token_weights[where], _chunk(chunk_size, weight)
+    )
+    return total, _scatter_back(picked, where, input_ids)
+
+
+def _decode(model, input_ids, attention_mask, position_ids, target_mask):
+    """Final hidden states ``[B, T, H]`` and the ``[N, H]`` rows / ``[N]`` targets to score."""
+    decoder = model.get_decoder()
+    out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
+    hidden = out.last_hidden_state
+    predicting, targets = hidden[:, :-1], input_ids[:, 1:]
+    if target_mask is None:
+        return hidden, predicting.reshape(-1, hidden.shape[-1]), targets.reshape(-1), None
+    where = target_mask.bool()
+    return hidden, predicting[where], targets[where], where
+
+
+def _scatter_back(values: torch.Tensor, where: torch.Tensor | None, input_ids: torch.Tensor) -> torch.Tensor:
+    shape = (input_ids.shape[0], input_ids.shape[1] - 1)
+    if where is None:
+        return values.view(shape)
+    return torch.zeros(shape, dtype=values.dtype, device=values.device).masked_scatter(where, values)
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
