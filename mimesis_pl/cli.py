@@ -13,6 +13,8 @@ import sys
 import lightning.pytorch as pl
 from lightning.pytorch.cli import LightningCLI
 
+from .quiet import silence_known_noise
+
 TRAINER_DEFAULTS = {
     "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},
     # Our DataModules shard their own resumable batch samplers across ranks.
@@ -62,6 +64,7 @@ def _helper_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("assets", "data", "shim"):
         commands = _helper_commands()
@@ -69,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mimesis-pl {argv[0]}: not available in this installation", file=sys.stderr)
             return 2
         return int(commands[argv[0]](argv[1:]) or 0)
-    MimesisCLI(args=argv)
+    silence_known_noise()
+    # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``
+    # made it warn ("args parameter ...") on every command.
+    MimesisCLI(args=None if from_command_line else argv)
     return 0
 
 
