@@ -14,6 +14,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.cli import LightningCLI
 
 from .config_save import RunConfigCallback
+from .quiet import silence_known_noise
 
 TRAINER_DEFAULTS = {
     "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},
@@ -97,6 +98,7 @@ def _helper_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("assets", "data", "shim"):
         commands = _helper_commands()
@@ -104,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mimesis-pl {argv[0]}: not available in this installation", file=sys.stderr)
             return 2
         return int(commands[argv[0]](argv[1:]) or 0)
+    silence_known_noise()
     try:
-        MimesisCLI(args=argv)
+        # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``
+        # made it warn ("args parameter ...") on every command.
+        MimesisCLI(args=None if from_command_line else argv)
     except SystemExit as done:
         if not argv or argv[0] in ("-h", "--help"):  # LightningCLI's help knows only its own subcommands
             print(f"\n{HELPER_COMMANDS}", file=sys.stdout if done.code == 0 else sys.stderr)

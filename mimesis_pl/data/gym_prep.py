@@ -8,6 +8,10 @@ file per gym keeps each gym's row schema exactly as it was), listed in ``{out}/p
 A rerun into the same ``--out`` first removes the files the previous run listed there, so no stale
 gym file is left for a config's glob to pick up; a file there that this command did not write is
 never touched: the run stops and names it.
+
+``compact_prompts=True`` replaces each row's system message by a short one of the same task and tool
+(:data:`COMPACT_SYSTEM_PROMPTS`): UserRL's ~700-token instructions dominate the cost of every
+sequence of a CPU-sized agent, which cannot read them anyway. Hidden fields are untouched.
 """
 
 from __future__ import annotations
@@ -29,6 +33,31 @@ from .mixture import open_parquet
 
 MANIFEST = "prepare-gyms.json"
 
+COMPACT_SYSTEM_PROMPTS: dict[str, str] = {
+    "PersuadeGym": (
+        "You argue against a claim that the environment holds. Call the tool `interact_with_env` with choice "
+        "`answer` and your argument as content. The environment says which of its points you have not answered "
+        "yet: answer that point. Think first, between <think> and </think>."
+    ),
+    "IntentionGym": (
+        "The user gave a vague task. Call the tool `interact_with_env` with choice `action` and one clarifying "
+        "question as content, about one missing detail at a time. Think first, between <think> and </think>."
+    ),
+}
+
+
+def compact_prompt_row(row: dict[str, Any], gym: str) -> dict[str, Any]:
+    """``row`` with its system message replaced by the gym's compact one (a new dict; ``row`` is unchanged)."""
+    if gym not in COMPACT_SYSTEM_PROMPTS:
+        raise ValueError(f"no compact system prompt for gym {gym!r}; known: {sorted(COMPACT_SYSTEM_PROMPTS)}")
+    prompt = [dict(m) for m in row["prompt"]]
+    system = [m for m in prompt if m.get("role") == "system"]
+    if system:
+        system[0]["content"] = COMPACT_SYSTEM_PROMPTS[gym]
+    else:
+        prompt.insert(0, {"role": "system", "content": COMPACT_SYSTEM_PROMPTS[gym]})
+    return {**row, "prompt": prompt}
+
 
 def prepare_gym_prompts(
     src: list[str],
@@ -37,6 +66,7 @@ def prepare_gym_prompts(
     seed: int = 42,
     max_per_gym: int | None = None,
     gyms: list[str] | None = None,
+    compact_prompts: bool = False,
 ) -> dict[str, Any]:
     """Split ``src`` parquet files by task into train/val prompt files; return counts per gym and split."""
     if not 0 <= val_fraction < 1:
@@ -56,7 +86,7 @@ def prepare_gym_prompts(
             if wanted is not None and gym not in wanted:
                 skipped[f"not_selected/{gym}"] += 1
                 continue
-            by_gym[gym][task.key].append(row)
+            by_gym[gym][task.key].append(compact_prompt_row(row, gym) if compact_prompts else row)
     out_dir = Path(out_dir)
     previous = _previous_outputs(out_dir)
     summary: dict[str, Any] = {"skipped": dict(skipped), "gyms": {}}
@@ -114,7 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--max-per-gym", type=int, default=None, help="cap on training tasks per gym")
     parser.add_argument("--gyms", nargs="*", default=None, help="only these gyms (env names or data sources)")
+    parser.add_argument(
+        "--compact-prompts", action="store_true", help="replace the system prompt by a short one (CPU-sized agents)"
+    )
     args = parser.parse_args(argv)
-    summary = prepare_gym_prompts(args.src, args.out, args.val_fraction, args.seed, args.max_per_gym, args.gyms)
+    summary = prepare_gym_prompts(
+        args.src, args.out, args.val_fraction, args.seed, args.max_per_gym, args.gyms, args.compact_prompts
+    )
     print(json.dumps(summary, indent=1))
     return 0

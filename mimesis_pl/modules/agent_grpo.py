@@ -264,6 +264,7 @@ class AgentGRPO(HFCausalLMModule):
                     logprobs, old_rows, advantages[rows, :w], mask, clip_low=self.clip[0],
                     clip_high=self.clip[1], dual_clip=self.clip[2], agg=self.loss_agg,
                 )
+                mb_metrics = {**mb_metrics, "pg_loss": loss.detach()}
                 if extra_loss is not None:
                     extra, extra_metrics = extra_loss(rows, logprobs, w)
                     loss = loss + extra

@@ -19,6 +19,7 @@ from .engines import SamplingParams, build_engine
 from .engines.base import AGENT_TURN_TOKENS
 from .event_loop import shutdown_loop
 from .loop import MultiTurnRollout
+from .progress import groups_with_signal
 from .services import SimulatorServices, TimedUsers, UserSimSettings
 from .trajectory import Trajectory, collate_trajectories
 from .validation import (
@@ -263,6 +264,7 @@ class RolloutCallback(pl.Callback):
         trained = [i for i, t in enumerate(trajectories) if not (a.mask_failures and t.failed) and t.num_turns > 0]
         metrics = rollout_metrics(trajectories, a.success_threshold)
         metrics["rollout/trained_fraction"] = len(trained) / max(1, len(trajectories))
+        metrics["rollout/groups_with_signal"] = groups_with_signal(trajectories)
         tensors: dict[str, torch.Tensor] = {}
         if trained:
             chosen = [trajectories[i] for i in trained]

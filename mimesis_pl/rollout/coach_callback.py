@@ -71,6 +71,8 @@ class CoachCallback(pl.Callback):
         width_headroom: teacher rows may exceed the trajectory's length by this many tokens.
         null_probe: insert no note at all (teacher rows equal the student's prefix: a check that
             teacher and student log-probs agree; CSD then has a zero gap).
+        placebo_only: the control arm of a CSD study — the teacher sees, instead of each turn's own note,
+            a placebo note drawn from other groups and tasks (turns with no placebo yet get no row).
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class CoachCallback(pl.Callback):
         placebo_min_pool: int = 8,
         width_headroom: int = 1024,
         null_probe: bool = False,
+        placebo_only: bool = False,
         max_concurrency: int = 32,
         seed: int = 0,
     ) -> None:
@@ -101,6 +104,7 @@ class CoachCallback(pl.Callback):
         self.pool = PlaceboPool(placebo_pool_size, placebo_min_pool, seed=seed)
         self.width_headroom = width_headroom
         self.null_probe = null_probe
+        self.placebo_only = placebo_only
         self.max_concurrency = max_concurrency
         self.coach = None
         self.totals: Counter = Counter()
@@ -197,6 +201,8 @@ class CoachCallback(pl.Callback):
         renderer = self._note_ids
         for b, traj in enumerate(chosen):
             mine = {t: note for (i, t), note in notes.items() if i == b}
+            if self.placebo_only:
+                mine = {t: p for t, note in mine.items() if (p := self.pool.draw(note, traj.group_id, traj.task_key))}
             width = len(traj.input_ids) + self.width_headroom
             real.append(build_teacher_rows(traj.input_ids, traj.turn_spans, mine, renderer, width, prompt_len=0))
             if self.placebo:

@@ -1,0 +1,293 @@
+"""Learning study: does the recipe make the embedded agent better, and does CSD add to GRPO?
+
+Arms, all from the same SFT'd start (``assets/agent-persuade``), same data, steps and seeds:
+  sft          — no RL (the starting checkpoint);
+  grpo         — GRPO only (``AgentGRPO``, no coach);
+  csd          — GRPO + CSD (``configs/agent_csd.yaml`` as is);
+  csd_placebo  — GRPO + CSD where the teacher sees placebo notes only (other tasks' notes): the control.
+Each trained arm runs ``mimesis-pl fit`` with the main job's config (only the arm's differences and the
+step count overridden), then every final checkpoint is evaluated on held-out test tasks with
+``mimesis-pl test`` (``configs/eval_persuade.yaml``). Scores: avg@n per task, averaged over seeds; 95%
+intervals by bootstrap over tasks. Writes ``results.json``, ``results.md`` and ``learning_study.png``.
+
+    python bench/learning_study.py run --seeds 0 1 2 --steps 16 --tasks 42 --trials 2 --out runs/learning_study
+    python bench/learning_study.py compare assets/agent-persuade runs/agent_csd/version_0/hf/final
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ARMS = ("sft", "grpo", "csd", "csd_placebo")
+MAIN_CONFIG = REPO / "configs" / "agent_csd.yaml"
+EVAL_CONFIG = REPO / "configs" / "eval_persuade.yaml"
+CURVE_TAGS = ("rollout/episode_reward_mean", "rollout/groups_with_signal", "train/csd/gate_mean",
+              "train/csd/teacher_gap_mean", "train/csd/gate_active_ratio", "train/csd/placebo_share")
+
+
+# -- pure pieces -----------------------------------------------------------------------------------
+
+def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: str) -> dict[str, Any]:
+    """The main job's config changed only where the arm differs (a new dict; ``base`` is unchanged)."""
+    if arm not in ARMS[1:]:
+        raise ValueError(f"arm must be one of {ARMS[1:]} to train, got {arm!r}")
+    config = json.loads(json.dumps(base))
+    config["seed_everything"] = seed
+    trainer = config["trainer"]
+    trainer["max_steps"] = steps
+    trainer["logger"]["init_args"].update({"save_dir": save_dir, "name": f"{arm}_seed{seed}"})
+    callbacks = [c for c in trainer["callbacks"] if not c["class_path"].endswith("ModelCheckpoint")]
+    if arm == "grpo":
+        callbacks = [c for c in callbacks if not c["class_path"].endswith("CoachCallback")]
+        config["model"]["class_path"] = "mimesis_pl.modules.AgentGRPO"
+        for key in ("csd_coef", "estimator", "beta", "csd_warmup_steps", "adv_gate", "teacher_chunk_rows", "teacher_mode"):
+            config["model"]["init_args"].pop(key, None)
+    if arm == "csd_placebo":
+        for c in callbacks:
+            if c["class_path"].endswith("CoachCallback"):
+                c["init_args"]["placebo_only"] = True
+    trainer["callbacks"] = callbacks
+    return config
+
+
+def bootstrap_ci(values: list[float], n_boot: int = 4000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (one value per task)."""
+    if not values:
+        return (math.nan, math.nan)
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(n_boot))
+    lo = means[int((1 - level) / 2 * n_boot)]
+    hi = means[min(n_boot - 1, int((1 + level) / 2 * n_boot))]
+    return lo, hi
+
+
+def per_task_scores(trials: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """``{task_id: {"reward": mean reward, "success": share with reward >= 1}}`` over scored trials."""
+    rewards: dict[str, list[float]] = {}
+    for t in trials:
+        if t.get("status") == "scored":
+            rewards.setdefault(t["key"]["task_id"], []).append(float(t["reward"]))
+    return {
+        task: {"reward": sum(r) / len(r), "success": sum(x >= 1.0 - 1e-6 for x in r) / len(r)}
+        for task, r in rewards.items()
+    }
+
+
+def summarise(per_seed: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Mean over seeds per task, then the mean over tasks with a bootstrap interval over tasks."""
+    tasks = sorted(set().union(*(s.keys() for s in per_seed))) if per_seed else []
+    out: dict[str, Any] = {"tasks": len(tasks), "seeds": len(per_seed)}
+    for metric in ("reward", "success"):
+        values = []
+        for task in tasks:
+            got = [s[task][metric] for s in per_seed if task in s]
+            values.append(sum(got) / len(got))
+        mean = sum(values) / len(values) if values else math.nan
+        out[metric] = {"mean": mean, "ci95": bootstrap_ci(values),
+                       "per_seed": [sum(s[t][metric] for t in s) / max(1, len(s)) for s in per_seed]}
+    return out
+
+
+def quarter_means(values: list[float]) -> tuple[float, float]:
+    """Mean of the first and of the last quarter of a curve (at least one point each)."""
+    if not values:
+        return (math.nan, math.nan)
+    q = max(1, len(values) // 4)
+    return sum(values[:q]) / q, sum(values[-q:]) / q
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+def _run(cmd: list[str], log: Path) -> float:
+    started = time.perf_counter()
+    with log.open("w") as fh:
+        proc = subprocess.run(cmd, check=False, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}); see {log}")
+    return time.perf_counter() - started
+
+
+def train(arm: str, seed: int, steps: int, out: Path) -> tuple[Path, float]:
+    base = yaml.safe_load(MAIN_CONFIG.read_text())
+    config = arm_config(base, arm, seed, steps, str(out / "runs"))
+    path = out / "configs" / f"{arm}_seed{seed}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    seconds = _run([sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", str(path)], out / f"fit_{arm}_seed{seed}.log")
+    run = max((out / "runs" / f"{arm}_seed{seed}").iterdir())
+    return run, seconds
+
+
+def evaluate(model: str | Path, out_dir: Path, seed: int, tasks: int | None, trials: int) -> tuple[dict, float]:
+    cmd = [sys.executable, "-m", "mimesis_pl.cli", "test", "--config", str(EVAL_CONFIG),
+           f"--seed_everything={seed}", f"--model.init_args.agent.model_path={model}",
+           f"--model.init_args.out_dir={out_dir}", f"--model.init_args.n_trials={trials}",
+           f"--model.init_args.ks=[1,{trials}]" if trials > 1 else "--model.init_args.ks=[1]",
+           f"--trainer.logger.init_args.save_dir={out_dir / 'tb'}"]
+    if tasks is not None:
+        cmd.append(f"--data.init_args.tasks_per_gym={tasks}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    seconds = _run(cmd, out_dir / "eval.log")
+    rows = [json.loads(line) for line in (out_dir / "trials.jsonl").read_text().splitlines() if line.strip()]
+    return per_task_scores(rows), seconds
+
+
+def scalars(run: Path) -> dict[str, list[float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"] if tag in CURVE_TAGS}
+
+
+def run_study(args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    start_model = yaml.safe_load(MAIN_CONFIG.read_text())["model"]["init_args"]["model_path"]
+    results: dict[str, Any] = {"arms": {}, "curves": {}, "seconds": {}, "settings": vars(args).copy()}
+    results["settings"]["start_model"] = start_model
+    results["settings"]["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    began = time.perf_counter()
+    for arm in args.arms:
+        per_seed = []
+        for seed in args.seeds:
+            if arm == "sft":
+                model, fit_s = REPO / start_model, 0.0
+            else:
+                run, fit_s = train(arm, seed, args.steps, out)
+                model = run / "hf" / "final"
+                results["curves"][f"{arm}/seed{seed}"] = scalars(run)
+            scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
+            per_seed.append(scores)
+            results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(fit_s, 1), "eval": round(eval_s, 1)}
+            print(f"[{time.perf_counter() - began:7.0f}s] {arm} seed {seed}: fit {fit_s:.0f}s eval {eval_s:.0f}s "
+                  f"reward {sum(s['reward'] for s in scores.values()) / max(1, len(scores)):.3f}", flush=True)
+        results["arms"][arm] = summarise(per_seed)
+    results["seconds"]["total"] = round(time.perf_counter() - began, 1)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    write_report(results, out)
+    return results
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+def markdown_table(results: dict[str, Any]) -> str:
+    header = ("| arm | held-out avg@n reward [95% CI] | held-out success [95% CI] | per-seed reward | "
+              "train reward first → last quarter | gate mean | teacher gap |")
+    lines = [header, "|---|---|---|---|---|---|---|"]
+    for arm, s in results["arms"].items():
+        r, c = s["reward"], s["success"]
+        firsts, lasts, gates, gaps = [], [], [], []
+        for key, curve in results["curves"].items():
+            if key.startswith(f"{arm}/"):
+                f, l_ = quarter_means(curve.get("rollout/episode_reward_mean", []))
+                firsts.append(f)
+                lasts.append(l_)
+                gates += curve.get("train/csd/gate_mean", [])
+                gaps += curve.get("train/csd/teacher_gap_mean", [])
+        train = f"{sum(firsts) / len(firsts):.3f} → {sum(lasts) / len(lasts):.3f}" if firsts else "—"
+        gate = f"{sum(gates) / len(gates):.3f}" if gates else "—"
+        gap = f"{sum(gaps) / len(gaps):+.3f}" if gaps else "—"
+        seeds = ", ".join(f"{v:.3f}" for v in r["per_seed"])
+        lines.append(f"| {arm} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | "
+                     f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} |")
+    return "\n".join(lines)
+
+
+def write_report(results: dict[str, Any], out: Path) -> None:
+    st = results["settings"]
+    setup = (f"Date: {st['date']}. Start: `{st['start_model']}`. Seeds {st['seeds']}, {st['steps']} RL steps per run "
+             f"(the main job's config otherwise), held-out: {st['tasks'] or 'all'} PersuadeGym test tasks × "
+             f"{st['trials']} sampled trials per seed. Wall time {results['seconds']['total'] / 60:.1f} min.")
+    seeds = " ".join(map(str, st["seeds"]))
+    command = (f"Command: `python bench/learning_study.py run --seeds {seeds} --steps {st['steps']} "
+               f"--tasks {st['tasks']} --trials {st['trials']} --out {st['out']}`")
+    text = ["# Learning study", "", setup, "",
+            "Intervals: percentile bootstrap over tasks (per-task means over seeds and trials).", "",
+            markdown_table(results), "", command, ""]
+    (out / "results.md").write_text("\n".join(text))
+    plot(results, out / "learning_study.png")
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    colours = {"sft": "grey", "grpo": "tab:blue", "csd": "tab:green", "csd_placebo": "tab:orange"}
+    for key, curve in sorted(results["curves"].items()):
+        arm = key.split("/")[0]
+        ys = curve.get("rollout/episode_reward_mean", [])
+        ax1.plot(range(1, len(ys) + 1), ys, color=colours.get(arm), alpha=0.6,
+                 label=arm if key.endswith("seed" + str(results["settings"]["seeds"][0])) else None)
+    ax1.set(xlabel="RL step", ylabel="rollout/episode_reward_mean", title="Training reward (each seed)")
+    ax1.legend()
+    arms = list(results["arms"])
+    means = [results["arms"][a]["reward"]["mean"] for a in arms]
+    errs = [[m - results["arms"][a]["reward"]["ci95"][0] for a, m in zip(arms, means)],
+            [results["arms"][a]["reward"]["ci95"][1] - m for a, m in zip(arms, means)]]
+    ax2.bar(arms, means, yerr=errs, capsize=6, color=[colours.get(a) for a in arms])
+    ax2.set(ylabel="held-out avg@n reward", title="Held-out score, 95% bootstrap CI over tasks")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def compare(args: argparse.Namespace) -> None:
+    out = Path(args.out).resolve()
+    rows = []
+    for model in args.models:
+        scores, seconds = evaluate(Path(model).resolve(), out / Path(model).as_posix().replace("/", "_"), args.seed,
+                                   args.tasks, args.trials)
+        s = summarise([scores])
+        rows.append(f"| `{model}` | {s['reward']['mean']:.3f} [{s['reward']['ci95'][0]:.3f}, {s['reward']['ci95'][1]:.3f}] | "
+                    f"{s['success']['mean']:.3f} [{s['success']['ci95'][0]:.3f}, {s['success']['ci95'][1]:.3f}] | "
+                    f"{s['tasks']} | {seconds:.0f}s |")
+    print("| model | held-out avg@n reward [95% CI] | success [95% CI] | tasks | eval time |\n|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="train every arm for every seed, evaluate, write the report")
+    run.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    run.add_argument("--steps", type=int, default=16)
+    run.add_argument("--tasks", type=int, default=None, help="held-out tasks (first N by id; default all 42)")
+    run.add_argument("--trials", type=int, default=2)
+    run.add_argument("--out", default="runs/learning_study")
+    cmp_ = sub.add_parser("compare", help="evaluate checkpoints side by side on the held-out tasks")
+    cmp_.add_argument("models", nargs="+")
+    cmp_.add_argument("--tasks", type=int, default=None)
+    cmp_.add_argument("--trials", type=int, default=2)
+    cmp_.add_argument("--seed", type=int, default=0)
+    cmp_.add_argument("--out", default="runs/eval_compare")
+    rep = sub.add_parser("report", help="rewrite results.md and the PNG from results.json")
+    rep.add_argument("--out", default="runs/learning_study")
+    args = parser.parse_args(argv)
+    if args.cmd == "run":
+        run_study(args)
+    elif args.cmd == "compare":
+        compare(args)
+    else:
+        out = Path(args.out)
+        write_report(json.loads((out / "results.json").read_text()), out)
+
+
+if __name__ == "__main__":
+    main()

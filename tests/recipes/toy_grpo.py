@@ -1,0 +1,110 @@
+"""A trivially learnable GRPO task for recipe tests: after a fixed prompt the policy writes a few
+tokens, each one of two (``TARGET`` or ``OTHER``, sampled from the policy renormalised over the
+two); the reward is the share of ``TARGET``. Nothing but the sign of the advantage decides whether
+the policy's preference for ``TARGET`` goes up or down, so a flipped sign anywhere between reward
+and optimiser step makes :func:`run_toy_grpo` lower the reward instead of raising it.
+
+The rollout is a real ``RolloutCallback`` subclass: only the episode runner is replaced (no gym),
+``build_experience`` (scores, R2G credits, group z-scores) and ``AgentGRPO.training_step`` (PPO
+mini/micro-batches, manual optimisation) are the production code paths.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DataLoader
+
+from mimesis_pl.modules import AgentGRPO
+from mimesis_pl.modules.settings import OptimSettings
+from mimesis_pl.rl.teacher import TurnSpan
+from mimesis_pl.rollout.callbacks import AdvantageSettings, RolloutCallback
+from mimesis_pl.rollout.trajectory import Trajectory
+
+PROMPT_IDS = [1, 17, 42, 99, 7, 256, 3]
+TARGET, OTHER = 300, 301
+CHOICES = torch.tensor([TARGET, OTHER])
+
+
+def target_share(ids: list[int]) -> float:
+    return sum(1 for i in ids if i == TARGET) / max(1, len(ids))
+
+
+@torch.no_grad()
+def target_preference(model, prompt_ids: list[int] = PROMPT_IDS) -> float:
+    """Exact probability that the first sampled token is ``TARGET`` (the expected first-token reward)."""
+    logits = model(input_ids=torch.tensor([prompt_ids])).logits[0, -1].float()
+    return float(torch.softmax(logits[CHOICES], -1)[0])
+
+
+class ToyRolloutCallback(RolloutCallback):
+    """``n_groups`` groups of ``n_samples`` single-turn episodes of 2–4 sampled tokens each (seeded per step)."""
+
+    def __init__(self, n_groups: int = 2, n_samples: int = 8, seed: int = 0, sign: float = 1.0) -> None:
+        super().__init__(advantage=AdvantageSettings(gamma=0.8, credit="r2g", score="r2g"))
+        self.n_groups, self.n_samples, self.seed, self.sign = n_groups, n_samples, seed, sign
+        self.rewards: list[float] = []
+
+    def setup(self, trainer, pl_module, stage: str) -> None:  # no gyms, users or engines
+        pass
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        pass
+
+    @torch.no_grad()
+    def sample(self, model, step: int) -> list[Trajectory]:
+        gen = torch.Generator().manual_seed(self.seed * 1000 + step)
+        trajectories = []
+        for g in range(self.n_groups):
+            for k in range(self.n_samples):
+                ids = list(PROMPT_IDS)
+                logprobs = [0.0] * len(ids)
+                for _ in range(2 + (k % 3)):  # uneven lengths: token-mean must weigh rows by their tokens
+                    logits = model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+                    probs = torch.softmax(logits[CHOICES], -1)
+                    token = int(CHOICES[torch.multinomial(probs, 1, generator=gen)])
+                    ids.append(token)
+                    logprobs.append(float(torch.log_softmax(logits, -1)[token]))
+                n = len(PROMPT_IDS)
+                trajectories.append(
+                    Trajectory(
+                        input_ids=ids, response_mask=[0] * n + [1] * (len(ids) - n), prompt_length=n,
+                        turn_spans=[TurnSpan(header_start=n - 1, start=n, end=len(ids))],
+                        turn_rewards=[target_share(ids[n:])], group_id=f"s{step}-g{g}", gen_uid=f"s{step}-g{g}-{k}",
+                        episode_id=f"s{step}-g{g}-{k}", status="finished", rollout_logprobs=logprobs,
+                    )
+                )
+        return trajectories
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        was_training = pl_module.model.training
+        pl_module.model.eval()
+        trajectories = self.sample(pl_module.model, int(trainer.global_step))
+        pl_module.model.train(was_training)
+        exp = self.build_experience(trajectories, pad_id=0)
+        if self.sign != 1.0:  # only for demonstrating that the tests catch a flipped sign
+            exp.tensors["advantages"] = exp.tensors["advantages"] * self.sign
+        self.rewards.append(exp.metrics["rollout/episode_reward_mean"])
+        pl_module.experience = exp
+
+
+def toy_module(model_path: str, micro_batch_size: int = 4, lr: float = 3e-3, eps: float = 1e-8) -> AgentGRPO:
+    return AgentGRPO(
+        model_path=model_path,
+        optim=OptimSettings(lr=lr, weight_decay=0.0, schedule="constant", eps=eps),
+        ppo_mini_batch_size=64,
+        micro_batch_size=micro_batch_size,
+        log_entropy=False,
+    )
+
+
+def run_toy_grpo(module: AgentGRPO, steps: int, callback: ToyRolloutCallback):
+    """Fit ``module`` for ``steps`` optimiser steps on the toy task (CPU, fp32, no logger)."""
+    import lightning.pytorch as pl
+
+    trainer = pl.Trainer(
+        accelerator="cpu", devices=1, precision="32-true", max_steps=steps, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, callbacks=[callback], limit_val_batches=0,
+    )
+    loader = DataLoader(list(range(steps)), batch_size=1, collate_fn=lambda rows: rows)
+    trainer.fit(module, train_dataloaders=loader)
+    return trainer
