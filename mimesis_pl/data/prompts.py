@@ -60,6 +60,11 @@ class RankShareBatchSampler:
     def __len__(self) -> int:
         return len(self.inner)
 
+    @property
+    def sampler(self) -> ResumableBucketBatchSampler:
+        """Where Lightning calls ``set_epoch`` (``batch_sampler.sampler``): the inner sampler, so each epoch reshuffles."""
+        return self.inner
+
     def set_epoch(self, epoch: int) -> None:
         self.inner.set_epoch(epoch)
 
