@@ -24,7 +24,7 @@ TRAINER_DEFAULTS = {
 
 
 HELPER_COMMANDS = """helper commands (each has its own --help):
-  mimesis-pl data {show,prepare-gyms,record-experts}   inspect and prepare data
+  mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade}   inspect and prepare data
   mimesis-pl assets build --out assets                  build the tiny local models and sample data
   mimesis-pl shim --upstream URL                        serve the privileged-channel shim"""
 

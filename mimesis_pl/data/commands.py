@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: mimesis-pl data {show,prepare-gyms,record-experts} ...
+USAGE = """usage: mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade} ...
 
   show            render samples of a configured DataModule with the trained tokens marked
   prepare-gyms    split UserRL-format gym parquet files into train/val prompt sets by task
   record-experts  record successful scripted-expert episodes as agent-SFT conversations (JSONL)
+  mix-persuade    add PersuadeGym training tasks recombined from the training arguments
 """
 
 
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         from .gym_prep import main as run
     elif cmd == "record-experts":
         from .expert_traces import main as run
+    elif cmd == "mix-persuade":
+        from .persuade_mix import main as run
     else:
         print(f"mimesis-pl data: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2

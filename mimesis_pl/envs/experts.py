@@ -188,13 +188,16 @@ def _aspect_phrase(description: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------- Persuade
-_CLAIM = re.compile(r"holds:\s*(.+)")
 _OPEN_POINT = re.compile(r"my point about (.+?)\.(?:\s|$)")
+# Short, fixed wording: a tiny agent trained on these traces must spend its capacity on the one real
+# skill, repeating the open point's words. Each copy is preceded by "point about", as the user's own
+# "my point about X, Y and Z" is, so the copy is a plain look-back to the latest "about".
+_OPENING = "I disagree with this claim: it does more harm than good."
 _REBUTTALS = (
-    "they do not outweigh the practical downsides, and there are better ways to serve the same goals.",
-    "the evidence behind them is weaker than it looks, and the burden falls on people who never agreed to carry it.",
-    "the same aims can be reached by gentler means, so your conclusion does not follow.",
-    "that reasoning assumes the best case; once realistic trade-offs are counted, the case for the claim falls apart.",
+    "the evidence is weaker than it looks.",
+    "gentler means reach the same aims.",
+    "the costs outweigh the gains.",
+    "that assumes the best case.",
 )
 
 
@@ -202,28 +205,15 @@ class PersuadeExpert(Expert):
     """Opens against the claim, then answers, each turn, the point the user says is still open."""
 
     def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
-        match = _CLAIM.search(opening_text(prompt))
-        claim = match.group(1).strip().rstrip(".") if match else "this claim"
         if not history:
-            return ExpertMove(
-                Action(
-                    "answer",
-                    f"I disagree that {claim[:1].lower() + claim[1:]}. Its promised benefits do not outweigh the "
-                    "practical downsides, and there are better ways to serve the same goals.",
-                ),
-                "I state my opposition first and see which reasons the other side relies on.",
-            )
+            return ExpertMove(Action("answer", _OPENING), "I state my case and wait for the reasons.")
         point = _OPEN_POINT.search(history[-1][1])
         rebuttal = _REBUTTALS[len(history) % len(_REBUTTALS)]
         if point is None:
-            return ExpertMove(
-                Action("answer", f"Consider the whole picture: {rebuttal}"),
-                "No specific point is left open; I press my general case.",
-            )
+            return ExpertMove(Action("answer", f"Consider the whole picture: {rebuttal}"), "No point is left open.")
         terms = point.group(1)
         return ExpertMove(
-            Action("answer", f"You raise {terms}, but {rebuttal}"),
-            f"The remaining objection rests on {terms}; I answer it directly.",
+            Action("answer", f"On your point about {terms}: {rebuttal}"), f"The open point is about {terms}."
         )
 
 
