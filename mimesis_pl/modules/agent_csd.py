@@ -12,7 +12,7 @@ step's :class:`~mimesis_pl.rollout.step.TeacherBatch`; the update reads it from 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -76,8 +76,7 @@ class AgentCSD(AgentGRPO):
 
     def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         step = super().collect(batch, batch_idx)
-        step.teacher = self.coach_stage.teacher(step, batch, self.rollout_stage.privileged_source())
-        return step
+        return replace(step, teacher=self.coach_stage.teacher(step, batch, self.rollout_stage.privileged_source()))
 
     # -- the update --------------------------------------------------------------------------------
 

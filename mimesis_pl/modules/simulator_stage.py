@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import lightning.pytorch as pl
 import torch
@@ -102,6 +102,8 @@ class SimValidationSettings(ValidationSettings):
     best_metric: str | None = None
     dump_transcripts: bool = True
     transcript_dir: str | None = None
+
+    metric_prefixes: ClassVar[tuple[str, ...]] = ("val-core/", "val-aux/")
 
     def check(self) -> None:
         super().check()
