@@ -120,7 +120,7 @@ class AgentEvalModule(_EvalModule):
                  episode: EpisodeSettings = DEFAULT_EPISODE, n_trials: int = 4, ks: list[int] | None = None,
                  max_concurrency: int = 16, retry: RetrySettings = DEFAULT_RETRY, out_dir: str | None = None,
                  cache_dir: str | None = None, simulator_name: str | None = None) -> None:
-        super().__init__(agent, out_dir)
+        super().__init__(agent=agent, out_dir=out_dir)
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
         ks = [1] if ks is None else list(ks)
@@ -213,7 +213,7 @@ class ReplayEvalModule(_EvalModule):
 
     def __init__(self, agent: AgentSettings, max_concurrency: int = 4, retry: RetrySettings = DEFAULT_RETRY,
                  out_dir: str | None = None) -> None:
-        super().__init__(agent, out_dir)
+        super().__init__(agent=agent, out_dir=out_dir)
         self.max_concurrency, self.retry = max_concurrency, retry
         self.executor: ReplayExecutor | None = None
         self.files = None
