@@ -28,27 +28,52 @@ from mimesis_pl.csd import ScriptedCoach, coach_batch
 from mimesis_pl.data.prompts import GymPromptDataModule, read_prompt_rows
 from mimesis_pl.envs import EnvironmentManager, GymTask
 from mimesis_pl.modules import AgentCSD, AgentGRPO
+from mimesis_pl.modules.settings import CSDSettings, ModelSettings, PPOSettings
 from mimesis_pl.rl.placebo import PlaceboPool
 from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
-from mimesis_pl.rollout.callbacks import RolloutCallback
-from mimesis_pl.rollout.coach_callback import TeacherBatch
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
+from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.loop import MultiTurnRollout
+from mimesis_pl.rollout.settings import AdvantageSettings
+from mimesis_pl.rollout.step import RLStep, TeacherBatch
 from mimesis_pl.users.scripted import ScriptedUser
 
 REFERENCE_BYTES = 2 * 32 * 10368 * 4
 
 
-class FixedExperience(pl.Callback):
-    """Hands the module the same experience every step and times ``training_step``."""
+class FixedStep:
+    """A rollout stage that hands the update the same step (experience + teacher rows) every time."""
 
-    def __init__(self, experience) -> None:
-        self.experience = experience
+    def __init__(self, step: RLStep) -> None:
+        self.step = step
+
+    def setup(self, module) -> None:
+        pass
+
+    def teardown(self) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state) -> None:
+        pass
+
+    def collect(self, module, batch, batch_idx) -> RLStep:
+        return copy.copy(self.step)
+
+    def after_batch(self, module, batch_idx) -> None:
+        pass
+
+
+class StepTimer(pl.Callback):
+    """Times ``training_step`` (``update(collect())`` on the fixed step)."""
+
+    def __init__(self) -> None:
         self.times: list[float] = []
         self._t0 = 0.0
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        pl_module.experience = copy.copy(self.experience)
         self._t0 = time.perf_counter()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
@@ -69,7 +94,7 @@ def make_experience(model_path: str, n_episodes: int):
         return trajs, notes, counts
 
     trajs, notes, counts = asyncio.run(run())
-    exp = RolloutCallback().build_experience(trajs, pad_id=tok.pad_token_id)
+    exp = build_experience(trajs, AdvantageSettings(), pad_id=tok.pad_token_id)
     renderer = ChatRenderer(tok)
     render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})
     pool = PlaceboPool(min_size=1)
@@ -83,12 +108,13 @@ def make_experience(model_path: str, n_episodes: int):
         drawn = {turn: pool.draw(note, t.group_id, t.task_key) for turn, note in mine.items()}
         placebo.append(build_teacher_rows(t.input_ids, t.turn_spans, {k: v for k, v in drawn.items() if v}, render,
                                           len(t.input_ids) + 1024, prompt_len=0))
-    exp.teacher = TeacherBatch(real, placebo, {}, spans=[trajs[i].turn_spans for i in exp.trained])
-    return exp, counts, tok
+    teacher = TeacherBatch(real, placebo, {}, spans=[trajs[i].turn_spans for i in exp.trained])
+    return RLStep(experience=exp, teacher=teacher, metrics=dict(exp.metrics)), counts, tok
 
 
-def run(module, experience, steps: int) -> list[float]:
-    timer = FixedExperience(experience)
+def run(module, step: RLStep, steps: int) -> list[float]:
+    module.rollout_stage = FixedStep(step)
+    timer = StepTimer()
     data = GymPromptDataModule(files=["assets/data/gyms/train/*.parquet"], batch_size=1)
     trainer = pl.Trainer(
         accelerator="cpu", max_steps=steps + 1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
@@ -105,19 +131,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round (after one warm-up)")
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    exp, counts, tok = make_experience(args.model, args.episodes)
-    kwargs = {"ppo_mini_batch_size": len(exp.trajectories), "micro_batch_size": 4, "log_entropy": False}
+    step, counts, tok = make_experience(args.model, args.episodes)
+    exp = step.experience
+    kwargs = {"policy": ModelSettings(model_path=args.model),
+              "ppo": PPOSettings(mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False)}
     modules = {
-        "grpo": lambda: AgentGRPO(args.model, **kwargs),
-        "csd_prefix_cache": lambda: AgentCSD(args.model, **kwargs),
-        "csd_packed": lambda: AgentCSD(args.model, teacher_mode="packed", **kwargs),
+        "grpo": lambda: AgentGRPO(**kwargs),
+        "csd_prefix_cache": lambda: AgentCSD(**kwargs),
+        "csd_packed": lambda: AgentCSD(csd=CSDSettings(teacher_mode="packed"), **kwargs),
     }
     rounds = Rounds(list(modules), args.rounds)
     for variant in rounds:
-        rounds.record(variant, step_ms=statistics.median(run(modules[variant](), exp, args.steps)) * 1e3)
+        rounds.record(variant, step_ms=statistics.median(run(modules[variant](), step, args.steps)) * 1e3)
     n = len(exp.trained)
-    real = pack_teacher_rows(exp.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
-    plac = pack_teacher_rows(exp.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
+    real = pack_teacher_rows(step.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
+    plac = pack_teacher_rows(step.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
     print(f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo")
     rounds.print_table("step_ms", "{:.1f}")

@@ -5,10 +5,9 @@ the same n samples per prompt, completion length, temperature (1), learning rate
 reward (a cheap deterministic function of the completion text), group-normalised advantages,
 no KL term, one PPO epoch and one optimiser step over the whole batch.
 
-- mimesis-pl: a real ``lightning.Trainer`` runs ``AgentGRPO``; a small callback samples the n
+- mimesis-pl: a real ``lightning.Trainer`` runs ``AgentGRPO``; a small rollout stage samples the n
   completions per prompt through ``HFEngine`` (prompts rendered by ``ChatRenderer``), scores them
-  and builds the experience with ``RolloutCallback.build_experience`` (one ``TurnSpan`` per
-  trajectory). ``micro_batch_size`` is the whole batch, as in TRL's single forward.
+  and builds the experience with ``build_experience`` (one ``TurnSpan`` per trajectory). ``micro_batch_size`` is the whole batch, as in TRL's single forward.
 - TRL: ``GRPOTrainer`` with HF ``generate`` (no vLLM), ``per_device_train_batch_size = prompts × n``
   completions, ``num_iterations=1``, ``gradient_accumulation_steps=1``, ``beta=0``, no gradient
   checkpointing, constant learning rate.
@@ -59,10 +58,13 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.modules import AgentGRPO
-from mimesis_pl.modules.settings import OptimSettings
+from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
 from mimesis_pl.rl.teacher import TurnSpan
-from mimesis_pl.rollout.callbacks import RolloutCallback
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
+from mimesis_pl.rollout.experience import build_experience
+from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
+from mimesis_pl.rollout.stage import RolloutStage
+from mimesis_pl.rollout.step import RLStep
 from mimesis_pl.rollout.trajectory import Trajectory
 
 TINY = REPO / "assets" / "tiny-qwen3"
@@ -140,29 +142,29 @@ class TimedAgentGRPO(AgentGRPO):
         return out
 
 
-class SingleTurnRollout(pl.Callback):
-    """Samples ``n`` completions per prompt row with ``HFEngine`` and hands ``AgentGRPO`` its experience.
+class SingleTurnRollout(RolloutStage):
+    """Samples ``n`` completions per prompt row with ``HFEngine`` and hands ``AgentGRPO`` the step.
 
-    The experience is built by ``RolloutCallback.build_experience`` (scores, failure masking,
-    GRPO advantages), so the advantages are the ones multi-turn training uses, with one turn.
+    The experience is built by ``build_experience`` (scores, failure masking, GRPO advantages), so the
+    advantages are the ones multi-turn training uses, with one turn.
     """
 
     def __init__(self, n: int, max_new_tokens: int, stop_at_eos: bool, clock: PhaseClock) -> None:
+        super().__init__(RolloutSettings(), AdvantageSettings())  # only its settings; no services start
         self.n = n
         self.max_new_tokens = max_new_tokens
         self.stop_at_eos = stop_at_eos
         self.clock = clock
-        self.builder = RolloutCallback()  # only its build_experience; its services are never started
         self.engine: HFEngine | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    def setup(self, trainer, pl_module, stage: str) -> None:
+    def setup(self, module) -> None:
         self.loop = asyncio.new_event_loop()
-        self.renderer = ChatRenderer(pl_module.tokenizer)
-        stops = (pl_module.tokenizer.eos_token_id,) if self.stop_at_eos else ()
+        self.renderer = ChatRenderer(module.tokenizer)
+        stops = (module.tokenizer.eos_token_id,) if self.stop_at_eos else ()
         self.params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=1.0, stop_token_ids=stops)
 
-    def teardown(self, trainer, pl_module, stage: str) -> None:
+    def teardown(self) -> None:
         if self.engine is not None:
             self.engine.close()
             self.engine = None
@@ -172,11 +174,12 @@ class SingleTurnRollout(pl.Callback):
         self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self.loop.close()
 
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+    def collect(self, module, batch, batch_idx: int) -> RLStep:
         self.clock.begin()
         start = time.perf_counter()
+        trainer = module.trainer
         if self.engine is None:  # the model exists only after configure_model, which runs after setup
-            self.engine = HFEngine(pl_module.model, pl_module.tokenizer)
+            self.engine = HFEngine(module.model, module.tokenizer)
         prompts = [self.renderer.prompt_ids(messages) for messages in batch]
 
         async def sample():
@@ -184,7 +187,7 @@ class SingleTurnRollout(pl.Callback):
 
         results = self.loop.run_until_complete(sample())
         generated = time.perf_counter()
-        tokenizer = pl_module.tokenizer
+        tokenizer = module.tokenizer
         trajectories = []
         for k, result in enumerate(results):
             prompt = prompts[k // self.n]
@@ -206,25 +209,26 @@ class SingleTurnRollout(pl.Callback):
                 )
             )
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        pl_module.experience = self.builder.build_experience(trajectories, pad_id=pad)
+        experience = build_experience(trajectories, self.advantage, pad_id=pad)
         done = time.perf_counter()
         self.clock.add("generate", generated - start)
         self.clock.add("reward_adv", done - generated)
         self.clock.tokens.append(sum(len(r.token_ids) for r in results))
-        self.clock.widths.append(int(pl_module.experience.tensors["input_ids"].shape[1]))
+        self.clock.widths.append(int(experience.tensors["input_ids"].shape[1]))
+        return RLStep(experience=experience, metrics=dict(experience.metrics))
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+    def after_batch(self, module, batch_idx: int) -> None:
         self.clock.end()
 
 
 def run_ours(module: TimedAgentGRPO, prompts, args, clock: PhaseClock) -> None:
-    callback = SingleTurnRollout(args.n, args.max_new_tokens, args.stop_at_eos, clock)
+    module.rollout_stage = SingleTurnRollout(args.n, args.max_new_tokens, args.stop_at_eos, clock)
     steps = 1 + args.steps
     loader = DataLoader(prompts * steps, batch_size=len(prompts), shuffle=False, collate_fn=list)
     trainer = pl.Trainer(
         accelerator="cpu", devices=1, precision="32-true", max_steps=steps, logger=False,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        callbacks=[callback], num_sanity_val_steps=0, limit_val_batches=0,
+        num_sanity_val_steps=0, limit_val_batches=0,
     )
     clock.mark_round()
     trainer.fit(module, loader)
@@ -412,13 +416,10 @@ def main() -> None:
 
     prompts = make_prompts(args.prompts)
     module = TimedAgentGRPO(
-        str(TINY),
+        policy=ModelSettings(model_path=str(TINY)),
         optim=OptimSettings(lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95), schedule="constant"),
-        ppo_mini_batch_size=args.prompts * args.n,
-        micro_batch_size=args.prompts * args.n,
-        ppo_epochs=1,
-        loss_agg="token-mean",
-        grad_clip=1.0,
+        ppo=PPOSettings(mini_batch_size=args.prompts * args.n, micro_batch_size=args.prompts * args.n, epochs=1,
+                        loss_agg="token-mean", grad_clip=1.0),
     )
     ours, trl = PhaseClock(), PhaseClock()
     module.clock = ours

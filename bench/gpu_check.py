@@ -112,15 +112,19 @@ def cli_config(name: str, model_dir: Path, work: Path, gpu: bool) -> Path:
     )
     trainer["logger"] = {"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
                          "init_args": {"save_dir": str(work / "runs"), "name": name}}
-    keep = ("RolloutCallback", "CoachCallback")
-    trainer["callbacks"] = [c for c in trainer.get("callbacks", []) if c["class_path"].endswith(keep)]
-    for c in trainer["callbacks"]:
-        if c["class_path"].endswith("RolloutCallback"):
-            rollout = {"n_samples": 2, "max_turns": 2, "max_new_tokens": 32, "max_length": 2048}
-            if not gpu:  # the dry run only proves the path: one short turn
-                rollout.update(max_turns=1, max_new_tokens=4)
-            c["init_args"]["rollout"].update(rollout)
-    cfg["model"]["init_args"]["model_path"] = str(model_dir)
+    trainer["callbacks"] = []  # no checkpoints or exports: the RL stages belong to the module
+    init_args = cfg["model"]["init_args"]
+    if "rollout" in init_args:
+        rollout = {"n_samples": 2, "max_new_tokens": 32, "max_length": 2048}
+        max_turns = 2 if gpu else 1  # the dry run only proves the path: one short turn
+        if not gpu:
+            rollout.update(max_new_tokens=4)
+        init_args["rollout"].update(rollout)
+        init_args["rollout"].setdefault("episode", {})["max_turns"] = max_turns
+    if "policy" in init_args:
+        init_args["policy"]["model_path"] = str(model_dir)
+    else:
+        init_args["model_path"] = str(model_dir)
     if "batch_size" in cfg["data"]["init_args"]:
         cfg["data"]["init_args"]["batch_size"] = 2
     path = work / f"{name}.yaml"

@@ -48,17 +48,14 @@ def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: 
     trainer = config["trainer"]
     trainer["max_steps"] = steps
     trainer["logger"]["init_args"].update({"save_dir": save_dir, "name": f"{arm}_seed{seed}"})
-    callbacks = [c for c in trainer["callbacks"] if not c["class_path"].endswith("ModelCheckpoint")]
-    if arm == "grpo":
-        callbacks = [c for c in callbacks if not c["class_path"].endswith("CoachCallback")]
+    trainer["callbacks"] = [c for c in trainer["callbacks"] if not c["class_path"].endswith("ModelCheckpoint")]
+    init_args = config["model"]["init_args"]
+    if arm == "grpo":  # no coach stage, no CSD term
         config["model"]["class_path"] = "mimesis_pl.modules.AgentGRPO"
-        for key in ("csd_coef", "estimator", "beta", "csd_warmup_steps", "adv_gate", "teacher_chunk_rows", "teacher_mode"):
-            config["model"]["init_args"].pop(key, None)
+        for key in ("csd", "coaching"):
+            init_args.pop(key, None)
     if arm == "csd_placebo":
-        for c in callbacks:
-            if c["class_path"].endswith("CoachCallback"):
-                c["init_args"]["placebo_only"] = True
-    trainer["callbacks"] = callbacks
+        init_args.setdefault("coaching", {})["placebo_only"] = True
     return config
 
 

@@ -78,7 +78,10 @@ class DataOnlyCLI(MimesisCLI):
         parser.add_subclass_arguments(pl.LightningDataModule, "data")
         self.datamodule = parser.instantiate_classes(Namespace(data=self.config.data)).data
         model_args = self.config.model.get("init_args") if self.config.get("model") else None
-        model_path = model_args.get("model_path") if model_args is not None else None
+        model_path = None
+        if model_args is not None:  # SFT modules name it directly, RL modules in their policy settings
+            policy = model_args.get("policy")
+            model_path = model_args.get("model_path") or (policy.get("model_path") if policy is not None else None)
         if hasattr(self.datamodule, "connect") and getattr(self.datamodule, "tokenizer_path", "") is None:
             self.datamodule.connect(model_path=model_path)
 

@@ -35,7 +35,7 @@ def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_p
 
     ckpt = next((run / "checkpoints").glob("*step=2*.ckpt"))
     state = torch.load(ckpt, weights_only=False)
-    coach_state = next(v for k, v in state["callbacks"].items() if "CoachCallback" in k)
+    coach_state = state["rl_stages"]["coach"]  # the coach stage's state, saved by the module
     saved_pool = len(coach_state["placebo_pool"]["notes"])
     assert saved_pool == first["coach/placebo_pool"][-1] > 0
 

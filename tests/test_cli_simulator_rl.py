@@ -22,7 +22,7 @@ def scalars(run):
 def test_simulator_rl_trains_one_step_and_validates_before_and_after(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     main(["fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path}", "--trainer.max_steps=1",
-          "--model.init_args.rollout.max_new_tokens=16", "--model.init_args.validation.every_n_steps=1",
+          "--model.init_args.rollout.max_new_tokens=16", "--model.init_args.validation.val_every_n_steps=1",
           "--trainer.enable_checkpointing=false"])
     run = next((tmp_path / "tiny_simulator_rl").iterdir())
     logged = scalars(run)

@@ -37,3 +37,29 @@ def test_tiny_config_instantiates(path, monkeypatch):
     monkeypatch.chdir(REPO)
     cli = MimesisCLI(args=["--config", str(path)], run=False)
     assert cli.model is not None and cli.datamodule is not None
+
+
+def test_bad_choices_fail_at_parse_time_and_help_lists_them(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    csd = ["--config", "configs/tiny/agent_csd.yaml"]
+    with pytest.raises(SystemExit):
+        ParseOnlyCLI(args=[*csd, "--model.init_args.csd.estimator", "distill"], run=False)
+    assert "Expected a typing.Literal['sdar', 'ref', 'k3']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ParseOnlyCLI(args=[*csd, "--model.help", "mimesis_pl.modules.AgentCSD"], run=False)
+    help_text = capsys.readouterr().out
+    for listed in ("{sdar,ref,k3}", "{token-mean,seq-mean-token-sum,seq-mean-token-mean}", "{prefix_cache,packed}",
+                   "{prospective,corrective}", "mimesis_pl.rollout.engines.VLLMEngineSettings",
+                   "mimesis_pl.rollout.OpenAIUserSettings", "mimesis_pl.rollout.OpenAICoachSettings"):
+        assert listed in help_text, listed
+    assert "gate sharpness of ``sdar``" in help_text  # each key's docstring is its help
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(REPO)))
+def test_a_config_names_the_policy_weights_once(path):
+    import yaml
+
+    init = yaml.safe_load(path.read_text())["model"].get("init_args", {})
+    engine = init.get("rollout", {}).get("engine", {})
+    if "policy" in init:  # engines that load weights take the policy's model path
+        assert "model_path" not in engine.get("init_args", {}), path

@@ -24,15 +24,14 @@ def test_arm_configs_change_only_the_arm():
     placebo = study.arm_config(base, "csd_placebo", seed=2, steps=5, save_dir="/tmp/x")
     assert base["trainer"]["max_steps"] != 5  # base untouched
     assert (csd["seed_everything"], csd["trainer"]["max_steps"]) == (2, 5)
-    assert "CoachCallback" in _classes(csd) and "CoachCallback" not in _classes(grpo)
+    assert "coaching" in csd["model"]["init_args"] and "coaching" not in grpo["model"]["init_args"]
     assert "ModelCheckpoint" not in _classes(csd)
-    assert grpo["model"]["class_path"].endswith("AgentGRPO") and "csd_coef" not in grpo["model"]["init_args"]
-    coach = next(c for c in placebo["trainer"]["callbacks"] if c["class_path"].endswith("CoachCallback"))
-    assert coach["init_args"]["placebo_only"] is True
+    assert grpo["model"]["class_path"].endswith("AgentGRPO") and "csd" not in grpo["model"]["init_args"]
+    assert placebo["model"]["init_args"]["coaching"]["placebo_only"] is True
     # everything else equal: data, rollout, optimiser
     for cfg in (grpo, placebo):
         assert cfg["data"] == csd["data"]
-        assert cfg["trainer"]["callbacks"][0] == csd["trainer"]["callbacks"][0]
+        assert cfg["model"]["init_args"]["rollout"] == csd["model"]["init_args"]["rollout"]
         assert cfg["model"]["init_args"]["optim"] == csd["model"]["init_args"]["optim"]
 
 

@@ -70,9 +70,9 @@ def test_grpo_on_two_processes_takes_global_batches_validates_and_keeps_the_best
     # 4 prompts x 2 samples per step, 4 trajectories per optimiser step: 2 optimiser steps per step;
     # max_steps counts optimiser steps, so 4 of them are 2 training steps.
     _fit("configs/tiny/agent_grpo.yaml", tmp_path, "--data.init_args.batch_size=4",
-         "--model.init_args.ppo_mini_batch_size=4", "--trainer.max_steps=4",
-         "--trainer.callbacks.init_args.rollout.n_samples=2", "--trainer.callbacks.init_args.rollout.max_new_tokens=8",
-         "--trainer.callbacks.init_args.rollout.max_turns=2", f"--trainer.callbacks+={audit_cb}")
+         "--model.init_args.ppo.mini_batch_size=4", "--trainer.max_steps=4",
+         "--model.init_args.rollout.n_samples=2", "--model.init_args.rollout.max_new_tokens=8",
+         "--model.init_args.rollout.episode.max_turns=2", f"--trainer.callbacks+={audit_cb}")
 
     # What one process takes in its first two steps: the same DataModule with world size 1.
     monkeypatch.chdir(REPO)  # rows carry their file path as the job sees it
@@ -99,9 +99,10 @@ def test_grpo_on_two_processes_takes_global_batches_validates_and_keeps_the_best
 
 def test_csd_on_two_processes_trains_with_the_hf_engine(tmp_path):
     config = yaml.safe_load((REPO / "configs" / "tiny" / "agent_csd.yaml").read_text())
-    rollout_cb = config["trainer"]["callbacks"][0]["init_args"]
-    rollout_cb["rollout"].update(max_turns=2, max_new_tokens=64)
-    rollout_cb.pop("validation")  # validation on 2 processes is the GRPO test's
+    model = config["model"]["init_args"]
+    model["rollout"].update(max_new_tokens=64)
+    model["rollout"]["episode"].update(max_turns=2)
+    model.pop("validation")  # validation on 2 processes is the GRPO test's
     (tmp_path / "csd.yaml").write_text(yaml.safe_dump(config))
     _fit(str(tmp_path / "csd.yaml"), tmp_path, "--trainer.max_steps=2")
     s = _scalars(tmp_path / "tiny_agent_csd" / "version_0")

@@ -1,6 +1,6 @@
 """RL prompt sets: UserRL-format gym rows (``prompt``, ``reward_model``, ``extra_info``) in batches.
 
-A batch is a list of row dicts (one per prompt); the ``RolloutCallback`` turns each into
+A batch is a list of row dicts (one per prompt); the agent's rollout stage turns each into
 ``n_samples`` episodes. Files use the mixture grammar (``path_or_glob.parquet[:ratio]``); the order
 is seeded and resumable like the SFT DataModules'.
 """
@@ -83,7 +83,7 @@ class GymPromptDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         batch_size: prompts per training step over all processes (reference: 64; each runs
             ``n_samples`` episodes); each rank takes ``batch_size / world_size`` of them, which
             must divide.
-        val_files: validation prompts (the RL validation of ``RolloutCallback(validation=...)``).
+        val_files: validation prompts (the RL validation of ``model.init_args.validation``).
         max_samples: cap on training prompts.
         seed: order seed.
         drop_last: drop an epoch's last batch when it is short of ``batch_size`` (as the

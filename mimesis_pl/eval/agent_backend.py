@@ -1,12 +1,13 @@
 """The agent under test, built from YAML settings: an engine plus tokenizer, or a served chat endpoint.
 
-One :class:`AgentSettings` selects how the agent runs (``engine``):
+The agent is one typed object chosen by ``class_path`` (``model.init_args.agent``):
 
-- ``hf``: HF ``generate`` in this process on the weights in ``model_path`` (CPU-friendly default);
-- ``vllm`` / ``sglang``: an in-process serving engine on ``model_path``;
-- ``openai``: a served model driven token-in/token-out (``/v1/completions`` with token ids;
-  ``model_path`` supplies the tokenizer and chat template);
-- ``openai_chat``: a served model behind ``/v1/chat/completions`` with tool calling (no tokenizer).
+- :class:`EngineAgentSettings`: token-in/token-out through a rollout engine (``engine:``, itself a
+  ``class_path``: HF ``generate`` in this process — the CPU-friendly default —, vLLM, SGLang, or a served
+  model over ``/v1/completions`` with token ids); ``model_path`` supplies the tokenizer and chat template,
+  and the weights of engines that load them;
+- :class:`OpenAIChatAgentSettings`: a served model behind ``/v1/chat/completions`` with tool calling (no
+  tokenizer).
 
 :class:`AgentBackend` turns the settings into what each evaluation needs: an episode runner
 (:meth:`AgentBackend.episode_runner`) and a replay agent (:meth:`AgentBackend.replay_agent`), and
@@ -23,76 +24,99 @@ from typing import Any, Literal
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.model_paths import check_model_path
 from mimesis_pl.rollout.engines.base import AGENT_TURN_TOKENS
+from mimesis_pl.rollout.engines.settings import EngineSettings, EngineTarget, HFEngineSettings, OpenAIEngineSettings
 
-ENGINE_KINDS = ("hf", "vllm", "sglang", "openai", "openai_chat")
 _SAMPLE_BYTES = 4 << 20
 
 
-@dataclass
 class AgentSettings:
-    """How the agent under test runs (see the module docstring for ``engine``).
+    """Base of the agent choices (``class_path`` in YAML)."""
+
+
+@dataclass
+class EngineAgentSettings(AgentSettings):
+    """The agent driven token-in/token-out through a rollout engine, rendering with its own chat template.
 
     Args:
-        engine: ``hf``, ``vllm``, ``sglang``, ``openai`` or ``openai_chat``.
-        model_path: local HF folder: weights (hf, vllm, sglang) and tokenizer (all but openai_chat).
-        name: the agent's name in results and cache keys (default: the folder name, or ``served_model``).
-        revision: the checkpoint's revision for the cache key; ``None`` hashes the files of
-            ``model_path`` (served agents must name it: their weights are not visible from here).
-        base_url / served_model / api_key_env: the server, its model name and the env var holding
-            the key (openai, openai_chat).
-        temperature, top_p: sampling (evaluation default: greedy).
-        max_new_tokens: budget per agent turn, by default training's (``AGENT_TURN_TOKENS``, 8192);
-            max_length: cap on an episode's total tokens.
-        enable_thinking: chat-template variable (None: the template's default).
-        chat_template: the template the token-level kinds render with — the one the agent trained
-            with: a name shipped in ``mimesis_pl/chat/templates/`` or a ``.jinja`` path (None: the
-            checkpoint's own). A served agent (``openai_chat``) renders with its server's template
-            (``bin/serve_model.sh --chat-template``), so it is refused there.
-        tool_choice: ``auto`` or ``required`` (openai_chat).
-        timeout_s: HTTP deadline per request (served agents).
-        dtype: weight dtype for ``hf`` (None: float32).
-        engine_kwargs: extra constructor arguments of the engine.
+        model_path: local HF folder: the tokenizer and chat template, and the weights of engines that load them
+            (HF, vLLM and SGLang take it unless their own ``model_path`` is set).
+        engine: the engine (``class_path``): ``HFEngineSettings`` (default), ``VLLMEngineSettings``,
+            ``SGLangEngineSettings`` or ``OpenAIEngineSettings`` (a served model, driven by token ids).
+        name: the agent's name in results and cache keys (default: the folder name, or the served model's).
+        revision: the checkpoint's revision for the cache key; ``None`` hashes the files of ``model_path``
+            (a served model must name it: its weights are not visible from here).
+        temperature: sampling temperature (evaluation default: greedy).
+        top_p: nucleus mass kept.
+        max_new_tokens: budget per agent turn, by default training's (``AGENT_TURN_TOKENS``, 8192).
+        max_length: cap on an episode's total tokens.
+        enable_thinking: chat-template variable (``None``: the template's default).
+        chat_template: the template to render with — the one the agent trained with: a name shipped in
+            ``mimesis_pl/chat/templates/`` or a ``.jinja`` path (``None``: the checkpoint's own).
+        dtype: weight dtype when the HF engine loads the weights (``None``: float32).
     """
 
-    engine: Literal["hf", "vllm", "sglang", "openai", "openai_chat"] = "hf"
-    model_path: str | None = None
+    model_path: str
+    engine: EngineSettings = field(default_factory=HFEngineSettings)
     name: str | None = None
     revision: str | None = None
-    base_url: str | None = None
-    served_model: str | None = None
-    api_key_env: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
     max_new_tokens: int = AGENT_TURN_TOKENS
     max_length: int = 32768
     enable_thinking: bool | None = None
     chat_template: str | None = None
-    tool_choice: Literal["auto", "required"] = "auto"
-    timeout_s: float = 120.0
     dtype: str | None = None
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def check(self) -> None:
-        """Raise ``ValueError`` naming the field when the combination cannot work."""
-        if self.engine not in ENGINE_KINDS:
-            raise ValueError(f"agent.engine must be one of {ENGINE_KINDS}, got {self.engine!r}")
-        if self.engine != "openai_chat" and not self.model_path:
-            raise ValueError(f"agent.model_path is required for engine {self.engine!r} (weights and/or tokenizer)")
-        if self.engine == "openai_chat" and self.chat_template is not None:
-            raise ValueError("agent.chat_template does not apply to engine 'openai_chat': the server renders with its "
-                             "own template; serve the model with bin/serve_model.sh --chat-template instead")
-        if self.model_path:
-            check_model_path(self.model_path, "agent.model_path")
-        if self.engine in ("openai", "openai_chat"):
-            if not self.base_url or not self.served_model:
-                raise ValueError(f"agent.base_url and agent.served_model are required for engine {self.engine!r}")
-            if not self.revision:
-                raise ValueError(f"agent.revision is required for a served agent (engine {self.engine!r}): name the "
-                                 "checkpoint (tag or hash) so cached trials of another checkpoint are never reused")
+    def __post_init__(self) -> None:
+        check_model_path(self.model_path, "agent.model_path")
+        if isinstance(self.engine, OpenAIEngineSettings) and not self.revision:
+            raise ValueError("agent.revision is required for a served agent (OpenAIEngineSettings): name the "
+                             "checkpoint (tag or hash) so cached trials of another checkpoint are never reused")
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
         return {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
+
+
+@dataclass
+class OpenAIChatAgentSettings(AgentSettings):
+    """A served model behind ``/v1/chat/completions`` with tool calling; the server renders the chat.
+
+    Args:
+        base_url: the server, e.g. ``http://127.0.0.1:8100/v1``.
+        served_model: the served model's name.
+        revision: the checkpoint's revision for the cache key (its weights are not visible from here).
+        name: the agent's name in results and cache keys (default: ``served_model``).
+        api_key_env: environment variable holding the key.
+        temperature: sampling temperature (evaluation default: greedy).
+        max_new_tokens: budget per agent turn, by default training's (``AGENT_TURN_TOKENS``, 8192).
+        enable_thinking: sent as ``chat_template_kwargs`` (``None``: the server template's default).
+        tool_choice: ``auto`` or ``required``.
+        timeout_s: HTTP deadline per request.
+        chat_template: must stay ``null``: the server renders with its own template (serve the model with
+            ``bin/serve_model.sh --chat-template``).
+    """
+
+    base_url: str
+    served_model: str
+    revision: str
+    name: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_new_tokens: int = AGENT_TURN_TOKENS
+    enable_thinking: bool | None = None
+    tool_choice: Literal["auto", "required"] = "auto"
+    timeout_s: float = 120.0
+    chat_template: None = None
+
+    def __post_init__(self) -> None:
+        if self.chat_template is not None:
+            raise ValueError("agent.chat_template does not apply to engine 'openai_chat' (OpenAIChatAgentSettings): "
+                             "the server renders with its own template; serve the model with "
+                             "bin/serve_model.sh --chat-template instead")
+        if not self.revision:
+            raise ValueError("agent.revision is required for a served agent (OpenAIChatAgentSettings): name the "
+                             "checkpoint (tag or hash) so cached trials of another checkpoint are never reused")
 
 
 @dataclass
@@ -133,47 +157,46 @@ def model_revision(path: str | Path) -> str:
 
 
 class AgentBackend:
-    """The built agent: engine + tokenizer (token-level kinds) or chat-endpoint settings.
+    """The built agent: engine + tokenizer (:class:`EngineAgentSettings`) or chat-endpoint settings.
 
     Args:
-        settings: see :class:`AgentSettings`.
-        model: for ``hf``, an already loaded causal LM to generate with (a LightningModule's own
+        settings: the agent's settings.
+        model: for the HF engine, an already loaded causal LM to generate with (a LightningModule's own
             submodule, so the Trainer places it); loaded from ``model_path`` when None.
     """
 
     def __init__(self, settings: AgentSettings, model: Any = None) -> None:
-        settings.check()
+        if not isinstance(settings, (EngineAgentSettings, OpenAIChatAgentSettings)):
+            raise TypeError(f"agent must be EngineAgentSettings or OpenAIChatAgentSettings, got {type(settings).__name__}")
         self.settings = settings
         self.engine: Any = None
         self.tokenizer: Any = None
         s = settings
-        if s.engine != "openai_chat":
+        if isinstance(s, EngineAgentSettings):
             from mimesis_pl.chat import load_tokenizer
-            from mimesis_pl.rollout.engines import build_engine
 
             self.tokenizer = load_tokenizer(s.model_path, s.chat_template)
-            kwargs = dict(s.engine_kwargs)
-            if s.engine == "hf":
-                if model is None:
-                    from mimesis_pl.modules.hf import load_causal_lm
+            if s.engine.generates_on_policy_weights and model is None:
+                from mimesis_pl.modules.hf import load_causal_lm
 
-                    model = load_causal_lm(s.model_path, dtype=s.dtype).eval()
-                kwargs.update(model=model, tokenizer_or_pad_id=self.tokenizer)
-            elif s.engine in ("vllm", "sglang"):
-                kwargs.setdefault("model_path", s.model_path)
-            else:  # token-level served model
-                kwargs.update(base_url=s.base_url, model=s.served_model, api_key_env=s.api_key_env)
-            self.engine = build_engine(s.engine, **kwargs)
+                model = load_causal_lm(s.model_path, dtype=s.dtype).eval()
+            model = model if s.engine.generates_on_policy_weights else None
+            self.engine = s.engine.build(EngineTarget(model_path=s.model_path, tokenizer=self.tokenizer, model=model))
 
     @property
     def name(self) -> str:
         s = self.settings
-        return s.name or (s.served_model if s.engine in ("openai", "openai_chat") else Path(s.model_path).name)
+        if s.name:
+            return s.name
+        if isinstance(s, OpenAIChatAgentSettings):
+            return s.served_model
+        return s.engine.model if isinstance(s.engine, OpenAIEngineSettings) else Path(s.model_path).name
 
     @property
     def revision(self) -> str:
-        revision = self.settings.revision or model_revision(self.settings.model_path)
-        if self.settings.chat_template is None:
+        s = self.settings
+        revision = s.revision or model_revision(s.model_path)
+        if s.chat_template is None:
             return revision
         # Another template is another agent: its trials must not share cache entries.
         template = hashlib.sha256(self.tokenizer.chat_template.encode()).hexdigest()[:8]
@@ -189,7 +212,7 @@ class AgentBackend:
     def episode_runner(self, manager: Any) -> Any:
         """An episode runner playing against ``manager``'s gyms."""
         s = self.settings
-        if s.engine == "openai_chat":
+        if isinstance(s, OpenAIChatAgentSettings):
             from mimesis_pl.eval.episodes import OpenAIChatEpisodeRunner
 
             return OpenAIChatEpisodeRunner(manager, s.base_url, s.served_model, api_key_env=s.api_key_env,
@@ -206,7 +229,7 @@ class AgentBackend:
     def replay_agent(self) -> Any:
         """The replay :class:`~mimesis_pl.eval.replay.ChatAgent` (greedy, one call per request)."""
         s = self.settings
-        if s.engine == "openai_chat":
+        if isinstance(s, OpenAIChatAgentSettings):
             from mimesis_pl.eval.replay import OpenAIChatAgent
 
             return OpenAIChatAgent(s.base_url, s.served_model, api_key_env=s.api_key_env, temperature=0.0,
@@ -223,6 +246,6 @@ class AgentBackend:
             self.engine = None
 
 
-def _chat_template_body(s: AgentSettings) -> dict[str, Any] | None:
+def _chat_template_body(s: OpenAIChatAgentSettings) -> dict[str, Any] | None:
     # vLLM/SGLang read template variables from this request field.
     return None if s.enable_thinking is None else {"chat_template_kwargs": {"enable_thinking": s.enable_thinking}}

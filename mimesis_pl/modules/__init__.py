@@ -2,9 +2,12 @@
 
 from .agent_csd import AgentCSD
 from .agent_grpo import AgentGRPO
-from .simulator_rl import SimulatorRL
 from .causal_lm_sft import CausalLMSFT
 from .export import HFExportCallback, export_hf
-from .settings import LoraSettings, OptimSettings
+from .settings import CSDSettings, LoraSettings, ModelSettings, OptimSettings, PPOSettings
+from .simulator_rl import SimulatorRL
 
-__all__ = ["AgentCSD", "AgentGRPO", "CausalLMSFT", "HFExportCallback", "LoraSettings", "OptimSettings", "SimulatorRL", "export_hf"]
+__all__ = [
+    "AgentCSD", "AgentGRPO", "CSDSettings", "CausalLMSFT", "HFExportCallback", "LoraSettings", "ModelSettings",
+    "OptimSettings", "PPOSettings", "SimulatorRL", "export_hf",
+]

@@ -24,8 +24,7 @@ import lightning.pytorch as pl
 import torch
 from torchmetrics import MeanMetric
 
-from ..envs import EnvironmentManager
-from ..eval.agent_backend import AgentBackend, AgentSettings, RetrySettings
+from ..eval.agent_backend import AgentBackend, AgentSettings, EngineAgentSettings, RetrySettings
 from ..eval.episodes import EpisodeExecutor, GymMetrics
 from ..eval.replay import (
     ReplayExecutor,
@@ -37,14 +36,11 @@ from ..eval.replay import (
 from ..eval.report import replay_scalars, write_episode_report, write_replay_report
 from ..eval.trials import RunIdentity, TaskRef, TrialCache, trial_matrix
 from ..rollout.event_loop import shutdown_loop
-from ..rollout.services import SimulatorServices, UserSimSettings
+from ..rollout.services import ScriptedHTTPUserSettings, SimulatorServices, UserSimSettings
+from ..rollout.settings import EpisodeSettings
 
 log = logging.getLogger(__name__)
-
-
-def simulator_label(users: UserSimSettings) -> str:
-    """The simulator's name in cache keys: its kind and model (override with ``simulator_name``)."""
-    return f"{users.kind}:{users.model}"
+DEFAULT_USERS, DEFAULT_EPISODE, DEFAULT_RETRY = ScriptedHTTPUserSettings(), EpisodeSettings(), RetrySettings()
 
 
 class _EvalModule(pl.LightningModule):
@@ -52,7 +48,6 @@ class _EvalModule(pl.LightningModule):
 
     def __init__(self, agent: AgentSettings, out_dir: str | None) -> None:
         super().__init__()
-        agent.check()
         self.agent = agent
         self.out_dir = out_dir
         self.model: torch.nn.Module | None = None
@@ -61,14 +56,15 @@ class _EvalModule(pl.LightningModule):
 
     @property
     def model_path(self) -> str | None:
-        return self.agent.model_path
+        return getattr(self.agent, "model_path", None)
 
     def configure_model(self) -> None:
         # The HF engine generates with this submodule, so the Trainer places it on the device.
-        if self.agent.engine == "hf" and self.model is None:
+        agent = self.agent
+        if isinstance(agent, EngineAgentSettings) and agent.engine.generates_on_policy_weights and self.model is None:
             from .hf import load_causal_lm
 
-            self.model = load_causal_lm(self.agent.model_path, dtype=self.agent.dtype).eval().requires_grad_(False)
+            self.model = load_causal_lm(agent.model_path, dtype=agent.dtype).eval().requires_grad_(False)
 
     def _start(self) -> Path:
         if self.trainer.world_size > 1:
@@ -97,46 +93,41 @@ class _EvalModule(pl.LightningModule):
             self._loop = None
 
     def _config(self) -> dict[str, Any]:
-        return {"agent": asdict(self.agent)}
+        return {"agent": {"settings": type(self.agent).__name__, **asdict(self.agent)}}
 
 
 class AgentEvalModule(_EvalModule):
     """Agent evaluation over gyms: ``n_trials`` episodes per task, results cached and resumable.
 
     Args:
-        agent: the agent under test (engine, weights, sampling; evaluation default: greedy).
-        users: the simulated users (scripted, or a served simulator behind the privileged shim).
+        agent: the agent under test (``class_path``: an engine-driven agent or a served chat endpoint;
+            evaluation default: greedy).
+        users: the simulated users (``class_path``: scripted, or a served simulator behind the privileged shim).
+        episode: turns, gym options, step deadline, reward display — the same settings object as training's
+            ``model.init_args.rollout.episode`` (keep them equal).
         n_trials: trials per task (n of avg@n, pass@k, pass^k).
         ks: the k of pass@k and pass^k, each in 1..n_trials (default ``[1]``).
-        max_turns: agent turns per episode (reference evaluation: 16).
-        gym_options: per gym constructor options, e.g. ``{TurtleGym: {success_threshold: 1.0}}``.
-        step_timeout_s: deadline of one gym step (user reply included); past it the episode is a
-            ``timeout`` failure, retried then unscored.
-        show_reward: append ``Reward: r`` to observations (keep as in training; default off in both).
         max_concurrency: episodes in flight at once.
         retry: retries of a trial whose episode failed for infrastructure reasons.
         out_dir: where ``results.json``, ``results.md``, ``charts/<gym>.png`` and ``episodes.jsonl``
             (every episode's transcript) go; default: the logger's run folder.
         cache_dir: folder of ``trials.jsonl``, the resumable cache (default: ``out_dir``, else the
             logger's ``save_dir/name``); rerunning with the same cache resumes.
-        simulator_name: the simulator's name in cache keys (default ``"{users.kind}:{users.model}"``).
+        simulator_name: the simulator's name in cache keys (default ``"{kind}:{model}"`` of ``users``).
     """
 
-    def __init__(self, agent: AgentSettings, users: UserSimSettings = UserSimSettings(), n_trials: int = 4,
-                 ks: list[int] | None = None, max_turns: int = 16, gym_options: dict[str, dict[str, Any]] | None = None,
-                 step_timeout_s: float = 300.0, show_reward: bool = False, max_concurrency: int = 16,
-                 retry: RetrySettings = RetrySettings(), out_dir: str | None = None, cache_dir: str | None = None,
-                 simulator_name: str | None = None) -> None:
-        super().__init__(agent, out_dir)
+    def __init__(self, agent: AgentSettings, users: UserSimSettings = DEFAULT_USERS,
+                 episode: EpisodeSettings = DEFAULT_EPISODE, n_trials: int = 4, ks: list[int] | None = None,
+                 max_concurrency: int = 16, retry: RetrySettings = DEFAULT_RETRY, out_dir: str | None = None,
+                 cache_dir: str | None = None, simulator_name: str | None = None) -> None:
+        super().__init__(agent=agent, out_dir=out_dir)
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
         ks = [1] if ks is None else list(ks)
         if not ks or any(k < 1 or k > n_trials for k in ks):
             raise ValueError(f"every k of ks must be in 1..n_trials={n_trials}, got {ks}")
         self.users = users
-        self.n_trials, self.ks, self.max_turns = n_trials, sorted(set(ks)), max_turns
-        self.gym_options = dict(gym_options or {})
-        self.step_timeout_s, self.show_reward = step_timeout_s, show_reward
+        self.n_trials, self.ks, self.episode = n_trials, sorted(set(ks)), episode
         self.max_concurrency, self.retry = max_concurrency, retry
         self.cache_dir, self.simulator_name = cache_dir, simulator_name
         self.executor: EpisodeExecutor | None = None
@@ -148,11 +139,9 @@ class AgentEvalModule(_EvalModule):
     def on_test_start(self) -> None:
         out = self._start()
         self.services = SimulatorServices(self.users).start()
-        manager = EnvironmentManager(users=self.services.users(), shim_url=self.services.shim_url,
-                                     gym_options=self.gym_options, max_turns=self.max_turns,
-                                     step_timeout_s=self.step_timeout_s, show_reward=self.show_reward)
+        manager = self.episode.manager(self.services.users(), self.services.shim_url)
         runner = self.backend.episode_runner(manager)
-        simulator = self.simulator_name or simulator_label(self.users)
+        simulator = self.simulator_name or self.users.label
         identity = RunIdentity(self.backend.name, self.backend.revision, simulator)
         cache = TrialCache(self._cache_dir(out) / "trials.jsonl")
         self.executor = EpisodeExecutor(runner, identity, cache, n_trials=self.n_trials, retry=self.retry.policy(),
@@ -204,10 +193,9 @@ class AgentEvalModule(_EvalModule):
 
     def _config(self) -> dict[str, Any]:
         # How the shim is reached is not part of what is evaluated (keeps trial cache keys stable).
-        users = {k: v for k, v in asdict(self.users).items() if k != "shim_token_env"}
+        users = {"kind": self.users.kind, **{k: v for k, v in asdict(self.users).items() if k != "shim_token_env"}}
         return {**super()._config(), "users": users, "n_trials": self.n_trials, "ks": self.ks,
-                "max_turns": self.max_turns, "gym_options": self.gym_options, "show_reward": self.show_reward,
-                "step_timeout_s": self.step_timeout_s, "retry": asdict(self.retry)}
+                **asdict(self.episode), "retry": asdict(self.retry)}
 
 
 class ReplayEvalModule(_EvalModule):
@@ -223,9 +211,9 @@ class ReplayEvalModule(_EvalModule):
             logger's run folder.
     """
 
-    def __init__(self, agent: AgentSettings, max_concurrency: int = 4, retry: RetrySettings = RetrySettings(),
+    def __init__(self, agent: AgentSettings, max_concurrency: int = 4, retry: RetrySettings = DEFAULT_RETRY,
                  out_dir: str | None = None) -> None:
-        super().__init__(agent, out_dir)
+        super().__init__(agent=agent, out_dir=out_dir)
         self.max_concurrency, self.retry = max_concurrency, retry
         self.executor: ReplayExecutor | None = None
         self.files = None

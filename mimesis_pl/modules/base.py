@@ -8,32 +8,24 @@ import torch
 
 from ..model_paths import check_model_path
 from .hf import build_optimizer, load_causal_lm, shard_fsdp2
-from .settings import LoraSettings, OptimSettings
+from .settings import ModelSettings, OptimSettings
 
 
 class HFCausalLMModule(pl.LightningModule):
-    """Base class; see :class:`~mimesis_pl.modules.CausalLMSFT` for the arguments."""
+    """Base class: the weights of ``settings`` (see :class:`~mimesis_pl.modules.settings.ModelSettings`)
+    and AdamW with ``optim``; ``model_path_key`` names the YAML key of the model path in errors."""
 
-    def __init__(
-        self,
-        model_path: str,
-        lora: LoraSettings | None = None,
-        optim: OptimSettings = OptimSettings(),
-        gradient_checkpointing: bool = False,
-        dtype: str | None = None,
-        attn_implementation: str | None = "sdpa",
-        trust_remote_code: bool = False,
-        loss_chunk_size: int | None = None,
-    ) -> None:
+    def __init__(self, *, settings: ModelSettings, optim: OptimSettings,
+                 model_path_key: str = "model.init_args.model_path") -> None:
         super().__init__()
-        self.model_path = check_model_path(model_path, "model.init_args.model_path")
-        self.lora = lora
+        self.model_path = check_model_path(settings.model_path, model_path_key)
+        self.lora = settings.lora
         self.optim = optim
-        self.gradient_checkpointing = gradient_checkpointing
-        self.dtype_name = dtype
-        self.attn_implementation = attn_implementation
-        self.trust_remote_code = trust_remote_code
-        self.loss_chunk_size = loss_chunk_size
+        self.gradient_checkpointing = settings.gradient_checkpointing
+        self.dtype_name = settings.dtype
+        self.attn_implementation = settings.attn_implementation
+        self.trust_remote_code = settings.trust_remote_code
+        self.loss_chunk_size = settings.loss_chunk_size
         self.model: torch.nn.Module | None = None
 
     def configure_model(self) -> None:

@@ -9,8 +9,10 @@ import torch
 
 from ..metrics.lm import TokenPerplexity
 from .base import HFCausalLMModule
-from .settings import LoraSettings, OptimSettings
+from .settings import LoraSettings, ModelSettings, OptimSettings
 from .token_ops import model_weighted_logprob_sum
+
+DEFAULT_OPTIM = OptimSettings()
 
 
 class CausalLMSFT(HFCausalLMModule):
@@ -37,16 +39,19 @@ class CausalLMSFT(HFCausalLMModule):
         self,
         model_path: str,
         lora: LoraSettings | None = None,
-        optim: OptimSettings = OptimSettings(),
+        optim: OptimSettings = DEFAULT_OPTIM,
         gradient_checkpointing: bool = False,
         dtype: str | None = None,
         attn_implementation: str | None = "sdpa",
         trust_remote_code: bool = False,
         loss_chunk_size: int | None = None,
     ) -> None:
-        super().__init__(
-            model_path, lora, optim, gradient_checkpointing, dtype, attn_implementation, trust_remote_code, loss_chunk_size
+        settings = ModelSettings(
+            model_path=model_path, lora=lora, dtype=dtype, attn_implementation=attn_implementation,
+            trust_remote_code=trust_remote_code, gradient_checkpointing=gradient_checkpointing,
+            loss_chunk_size=loss_chunk_size,
         )
+        super().__init__(settings=settings, optim=optim)
         self.save_hyperparameters()
         self.train_ppl = TokenPerplexity()
         self.val_ppl = TokenPerplexity()

@@ -59,3 +59,101 @@ class OptimSettings:
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"{where}.{name} must be {wanted[name]}, got {getattr(self, name)!r}")
+
+
+@dataclass
+class ModelSettings:
+    """The policy's weights and how they are loaded (``model.init_args.policy``).
+
+    Args:
+        model_path: HF model folder (or hub id where downloads are allowed); rollout engines that load
+            their own copy (vLLM, SGLang) start from it unless they name another.
+        lora: LoRA settings; ``None`` trains every weight.
+        dtype: storage dtype of the weights (``None`` = float32 master weights; use the Trainer's
+            ``precision: bf16-mixed`` for bf16 compute).
+        attn_implementation: passed to ``from_pretrained`` (``sdpa``, ``flash_attention_2``, ``eager``).
+        trust_remote_code: allow the checkpoint's own modelling code.
+        gradient_checkpointing: recompute decoder activations in the backward pass.
+        chat_template: the template rollouts render with and the export carries: a name shipped in
+            ``mimesis_pl/chat/templates/`` or a ``.jinja`` path; ``None`` keeps the tokenizer's own.
+        loss_chunk_size: positions projected to the vocabulary at once (bounds logits memory); ``None``
+            sizes it from the vocabulary (see :mod:`~mimesis_pl.modules.fused_head`).
+    """
+
+    model_path: str
+    lora: LoraSettings | None = None
+    dtype: str | None = None
+    attn_implementation: str | None = "sdpa"
+    trust_remote_code: bool = False
+    gradient_checkpointing: bool = False
+    chat_template: str | None = None
+    loss_chunk_size: int | None = None
+
+
+@dataclass
+class PPOSettings:
+    """The clipped policy update of every RL step (reference: verl's actor, dual-clip PPO).
+
+    Args:
+        mini_batch_size: trajectories per optimiser step over all processes (reference: 8 prompts × 8 = 64);
+            each rank takes ``mini_batch_size / world_size`` of them.
+        micro_batch_size: trajectories per forward/backward pass (per rank).
+        epochs: passes over the step's trajectories.
+        clip_low: lower clip of the ratio (1 - clip_low).
+        clip_high: upper clip of the ratio (1 + clip_high).
+        dual_clip: bound on negative-advantage ratios (``None``: off).
+        loss_agg: ``token-mean`` (over every response token of the mini-batch), ``seq-mean-token-sum`` or
+            ``seq-mean-token-mean``.
+        grad_clip: max gradient norm.
+        log_entropy: log the policy entropy on response tokens (from the same head projection as the log-probs).
+    """
+
+    mini_batch_size: int = 64
+    micro_batch_size: int = 2
+    epochs: int = 1
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = 3.0
+    loss_agg: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = "token-mean"
+    grad_clip: float = 1.0
+    log_entropy: bool = True
+
+    def __post_init__(self) -> None:
+        where = "model.init_args.ppo"
+        for name in ("mini_batch_size", "micro_batch_size", "epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{where}.{name} must be >= 1, got {getattr(self, name)!r}")
+
+
+@dataclass
+class CSDSettings:
+    """Coached self-distillation: the weight and shape of the CSD term and how the teacher forward runs.
+
+    Args:
+        coef: α, the weight of the CSD loss (reference 0.01).
+        estimator: ``sdar`` (σ(β·Δ)-gated imitation), ``ref`` or ``k3`` (the top-k ``distill`` estimator
+            of :mod:`mimesis_pl.rl.losses` needs student top-k log-probs, which the update does not compute).
+        beta: gate sharpness of ``sdar`` (reference 5.0).
+        warmup_steps: optimiser steps with the CSD term off.
+        adv_gate: keep only coached tokens with ``|advantage| <= adv_gate`` (``None``: off).
+        teacher_chunk_rows: teacher rows per forward (``packed`` mode).
+        teacher_mode: ``prefix_cache`` forwards each coached trajectory's prefix once and reuses its KV cache
+            for every teacher row (real and placebo); ``packed`` forwards whole left-padded rows in chunks.
+    """
+
+    coef: float = 0.01
+    estimator: Literal["sdar", "ref", "k3"] = "sdar"
+    beta: float = 5.0
+    warmup_steps: int = 0
+    adv_gate: float | None = None
+    teacher_chunk_rows: int = 4
+    teacher_mode: Literal["prefix_cache", "packed"] = "prefix_cache"
+
+    def __post_init__(self) -> None:
+        if self.teacher_mode not in ("prefix_cache", "packed"):
+            raise ValueError(f"model.init_args.csd.teacher_mode must be 'prefix_cache' or 'packed', got {self.teacher_mode!r}")
+        if self.estimator not in ("sdar", "ref", "k3"):
+            raise ValueError(
+                f"model.init_args.csd.estimator {self.estimator!r} is not supported by AgentCSD; choose sdar, ref or k3 "
+                "(the top-k 'distill' estimator exists in mimesis_pl.rl.losses but needs student top-k log-probs)"
+            )

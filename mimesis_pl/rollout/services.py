@@ -1,36 +1,97 @@
-"""The simulated-user side of an RL job: which user simulator, and the privileged shim in front of it.
+"""The simulated-user side of an RL job or an evaluation: which user simulator, and the privileged shim
+in front of it.
 
-Three set-ups, chosen in YAML (``UserSimSettings.kind``):
+Three set-ups, chosen in YAML by ``class_path`` (``users:``):
 
-- ``scripted``: the offline scripted user, in process (no HTTP; fastest, for unit tests);
-- ``scripted_http``: the scripted user served as an OpenAI-compatible endpoint on loopback, with
-  the real shim in front of it — the embedded default, exercising the same path as a served model;
-- ``openai``: a served simulator (vLLM/SGLang) at ``upstream_url``; the job starts a shim in front
-  of it (``shim: true``) or uses a running one (``shim_url``).
+- :class:`ScriptedUserSettings`: the offline scripted user, in process (no HTTP; fastest, for unit tests);
+- :class:`ScriptedHTTPUserSettings`: the scripted user served as an OpenAI-compatible endpoint on loopback,
+  with the real shim in front of it — the embedded default, exercising the same path as a served model;
+- :class:`OpenAIUserSettings`: a served simulator (vLLM/SGLang) at ``upstream_url``; the job starts a shim
+  in front of it (``shim: true``) or uses a running one (``shim_url``).
+
+:class:`SimulatorServices` starts what the settings ask for and stops it again (the owner — the rollout
+stage or the evaluation module — calls ``start`` in its setup and ``stop`` in its teardown).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar
 
 from ..shim.background import ServerThread
-from ..shim.guard import check_distinct_endpoints
 from ..shim.service import PrivilegedShim
 
 
-@dataclass
 class UserSimSettings:
-    """How episodes get their simulated user (see the module docstring).
+    """Base of the user-simulator choices (``class_path`` in YAML).
 
-    ``shim_token_env`` names the environment variable holding the shim's bearer token (the token
-    itself never enters a config or the run's ``config.yaml``); users and privileged reads send it.
-    ``api_key_env`` names the variable holding the served simulator's key (sent by the shim we
-    start, or by the users when there is no shim).
+    ``kind`` and ``model`` name the simulator in evaluation cache keys (``"{kind}:{model}"``).
     """
 
-    kind: Literal["scripted", "scripted_http", "openai"] = "scripted_http"
+    kind: ClassVar[str] = ""
+
+    @property
+    def label(self) -> str:
+        """The simulator's name in evaluation cache keys."""
+        return f"{self.kind}:{getattr(self, 'model', '')}"
+
+
+@dataclass
+class ScriptedUserSettings(UserSimSettings):
+    """The offline scripted user, in process: no HTTP, no shim (privileged entries stay in the episode record).
+
+    Args:
+        model: the simulator's name in evaluation cache keys.
+    """
+
+    model: str = "scripted-user"
+
+    kind: ClassVar[str] = "scripted"
+
+
+@dataclass
+class ScriptedHTTPUserSettings(UserSimSettings):
+    """The scripted user served over HTTP on loopback, behind the real privileged shim (the embedded default).
+
+    Args:
+        model: the model name sent with every request (and the simulator's name in evaluation cache keys).
+        shim: put the privileged shim in front of the scripted server.
+        shim_token_env: environment variable holding the shim's bearer token (the token never enters a config).
+        temperature: sampling temperature sent with every request.
+        max_tokens: completion cap sent with every request.
+        timeout_s: per request.
+    """
+
+    model: str = "scripted-user"
+    shim: bool = True
+    shim_token_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout_s: float = 120.0
+
+    kind: ClassVar[str] = "scripted_http"
+
+
+@dataclass
+class OpenAIUserSettings(UserSimSettings):
+    """A served simulator (vLLM/SGLang, OpenAI-compatible) behind the privileged shim.
+
+    Args:
+        upstream_url: the served simulator, e.g. ``http://127.0.0.1:8000/v1`` (or give ``shim_url``).
+        model: the served model's name.
+        shim: start a shim in front of ``upstream_url`` (its ``<think>`` stays private, readable by the coach).
+        shim_url: a shim already running (then none is started).
+        shim_token_env: environment variable holding the shim's bearer token (the token never enters a config).
+        api_key_env: environment variable holding the served simulator's key (sent by the shim we start, or
+            by the users when there is no shim).
+        temperature: sampling temperature.
+        max_tokens: completion cap per user turn.
+        timeout_s: per request.
+        strip_prose_reasoning: cut "Thinking Process: …" prose (base Qwen3.5) from the users' turns (kept
+            private, like a ``<think>`` block).
+    """
+
     upstream_url: str | None = None
     model: str = "scripted-user"
     shim: bool = True
@@ -40,7 +101,13 @@ class UserSimSettings:
     temperature: float = 0.0
     max_tokens: int = 1024
     timeout_s: float = 120.0
-    strip_prose_reasoning: bool = False  # cut "Thinking Process: …" prose (base Qwen3.5) from openai users' turns
+    strip_prose_reasoning: bool = False
+
+    kind: ClassVar[str] = "openai"
+
+    def __post_init__(self) -> None:
+        if not (self.upstream_url or self.shim_url):
+            raise ValueError("users (OpenAIUserSettings) needs upstream_url (a served simulator) or shim_url")
 
 
 class _ScriptedUserServer:
@@ -62,15 +129,13 @@ class _ScriptedUserServer:
 
 
 class SimulatorServices:
-    """Starts (and stops) what :class:`UserSimSettings` asks for; hands out users and the shim URL."""
+    """Starts (and stops) what a :class:`UserSimSettings` asks for; hands out users and the shim URL."""
 
-    def __init__(self, settings: UserSimSettings, coach_url: str | None = None) -> None:
-        if settings.kind not in ("scripted", "scripted_http", "openai"):
-            raise ValueError(f"user simulator kind must be scripted, scripted_http or openai, got {settings.kind!r}")
-        if settings.kind == "openai" and not (settings.upstream_url or settings.shim_url):
-            raise ValueError("user simulator kind 'openai' needs upstream_url (a served simulator) or shim_url")
+    def __init__(self, settings: UserSimSettings) -> None:
+        if not isinstance(settings, UserSimSettings):
+            raise TypeError(f"users must be a UserSimSettings (ScriptedUserSettings, ScriptedHTTPUserSettings or "
+                            f"OpenAIUserSettings), got {type(settings).__name__}")
         self.settings = settings
-        self.coach_url = coach_url
         self._threads: list[ServerThread] = []
         self.shim_url: str | None = None
         self.upstream_url: str | None = None
@@ -78,25 +143,25 @@ class SimulatorServices:
     @property
     def shim_token(self) -> str | None:
         """The shim's bearer token, read from ``shim_token_env`` (``None`` when unset)."""
-        return _secret(self.settings.shim_token_env, "shim_token_env")
+        return _secret(getattr(self.settings, "shim_token_env", None), "shim_token_env")
 
     def start(self) -> SimulatorServices:
         s = self.settings
-        if s.kind == "scripted":
+        if isinstance(s, ScriptedUserSettings):
             return self
-        upstream = s.upstream_url
-        if s.kind == "scripted_http":
+        api_key_env = None
+        if isinstance(s, ScriptedHTTPUserSettings):
             upstream = self._start(_ScriptedUserServer(), "mimesis-scripted-user")
+        else:
+            upstream, api_key_env = s.upstream_url, s.api_key_env
         self.upstream_url = upstream
-        if s.shim_url is not None:
+        if getattr(s, "shim_url", None) is not None:
             self.shim_url = s.shim_url
         elif s.shim:
-            upstream_key = _secret(s.api_key_env, "api_key_env")
+            upstream_key = _secret(api_key_env, "api_key_env")
             self.shim_url = self._start(
                 PrivilegedShim(upstream, token=self.shim_token, upstream_api_key=upstream_key), "mimesis-user-shim"
             )
-        if self.coach_url is not None and self.shim_url is not None:
-            check_distinct_endpoints(self.shim_url, self.coach_url)
         return self
 
     def _start(self, server: Any, name: str) -> str:
@@ -108,7 +173,7 @@ class SimulatorServices:
     def users(self):
         """The UserProvider for the EnvironmentManager."""
         s = self.settings
-        if s.kind == "scripted":
+        if isinstance(s, ScriptedUserSettings):
             from ..users.scripted import ScriptedUser
 
             return ScriptedUser()
@@ -116,10 +181,11 @@ class SimulatorServices:
 
         base = self.shim_url or self.upstream_url
         # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
-        key_env = s.shim_token_env if self.shim_url else s.api_key_env
+        key_env = s.shim_token_env if self.shim_url else getattr(s, "api_key_env", None)
         return OpenAIUser(
             base_url=_v1(base), model=s.model, api_key_env=key_env, temperature=s.temperature,
-            max_tokens=s.max_tokens, timeout_s=s.timeout_s, strip_prose_reasoning=s.strip_prose_reasoning,
+            max_tokens=s.max_tokens, timeout_s=s.timeout_s,
+            strip_prose_reasoning=getattr(s, "strip_prose_reasoning", False),
         )
 
     def stop(self) -> None:

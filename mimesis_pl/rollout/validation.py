@@ -3,7 +3,8 @@
 The reference validates greedily (n = 1) on a held-out split of the training tasks every 5 steps and
 at the last step, and keeps the checkpoint of the best ``val-core`` score (the mean over data
 sources of each source's mean reward). The pieces here are independent of how episodes are run, so
-that any RL callback can use them (``RolloutCallback`` for the agent; simulator RL likewise):
+that every RL stage uses them (``RolloutStage`` for the agent; simulator RL's stage takes the schedule and
+the best checkpoint, with the tasks' own metrics):
 
 - :class:`ValidationSettings` — when to validate and what to keep (YAML keys);
 - :func:`validation_due` — whether a step validates;
@@ -11,7 +12,7 @@ that any RL callback can use them (``RolloutCallback`` for the agent; simulator 
   per-rank sums, merged over ranks, into ``val/*`` scalars;
 - :func:`gather_summaries` — the merge across processes;
 - :class:`BestCheckpoint` — saves ``best-step=N.ckpt`` when the named metric improves;
-- :func:`is_last_step`, :func:`report_validation` — the Lightning glue: a callback runs its episodes on
+- :func:`is_last_step`, :func:`report_validation` — the Lightning glue: a stage runs its episodes on
   its share of the val rows (``shard_rows``), turns them into records and calls ``report_validation``.
 
 "Steps" here are training steps (one batch of prompts each), not optimiser steps.
@@ -24,7 +25,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 
 @dataclass
@@ -55,6 +56,9 @@ class ValidationSettings:
     best_metric: str | None = "val/core"
     best_mode: Literal["max", "min"] = "max"
 
+    #: The prefixes of the scalars a best checkpoint may be chosen by.
+    metric_prefixes: ClassVar[tuple[str, ...]] = ("val/",)
+
     def check(self) -> None:
         if self.val_every_n_steps is not None and self.val_every_n_steps < 1:
             raise ValueError(f"validation.val_every_n_steps must be >= 1 or null, got {self.val_every_n_steps}")
@@ -62,8 +66,9 @@ class ValidationSettings:
             raise ValueError(f"validation.n_samples must be >= 1, got {self.n_samples}")
         if self.best_mode not in ("max", "min"):
             raise ValueError(f"validation.best_mode must be 'max' or 'min', got {self.best_mode!r}")
-        if self.best_metric is not None and not self.best_metric.startswith("val/"):
-            raise ValueError(f"validation.best_metric must name a val/* scalar (e.g. val/core), got {self.best_metric!r}")
+        if self.best_metric is not None and not self.best_metric.startswith(self.metric_prefixes):
+            raise ValueError(f"validation.best_metric must name a validation scalar ({', '.join(self.metric_prefixes)}*), "
+                             f"got {self.best_metric!r}")
 
 
 def validation_due(steps_done: int, settings: ValidationSettings, is_last: bool = False) -> bool:

@@ -46,15 +46,15 @@ def test_datamodule_rejects_an_unknown_template_at_configuration():
 
 
 def test_eval_agent_settings():
-    from mimesis_pl.eval.agent_backend import AgentBackend, AgentSettings
+    from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings, OpenAIChatAgentSettings
+    from mimesis_pl.rollout.engines import OpenAIEngineSettings
 
     with pytest.raises(ValueError, match="does not apply to engine 'openai_chat'.*serve_model.sh --chat-template"):
-        AgentSettings(engine="openai_chat", base_url="http://x/v1", served_model="m", revision="r",
-                      chat_template="qwen3").check()
+        OpenAIChatAgentSettings(base_url="http://x/v1", served_model="m", revision="r", chat_template="qwen3")
     # A token-level served agent: the tokenizer is loaded here, nothing is contacted at construction.
-    served = {"engine": "openai", "model_path": str(TINY_MODEL), "base_url": "http://127.0.0.1:9/v1",
-              "served_model": "m", "revision": "r1"}
-    assert AgentBackend(AgentSettings(**served)).revision == "r1"
-    backend = AgentBackend(AgentSettings(**served, chat_template="qwen3"))
+    served = {"engine": OpenAIEngineSettings(base_url="http://127.0.0.1:9/v1", model="m"),
+              "model_path": str(TINY_MODEL), "revision": "r1"}
+    assert AgentBackend(EngineAgentSettings(**served)).revision == "r1"
+    backend = AgentBackend(EngineAgentSettings(**served, chat_template="qwen3"))
     assert backend.tokenizer.chat_template == load_chat_template("qwen3")
     assert backend.revision.startswith("r1+template-")  # another template, another cache key

@@ -25,7 +25,7 @@ from mimesis_pl.csd.coach import finish_note
 from mimesis_pl.envs import EnvironmentManager, GymTask, PrivilegedTurn
 from mimesis_pl.rollout.engines import SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
-from mimesis_pl.rollout.services import SimulatorServices, UserSimSettings
+from mimesis_pl.rollout.services import ScriptedHTTPUserSettings, SimulatorServices
 from mimesis_pl.shim.client import AsyncShimClient, ShimClient
 from mimesis_pl.shim.guard import check_distinct_endpoints
 from mimesis_pl.users.scripted import ScriptedUser
@@ -180,7 +180,7 @@ async def play_all(tokenizer, manager):
 
 def test_coach_batch_through_the_real_shim(tiny_tokenizer):
     task = GymTask.from_row(telepathy_row())
-    services = SimulatorServices(UserSimSettings(kind="scripted_http")).start()
+    services = SimulatorServices(ScriptedHTTPUserSettings()).start()
     try:
         shim = ShimClient(services.shim_url)
         manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url)

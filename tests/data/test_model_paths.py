@@ -35,11 +35,11 @@ def test_missing_local_model_path_fails_at_once_naming_it(monkeypatch):
 
 
 def test_missing_agent_model_path_fails_when_configured(monkeypatch):
-    from mimesis_pl.eval.agent_backend import AgentSettings
+    from mimesis_pl.eval.agent_backend import EngineAgentSettings
 
     monkeypatch.chdir(REPO)
     with pytest.raises(FileNotFoundError, match="agent.model_path"):
-        AgentSettings(model_path="assets/nope-agent").check()
+        EngineAgentSettings(model_path="assets/nope-agent")
 
 
 def test_model_folder_without_tokenizer_is_one_error_naming_the_folder(tmp_path):

@@ -17,7 +17,7 @@ from mimesis_pl.eval.episodes import EngineEpisodeRunner, EpisodeExecutor, GymMe
 from mimesis_pl.eval.trials import RunIdentity, TrialCache, trial_matrix
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
-from mimesis_pl.rollout.services import SimulatorServices, UserSimSettings
+from mimesis_pl.rollout.services import ScriptedHTTPUserSettings, SimulatorServices
 from mimesis_pl.users.base import UserSimulatorError
 from mimesis_pl.users.scripted import ScriptedUser
 
@@ -32,7 +32,7 @@ def runner_for(engine, tokenizer, manager, max_new_tokens: int = 160) -> EngineE
 
 
 def test_scripted_turns_through_real_gyms_users_and_shim_record_the_real_observations(tiny_tokenizer, tmp_path):
-    services = SimulatorServices(UserSimSettings(kind="scripted_http")).start()  # scripted users over HTTP + real shim
+    services = SimulatorServices(ScriptedHTTPUserSettings()).start()  # scripted users over HTTP + real shim
     try:
         manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, max_turns=4)
         engine = ScriptedTokenEngine(tiny_tokenizer)
@@ -81,7 +81,7 @@ def test_real_tiny_agent_episodes_record_real_observations(tmp_path):
 
     tokenizer = AutoTokenizer.from_pretrained(TINY_AGENT)  # the tiny model warm-started by our agent SFT
     engine = HFEngine(AutoModelForCausalLM.from_pretrained(TINY_AGENT), tokenizer)
-    services = SimulatorServices(UserSimSettings(kind="scripted_http")).start()
+    services = SimulatorServices(ScriptedHTTPUserSettings()).start()
     try:
         manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, max_turns=2)
         executor = EpisodeExecutor(runner_for(engine, tokenizer, manager, max_new_tokens=80), IDENTITY,

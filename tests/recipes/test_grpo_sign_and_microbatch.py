@@ -13,7 +13,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toy_grpo import ToyRolloutCallback, run_toy_grpo, target_preference, toy_module
+from toy_grpo import ToyRollout, run_toy_grpo, target_preference, toy_module
 
 from ..conftest import TINY_MODEL
 
@@ -26,9 +26,9 @@ def _fit(sign: float):
     module.configure_model()
     before = target_preference(module.model.eval())
     module.model.train()
-    callback = ToyRolloutCallback(seed=0, sign=sign)
-    run_toy_grpo(module, STEPS, callback)
-    return before, target_preference(module.model.eval()), callback.rewards
+    rollout = ToyRollout(seed=0, sign=sign)
+    run_toy_grpo(module, STEPS, rollout)
+    return before, target_preference(module.model.eval()), rollout.rewards
 
 
 def test_grpo_raises_the_reward_of_a_learnable_task():
@@ -51,7 +51,7 @@ def _one_update(micro_batch_size: int) -> dict[str, torch.Tensor]:
     # eps = 1: Adam's first step is then ~ lr · g (not lr · sign(g)), so equal gradients mean equal weights
     module = toy_module(str(TINY_MODEL), micro_batch_size=micro_batch_size, lr=1.0, eps=1.0)
     module.configure_model()
-    run_toy_grpo(module, 1, ToyRolloutCallback(seed=1))
+    run_toy_grpo(module, 1, ToyRollout(seed=1))
     return {k: v.detach().clone() for k, v in module.model.state_dict().items()}
 
 

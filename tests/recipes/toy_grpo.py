@@ -4,9 +4,9 @@ two); the reward is the share of ``TARGET``. Nothing but the sign of the advanta
 the policy's preference for ``TARGET`` goes up or down, so a flipped sign anywhere between reward
 and optimiser step makes :func:`run_toy_grpo` lower the reward instead of raising it.
 
-The rollout is a real ``RolloutCallback`` subclass: only the episode runner is replaced (no gym),
-``build_experience`` (scores, R2G credits, group z-scores) and ``AgentGRPO.training_step`` (PPO
-mini/micro-batches, manual optimisation) are the production code paths.
+The rollout is a real ``RolloutStage`` subclass: only the episode runner is replaced (no gym),
+``build_experience`` (scores, R2G credits, group z-scores) and ``AgentGRPO.training_step`` (``update(collect())``:
+PPO mini/micro-batches, manual optimisation) are the production code paths.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ import torch
 from torch.utils.data import DataLoader
 
 from mimesis_pl.modules import AgentGRPO
-from mimesis_pl.modules.settings import OptimSettings
+from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
 from mimesis_pl.rl.teacher import TurnSpan
-from mimesis_pl.rollout.callbacks import AdvantageSettings, RolloutCallback
+from mimesis_pl.rollout.experience import build_experience
+from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
+from mimesis_pl.rollout.stage import RolloutStage
+from mimesis_pl.rollout.step import RLStep
 from mimesis_pl.rollout.trajectory import Trajectory
 
 PROMPT_IDS = [1, 17, 42, 99, 7, 256, 3]
@@ -36,18 +39,18 @@ def target_preference(model, prompt_ids: list[int] = PROMPT_IDS) -> float:
     return float(torch.softmax(logits[CHOICES], -1)[0])
 
 
-class ToyRolloutCallback(RolloutCallback):
+class ToyRollout(RolloutStage):
     """``n_groups`` groups of ``n_samples`` single-turn episodes of 2–4 sampled tokens each (seeded per step)."""
 
     def __init__(self, n_groups: int = 2, n_samples: int = 8, seed: int = 0, sign: float = 1.0) -> None:
-        super().__init__(advantage=AdvantageSettings(gamma=0.8, credit="r2g", score="r2g"))
+        super().__init__(RolloutSettings(), AdvantageSettings(gamma=0.8, credit="r2g", score="r2g"))
         self.n_groups, self.n_samples, self.seed, self.sign = n_groups, n_samples, seed, sign
         self.rewards: list[float] = []
 
-    def setup(self, trainer, pl_module, stage: str) -> None:  # no gyms, users or engines
+    def setup(self, module) -> None:  # no gyms, users or engines
         pass
 
-    def teardown(self, trainer, pl_module, stage: str) -> None:
+    def teardown(self) -> None:
         pass
 
     @torch.no_grad()
@@ -75,35 +78,34 @@ class ToyRolloutCallback(RolloutCallback):
                 )
         return trajectories
 
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
-        was_training = pl_module.model.training
-        pl_module.model.eval()
-        trajectories = self.sample(pl_module.model, int(trainer.global_step))
-        pl_module.model.train(was_training)
-        exp = self.build_experience(trajectories, pad_id=0)
+    def collect(self, module, batch, batch_idx: int) -> RLStep:
+        was_training = module.model.training
+        module.model.eval()
+        trajectories = self.sample(module.model, int(module.trainer.global_step))
+        module.model.train(was_training)
+        exp = build_experience(trajectories, self.advantage, pad_id=0)
         if self.sign != 1.0:  # only for demonstrating that the tests catch a flipped sign
             exp.tensors["advantages"] = exp.tensors["advantages"] * self.sign
         self.rewards.append(exp.metrics["rollout/episode_reward_mean"])
-        pl_module.experience = exp
+        return RLStep(experience=exp, metrics=dict(exp.metrics))
 
 
 def toy_module(model_path: str, micro_batch_size: int = 4, lr: float = 3e-3, eps: float = 1e-8) -> AgentGRPO:
     return AgentGRPO(
-        model_path=model_path,
+        policy=ModelSettings(model_path=model_path),
         optim=OptimSettings(lr=lr, weight_decay=0.0, schedule="constant", eps=eps),
-        ppo_mini_batch_size=64,
-        micro_batch_size=micro_batch_size,
-        log_entropy=False,
+        ppo=PPOSettings(mini_batch_size=64, micro_batch_size=micro_batch_size, log_entropy=False),
     )
 
 
-def run_toy_grpo(module: AgentGRPO, steps: int, callback: ToyRolloutCallback):
-    """Fit ``module`` for ``steps`` optimiser steps on the toy task (CPU, fp32, no logger)."""
+def run_toy_grpo(module: AgentGRPO, steps: int, rollout: ToyRollout):
+    """Fit ``module`` for ``steps`` optimiser steps on the toy task (CPU, fp32, no logger), ``rollout`` its stage."""
     import lightning.pytorch as pl
 
+    module.rollout_stage = rollout
     trainer = pl.Trainer(
         accelerator="cpu", devices=1, precision="32-true", max_steps=steps, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, callbacks=[callback], limit_val_batches=0,
+        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
     )
     loader = DataLoader(list(range(steps)), batch_size=1, collate_fn=lambda rows: rows)
     trainer.fit(module, train_dataloaders=loader)

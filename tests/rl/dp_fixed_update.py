@@ -59,19 +59,31 @@ def update(devices: int, out: str) -> None:
 
     from mimesis_pl.data.prompts import GymPromptDataModule
     from mimesis_pl.modules import AgentGRPO
-    from mimesis_pl.modules.settings import OptimSettings
-    from mimesis_pl.rollout.callbacks import RolloutCallback
+    from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
+    from mimesis_pl.rollout.experience import build_experience
+    from mimesis_pl.rollout.settings import AdvantageSettings
+    from mimesis_pl.rollout.stage import RolloutStage
+    from mimesis_pl.rollout.step import RLStep
 
     model_path = str(REPO / "assets" / "tiny-qwen3")
     tok = AutoTokenizer.from_pretrained(model_path)
     trajs = trajectories(tok)
 
-    class FixedExperience(pl.Callback):
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+    class FixedRollout(RolloutStage):
+        def setup(self, module):
+            pass
+
+        def teardown(self):
+            pass
+
+        def collect(self, module, batch, batch_idx):
+            trainer = module.trainer
             share = len(trajs) // trainer.world_size
             mine = copy.deepcopy(trajs[trainer.global_rank * share : (trainer.global_rank + 1) * share])
-            pl_module.experience = RolloutCallback().build_experience(mine, pad_id=tok.pad_token_id)
+            exp = build_experience(mine, AdvantageSettings(), pad_id=tok.pad_token_id)
+            return RLStep(experience=exp, metrics=dict(exp.metrics))
 
+    class SaveGradient(pl.Callback):
         def on_before_optimizer_step(self, trainer, pl_module, optimizer):
             grads = {}
             for name, p in pl_module.model.named_parameters():
@@ -83,11 +95,12 @@ def update(devices: int, out: str) -> None:
     strategy = "auto"
     if devices > 1:
         strategy = ModelParallelStrategy(data_parallel_size=devices, tensor_parallel_size=1, process_group_backend="gloo")
-    module = AgentGRPO(model_path, optim=OptimSettings(lr=1e-3, schedule="constant"), ppo_mini_batch_size=4,
-                       micro_batch_size=1)
+    module = AgentGRPO(policy=ModelSettings(model_path=model_path), optim=OptimSettings(lr=1e-3, schedule="constant"),
+                       ppo=PPOSettings(mini_batch_size=4, micro_batch_size=1))
+    module.rollout_stage = FixedRollout(module.rollout_stage.settings, AdvantageSettings())
     trainer = pl.Trainer(accelerator="cpu", devices=devices, strategy=strategy, max_steps=1, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[FixedExperience()], use_distributed_sampler=False)
+                         callbacks=[SaveGradient()], use_distributed_sampler=False)
     data = GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=2)
     trainer.fit(module, datamodule=data)
 

@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM
 
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.envs import EnvironmentManager
-from mimesis_pl.modules.agent_csd import AgentCSD
+from mimesis_pl.modules.settings import CSDSettings
 from mimesis_pl.modules.teacher_forward import check_no_dropout, teacher_logprobs
 from mimesis_pl.modules.token_ops import model_token_logprobs
 from mimesis_pl.rl.losses import csd_loss
@@ -105,9 +105,9 @@ def test_dropout_is_refused(tiny_model_path):
         check_no_dropout(config)
 
 
-def test_estimator_choice_is_checked(tiny_model_path):
+def test_estimator_choice_is_checked():
     with pytest.raises(ValueError, match="not supported by AgentCSD"):
-        AgentCSD(str(tiny_model_path), estimator="distill")
+        CSDSettings(estimator="distill")
 
 
 def test_placebo_pool_draws_from_other_groups_and_tasks_and_round_trips():

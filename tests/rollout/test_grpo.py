@@ -11,9 +11,10 @@ from rollout_fixtures import ScriptedEngine, say, telepathy_row
 
 from mimesis_pl.envs import EnvironmentManager, GymRegistry
 from mimesis_pl.envs.telepathy import TelepathyGym
-from mimesis_pl.rollout.callbacks import RolloutCallback
 from mimesis_pl.rollout.engines import SamplingParams
+from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.loop import MultiTurnRollout
+from mimesis_pl.rollout.settings import AdvantageSettings
 from mimesis_pl.users.scripted import ScriptedUser
 
 from ..conftest import REPO
@@ -31,7 +32,7 @@ def test_multiturn_advantages_of_whole_episodes_are_exact(tiny_tokenizer):
     b = episode(tok, [say("action", "Is it red?")], max_turns=2, gen_uid="g-1")
     assert (a.turn_rewards, a.status) == ([0.0, 0.0, 1.0], "finished")
     assert (b.turn_rewards, b.status) == ([0.0, 0.0], "max_turns")
-    exp = RolloutCallback().build_experience([a, b], pad_id=tok.pad_token_id)
+    exp = build_experience([a, b], AdvantageSettings(), pad_id=tok.pad_token_id)
 
     # scores (R2G, γ = 0.8): a = 0.8² · 1 = 0.64, b = 0; group of two → μ = 0.32, σ (unbiased) = √(2 · 0.32²)
     assert math.isclose(a.reward, 0.64, rel_tol=1e-6) and b.reward == 0.0
@@ -64,7 +65,7 @@ def test_environment_exception_is_env_error_and_masked(tiny_tokenizer):
     broken = episode(tok, [say("action", "Is it a fruit?")], registry=GymRegistry((BrokenTelepathy,)), gen_uid="g-1")
     assert broken.status == "env_error" and broken.failed
     ok = episode(tok, [say("answer", "Kiwi")])
-    exp = RolloutCallback().build_experience([ok, broken], pad_id=tok.pad_token_id)
+    exp = build_experience([ok, broken], AdvantageSettings(), pad_id=tok.pad_token_id)
     assert exp.trained == [0]  # not learned as a "zero reward" failure of the policy
     assert exp.metrics["rollout/status/env_error"] == 1
     assert exp.tensors["input_ids"].shape[0] == 1
@@ -79,8 +80,8 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
 
     monkeypatch.chdir(REPO)
     config = str(REPO / "configs" / "tiny" / "agent_grpo.yaml")
-    common = ["fit", "--config", config, "--trainer.callbacks.init_args.rollout.max_new_tokens=16",
-              "--trainer.callbacks.init_args.rollout.n_samples=2"]
+    common = ["fit", "--config", config, "--model.init_args.rollout.max_new_tokens=16",
+              "--model.init_args.rollout.n_samples=2"]
     straight = tmp_path / "straight.jsonl"
     main(common + [f"--trainer.logger.init_args.save_dir={tmp_path / 'a'}", "--trainer.max_steps=3",
                    f"--trainer.callbacks+={_audit(straight)}"])
@@ -93,7 +94,7 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
     second = tmp_path / "second.jsonl"
     main(common + [f"--trainer.logger.init_args.save_dir={tmp_path / 'c'}", "--trainer.max_steps=3",
                    f"--trainer.callbacks+={_audit(second)}", f"--ckpt_path={ckpt}"])
-    digests = lambda p: [json.loads(line)["digest"] for line in p.read_text().splitlines()]  # noqa: E731
+    digests = lambda p: [json.loads(line)["digest"] for line in p.read_text().splitlines()]
     assert digests(first) + digests(second) == digests(straight)
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -112,18 +113,32 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
 
 
 class _Fixed:
-    """A callback handing the module a fixed experience every step."""
+    """A rollout stage that hands the update a fixed experience every step."""
 
-    def __new__(cls, experience):
-        import lightning.pytorch as pl
+    def __init__(self, experience):
+        self.experience = experience
 
-        class Fixed(pl.Callback):
-            def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-                import copy
+    def setup(self, module):
+        pass
 
-                pl_module.experience = copy.copy(experience)
+    def teardown(self):
+        pass
 
-        return Fixed()
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+    def collect(self, module, batch, batch_idx):
+        import copy
+
+        from mimesis_pl.rollout.step import RLStep
+
+        return RLStep(experience=copy.copy(self.experience), metrics=dict(self.experience.metrics))
+
+    def after_batch(self, module, batch_idx):
+        pass
 
 
 def _one_update(tiny_model_path, experience, force_old_pass: bool, monkeypatch):
@@ -131,13 +146,16 @@ def _one_update(tiny_model_path, experience, force_old_pass: bool, monkeypatch):
 
     from mimesis_pl.data.prompts import GymPromptDataModule
     from mimesis_pl.modules import AgentGRPO
+    from mimesis_pl.modules.settings import ModelSettings, PPOSettings
 
-    module = AgentGRPO(str(tiny_model_path), ppo_mini_batch_size=8, micro_batch_size=1)
+    module = AgentGRPO(policy=ModelSettings(model_path=str(tiny_model_path)),
+                       ppo=PPOSettings(mini_batch_size=8, micro_batch_size=1))
+    module.rollout_stage = _Fixed(experience)
     if force_old_pass:
         monkeypatch.setattr(AgentGRPO, "_has_dropout", lambda self: True)
     torch.manual_seed(0)
     trainer = pl.Trainer(accelerator="cpu", max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, callbacks=[_Fixed(experience)], use_distributed_sampler=False)
+                         enable_model_summary=False, use_distributed_sampler=False)
     trainer.fit(module, datamodule=GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=1))
     monkeypatch.undo()
     return {k: v.detach().clone() for k, v in module.model.state_dict().items()}
@@ -148,7 +166,7 @@ def test_on_policy_shortcut_gives_the_same_update_as_an_old_logprob_pass(tiny_to
     a = episode(tok, [say("action", "Is it a fruit?"), say("answer", "Kiwi")])
     b = episode(tok, [say("answer", "Banana"), say("answer", "Kiwi")], gen_uid="g-1")
     b.turn_rewards = [0.0, 0.5]  # make the group informative
-    exp = RolloutCallback().build_experience([a, b], pad_id=tok.pad_token_id)
+    exp = build_experience([a, b], AdvantageSettings(), pad_id=tok.pad_token_id)
     shortcut = _one_update(tiny_model_path, exp, False, monkeypatch)
     explicit = _one_update(tiny_model_path, exp, True, monkeypatch)
     for key in shortcut:

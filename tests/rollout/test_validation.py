@@ -101,23 +101,29 @@ def test_engines_split_device_memory_between_the_ranks_on_it():
 
 
 def test_training_validation_and_evaluation_share_one_turn_budget_and_reference_optimisers():
+    from dataclasses import fields
+
     import yaml
 
-    from mimesis_pl.eval.agent_backend import AgentSettings
+    from mimesis_pl.eval.agent_backend import EngineAgentSettings, OpenAIChatAgentSettings
     from mimesis_pl.modules.agent_grpo import REFERENCE_RL_OPTIM
     from mimesis_pl.modules.settings import OptimSettings
-    from mimesis_pl.rollout.callbacks import RolloutSettings
+    from mimesis_pl.rollout.settings import RolloutSettings
 
     from ..conftest import REPO
 
-    assert AgentSettings().max_new_tokens == RolloutSettings().max_new_tokens == 8192
+    def default(cls, name):
+        return next(f.default for f in fields(cls) if f.name == name)
+
+    agent_budgets = {default(EngineAgentSettings, "max_new_tokens"), default(OpenAIChatAgentSettings, "max_new_tokens")}
+    assert agent_budgets == {RolloutSettings().max_new_tokens} == {8192}
     assert ValidationSettings().max_new_tokens is None  # validation takes the training rollout's
     # the shipped evaluation configs leave the budget to the default, the training configs set the same
     for name in ("eval_agent.yaml", "eval_replay.yaml"):
-        agent = yaml.safe_load((REPO / "configs" / name).read_text())["model"]["init_args"]["agent"]
+        agent = yaml.safe_load((REPO / "configs" / name).read_text())["model"]["init_args"]["agent"]["init_args"]
         assert "max_new_tokens" not in agent, name
     grpo = yaml.safe_load((REPO / "configs" / "agent_grpo.yaml").read_text())
-    assert grpo["trainer"]["callbacks"][0]["init_args"]["rollout"]["max_new_tokens"] == 8192
+    assert grpo["model"]["init_args"]["rollout"]["max_new_tokens"] == 8192
     # spec §2.10 / §2.19: torch AdamW betas and eps in both references; RL lr 1e-6 constant, wd 0.01, no warm-up
     assert (OptimSettings().betas, OptimSettings().eps) == ((0.9, 0.999), 1e-8)
     rl = REFERENCE_RL_OPTIM

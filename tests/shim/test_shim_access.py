@@ -75,10 +75,10 @@ def test_public_bind_without_token_is_refused_and_the_bound_address_is_reported(
 def test_users_and_coach_reads_take_the_shim_token_from_an_env_var(monkeypatch):
     import asyncio
 
-    from mimesis_pl.rollout.services import SimulatorServices, UserSimSettings
+    from mimesis_pl.rollout.services import ScriptedHTTPUserSettings, SimulatorServices
 
     monkeypatch.setenv("MIMESIS_TEST_SHIM_TOKEN", "from-env")
-    services = SimulatorServices(UserSimSettings(kind="scripted_http", shim_token_env="MIMESIS_TEST_SHIM_TOKEN")).start()
+    services = SimulatorServices(ScriptedHTTPUserSettings(shim_token_env="MIMESIS_TEST_SHIM_TOKEN")).start()
     try:
         user = services.users().for_episode("ep-env", ShimClient(services.shim_url).episode_base_url("ep-env"))
 

@@ -52,7 +52,7 @@ class TuringRowDataModule(_ItemDataModule):
     """
 
     def __init__(self, files: list[str], limit: int | None = None, batch_size: int = 64) -> None:
-        super().__init__(files, limit, batch_size)
+        super().__init__(files=files, limit=limit, batch_size=batch_size)
 
     def load(self) -> list[Any]:
         return load_turing_rows(self.files)
@@ -88,7 +88,7 @@ class RealUserSimDataModule(_ItemDataModule):
 
     def __init__(self, files: list[str], derangement_seed: int = 0, limit: int | None = None,
                  batch_size: int = 32) -> None:
-        super().__init__(files, limit, batch_size)
+        super().__init__(files=files, limit=limit, batch_size=batch_size)
         self.derangement_seed = derangement_seed
 
     def load(self) -> list[Any]:
@@ -112,7 +112,7 @@ class TauTaskDataModule(_ItemDataModule):
     """
 
     def __init__(self, files: list[str], limit: int | None = None, batch_size: int = 32) -> None:
-        super().__init__(files, limit, batch_size)
+        super().__init__(files=files, limit=limit, batch_size=batch_size)
 
     def load(self) -> list[Any]:
         return load_tau_tasks(self.files)
@@ -130,7 +130,7 @@ class SoulDataModule(_ItemDataModule):
 
     def __init__(self, files: list[str], sets: list[str] | None = None, limit: int | None = None,
                  batch_size: int = 64) -> None:
-        super().__init__(files, limit, batch_size)
+        super().__init__(files=files, limit=limit, batch_size=batch_size)
         self.sets = None if sets is None else list(sets)
 
     def load(self) -> list[Any]:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mimesis_pl.eval.agent_backend import AgentBackend, AgentSettings
+from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings
 from mimesis_pl.eval.failures import (
     EnvironmentFailure,
     InfrastructureFailure,
@@ -72,8 +72,8 @@ class SoulSuite(FidelitySuite):
     """SOUL through the simulator-RL tasks, validation mode, one run per seed.
 
     Args:
-        simulator: the simulator under test (an engine on ``model_path``: ``hf``, ``vllm``, ``sglang``, or
-            ``openai`` token-in/token-out; reference budgets 8,192 prompt + 8,192 response tokens, 16,384
+        simulator: the simulator under test (an engine on ``model_path``: HF, vLLM, SGLang, or a served model
+            token-in/token-out; reference budgets 8,192 prompt + 8,192 response tokens, 16,384
             with thinking). ``temperature: 0`` = greedy; ``revision`` (default: a hash of the model
             folder) is part of every cache key.
         roles: the judge, partner and support agent of the tasks (``scripted`` or ``openai``).
@@ -91,7 +91,7 @@ class SoulSuite(FidelitySuite):
     name = "soul"
     version = "1"
 
-    def __init__(self, simulator: AgentSettings, roles: RoleSettings | None = None,
+    def __init__(self, simulator: EngineAgentSettings, roles: RoleSettings | None = None,
                  seeds: list[int] | None = None, enable_thinking: bool = True, min_think_tokens: int = 4,
                  task_options: dict[str, dict[str, Any]] | None = None, row_timeout_s: float | None = 1800.0,
                  degenerate_min_zero_sets: int = 8, degenerate_gap: float = 15.0,
@@ -101,9 +101,9 @@ class SoulSuite(FidelitySuite):
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
-        if self.simulator.engine == "openai_chat":
-            raise ValueError("simulator.engine 'openai_chat' cannot run the tasks token-in/token-out; use 'openai' "
-                             "(a served model driven through /v1/completions with model_path's tokenizer)")
+        if not isinstance(simulator, EngineAgentSettings):
+            raise TypeError("the simulator must run the tasks token-in/token-out (EngineAgentSettings); for a served "
+                             "model use engine OpenAIEngineSettings (/v1/completions with model_path's tokenizer)")
         self.enable_thinking, self.min_think_tokens = enable_thinking, min_think_tokens
         self.task_options = dict(task_options or {})
         self.row_timeout_s = row_timeout_s

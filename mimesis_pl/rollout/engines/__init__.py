@@ -3,7 +3,9 @@
 ``HFEngine`` (in-process HF ``generate`` on the training weights, the embedded default),
 ``VLLMEngine`` and ``SGLangEngine`` (in-process serving engines that receive weights after each
 optimiser step) and ``OpenAIEngine`` (a served, frozen model) all implement
-:class:`RolloutEngine`. ``build_engine(name, **kwargs)`` picks one by its YAML name.
+:class:`RolloutEngine`. A job chooses one in YAML by ``class_path`` (``HFEngineSettings``,
+``VLLMEngineSettings``, ``SGLangEngineSettings``, ``OpenAIEngineSettings``), which builds it when the job
+starts; ``build_engine(name, **kwargs)`` picks one by name (tests, benchmarks).
 The vLLM and SGLang modules import their backend only when an engine is built.
 """
 
@@ -12,21 +14,35 @@ from .batching import MicroBatcher
 from .hf import HFEngine
 from .openai import OpenAIEngine, OpenAIEngineError
 from .registry import ENGINES, build_engine, engine_class
+from .settings import (
+    EngineSettings,
+    EngineTarget,
+    HFEngineSettings,
+    OpenAIEngineSettings,
+    SGLangEngineSettings,
+    VLLMEngineSettings,
+)
 from .sglang import SGLangEngine
 from .vllm import VLLMEngine
 
 __all__ = [
     "ENGINES",
+    "EngineSettings",
+    "EngineTarget",
     "FinishReason",
     "GenerationResult",
     "HFEngine",
+    "HFEngineSettings",
     "MicroBatcher",
     "OpenAIEngine",
     "OpenAIEngineError",
+    "OpenAIEngineSettings",
     "RolloutEngine",
     "SGLangEngine",
+    "SGLangEngineSettings",
     "SamplingParams",
     "VLLMEngine",
+    "VLLMEngineSettings",
     "build_engine",
     "engine_class",
 ]

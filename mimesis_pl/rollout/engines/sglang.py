@@ -56,7 +56,7 @@ class SGLangEngine:
             full state dict is never serialised at once.
         engine_kwargs: further ``sglang.Engine`` (``ServerArgs``) arguments, passed as given.
         ranks_per_device: training processes whose engines share one GPU; each takes
-            ``mem_fraction_static / ranks_per_device`` (the ``RolloutCallback`` sets it).
+            ``mem_fraction_static / ranks_per_device`` (the rollout stage sets it).
 
     ``update_weights(source)`` takes an ``nn.Module`` (its ``state_dict()``) or a state dict with
     Hugging Face parameter names (FSDP2 ``DTensor`` shards are gathered), sent with

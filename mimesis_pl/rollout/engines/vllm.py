@@ -110,7 +110,7 @@ class VLLMEngine:
         tensor_parallel_size: GPUs per engine.
         engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
         ranks_per_device: training processes whose engines share this device's memory (all local
-            ranks on CPU; the ``RolloutCallback`` sets it). Memory sizes above are the device's and
+            ranks on CPU; the rollout stage sets it). Memory sizes above are the device's and
             each engine takes its share (see :func:`vllm_llm_kwargs`).
 
     ``update_weights(source)`` takes an ``nn.Module`` (its ``state_dict()``) or a state dict with

@@ -1,0 +1,317 @@
+"""``PPOModule``: what every RL module shares — its step stages and the clipped policy update (manual optimisation).
+
+A training step is ``self.update(self.collect(batch, batch_idx))``: ``collect`` runs the module's declared
+stages (rollout, then optionally coaching) into one typed :class:`~mimesis_pl.rollout.step.RLStep`; ``update``
+takes it as its argument. The stages' services start in ``setup`` and stop in ``teardown``; their
+checkpointed state rides in the checkpoint under ``"rl_stages"``.
+
+The update: old log-probs are recomputed under the current weights (the engine's log-probs are only
+compared with them, as the train/inference mismatch); then ``ppo.epochs`` passes over mini-batches of
+trajectories, each mini-batch one optimiser step of the clipped policy loss, accumulated over
+micro-batches so that ``token-mean`` means the mean over every response token of the mini-batch.
+A step whose gradient norm is not finite is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Protocol
+
+import lightning.pytorch as pl
+import torch
+
+from ..chat import load_tokenizer
+from ..rl.losses import policy_loss
+from ..scale import per_rank_share, plan_minibatches
+from .base import HFCausalLMModule
+from .settings import ModelSettings, OptimSettings, PPOSettings
+from .token_ops import model_token_logprobs
+
+
+class ExtraLoss(Protocol):
+    """A term added to the policy loss of every micro-batch (CSD's): built per step, passed to the update."""
+
+    metrics: dict[str, float]
+
+    def __call__(self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, advantages: torch.Tensor,
+                 response: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]: ...
+
+    def empty_microbatch(self) -> None:
+        """Keep ranks in step on a micro-batch with no trajectory on this rank."""
+
+
+class _StageHooks(pl.Callback):
+    """Calls the module's :meth:`PPOModule.after_batch` at the end of each training batch.
+
+    A module's own ``on_train_batch_end`` runs after every callback, so after ``ModelCheckpoint`` has saved;
+    Lightning orders checkpoint callbacks last, so this one runs before them and a step's validation (and
+    its best-checkpoint state) is in that step's checkpoint (docs/decisions.md, "RL step data").
+    """
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        pl_module.after_batch(batch_idx)
+
+
+class PPOModule(HFCausalLMModule):
+    """Base of the RL modules: stage lifecycle, log-probs under data parallelism, the PPO update.
+
+    Subclasses declare their stages (:meth:`stages`) and implement :meth:`collect` and :meth:`update`.
+    """
+
+    def __init__(self, *, policy: ModelSettings, ppo: PPOSettings, optim: OptimSettings) -> None:
+        super().__init__(settings=policy, optim=optim, model_path_key="model.init_args.policy.model_path")
+        self.automatic_optimization = False
+        self.policy = policy
+        self.ppo = ppo
+        # Stages need it before configure_model; rollouts, the coach and the export all use this one.
+        self.tokenizer = load_tokenizer(policy.model_path, policy.chat_template,
+                                        trust_remote_code=policy.trust_remote_code)
+        self.weights_version = 0
+        self.skipped_steps = 0
+
+    # -- the step ---------------------------------------------------------------------------------
+
+    def stages(self) -> list[tuple[str, Any]]:
+        """The module's stages in the order they run, by name (the names key their checkpointed state)."""
+        raise NotImplementedError
+
+    def collect(self, batch: Any, batch_idx: int) -> Any:
+        """Run the stages on ``batch``: the step's typed data for :meth:`update`."""
+        raise NotImplementedError
+
+    def update(self, step: Any) -> None:
+        """The policy update on one step's data, and its logging."""
+        raise NotImplementedError
+
+    def after_batch(self, batch_idx: int) -> None:
+        """End-of-batch stage work (RL validation); runs before checkpoint callbacks save."""
+
+    def configure_callbacks(self) -> list[pl.Callback]:
+        return [_StageHooks()]
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        # Rollouts ran outside the precision plugin's autocast when they were a callback's; keep it so.
+        with torch.autocast(device_type=self.device.type, enabled=False):
+            step = self.collect(batch, batch_idx)
+        self.update(step)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["rl_stages"] = {name: stage.state_dict() for name, stage in self.stages()}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        saved = checkpoint.get("rl_stages", {})
+        for name, stage in self.stages():
+            if name in saved:
+                stage.load_state_dict(saved[name])
+
+    def teardown(self, stage: str) -> None:
+        for _, s in reversed(self.stages()):
+            s.teardown()
+
+    # -- log-probs -------------------------------------------------------------------------------
+
+    def _logprobs(self, t: dict[str, torch.Tensor], rows: torch.Tensor, entropy: bool = False):
+        """``[b, w-1]`` log-probs of ids 1.. of ``rows`` on response positions (0 elsewhere), the entropy
+        there when asked, and the padded width ``w`` of these rows."""
+        ids = t["input_ids"][rows].to(self.device)
+        attn = t["attention_mask"][rows].to(self.device)
+        width = int(attn.sum(-1).max())
+        ids, attn = ids[:, :width], attn[:, :width]
+        targets = t["response_mask"][rows, 1:width].to(self.device)
+        logprobs, ent = model_token_logprobs(
+            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=True
+        ) if entropy else (
+            model_token_logprobs(self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets),
+            None,
+        )
+        return logprobs, ent, width
+
+    def _has_dropout(self) -> bool:
+        """Train-mode forwards are stochastic with dropout: then old log-probs need their own eval pass."""
+        from .teacher_forward import check_no_dropout
+
+        try:
+            check_no_dropout(self.model.config)
+        except ValueError:
+            return True
+        return False
+
+    @torch.no_grad()
+    def _old_logprobs(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
+        batch, length = t["input_ids"].shape
+        out = torch.zeros(batch, length - 1, device=self.device)
+        was_training = self.model.training
+        self.model.eval()  # old log-probs must not see dropout noise
+        n_forwards = 0
+        for start in range(0, batch, self.ppo.micro_batch_size):
+            rows = torch.arange(start, min(start + self.ppo.micro_batch_size, batch))
+            logprobs, _, width = self._logprobs(t, rows)
+            out[rows, : width - 1] = logprobs.float()
+            n_forwards += 1
+        self._equalize_forwards(n_forwards)
+        self.model.train(was_training)
+        return out
+
+    # -- data parallelism ----------------------------------------------------------------------------
+
+    def _world_size(self) -> int:
+        trainer = self._trainer
+        return trainer.world_size if trainer is not None else 1
+
+    def _all_reduce(self, values: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        if self._world_size() == 1:
+            return values
+        reduce_op = {"sum": torch.distributed.ReduceOp.SUM, "max": torch.distributed.ReduceOp.MAX}[op]
+        torch.distributed.all_reduce(values, op=reduce_op)
+        return values
+
+    def _equalize_forwards(self, n_forwards: int) -> None:
+        """Under data parallelism every rank must run as many forwards as the busiest one (FSDP
+        gathers weights inside each forward): ranks with fewer run dummy forwards."""
+        if self._world_size() == 1:
+            return
+        most = self._all_reduce(torch.tensor([n_forwards], device=self.device), op="max")
+        with torch.no_grad():
+            for _ in range(int(most.item()) - n_forwards):
+                self._dummy_logprobs()
+
+    def _dummy_logprobs(self) -> torch.Tensor:
+        """Log-probs of a two-token row: a forward that keeps ranks in step and trains nothing."""
+        ids = torch.tensor([[self._pad_id()] * 2], device=self.device)
+        ones = torch.ones_like(ids)
+        return model_token_logprobs(self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:])
+
+    def _empty_microbatch(self, extra: ExtraLoss | None) -> None:
+        """A micro-batch with no trained trajectory on this rank while others have some: forward and
+        backward a zero loss so that every rank joins the same gathers and gradient reductions."""
+        if extra is not None:
+            extra.empty_microbatch()
+            return
+        self.manual_backward(self._dummy_logprobs().sum() * 0.0)
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer
+        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    def _plan(self, n_slots: int, trained: list[int]) -> list[list[list[int]]]:
+        share = per_rank_share(self.ppo.mini_batch_size, self._world_size(), "model.init_args.ppo.mini_batch_size")
+        return plan_minibatches(
+            n_slots, list(trained), share, self.ppo.micro_batch_size, epochs=self.ppo.epochs,
+            seed=int(self.global_step), pad=self._world_size() > 1,
+        )
+
+    # -- the update --------------------------------------------------------------------------------
+
+    def train_on(self, t: dict[str, torch.Tensor], *, n_slots: int, trained: list[int], metrics: dict[str, float],
+                 extra: ExtraLoss | None = None) -> bool:
+        """One RL step's PPO update on this rank's experience; ``False`` when no rank had anything to train.
+
+        ``t`` holds the collated trained trajectories (row ``k`` is slot ``trained[k]`` of the ``n_slots``
+        this rank rolled out) with their ``advantages``; ``metrics`` receives the update's figures;
+        ``extra`` adds a term to every micro-batch's loss (CSD).
+        """
+        plan = self._plan(n_slots, trained)
+        response = t["response_mask"][:, 1:].to(self.device).float() if trained else torch.zeros(0, 1, device=self.device)
+        # Global sizes of each mini-batch (response tokens, trajectories) and the number trained
+        # everywhere: the loss of a mini-batch is normalised over all ranks, as on one process.
+        sizes = torch.zeros(len(plan) + 1, 2, device=self.device)
+        for m, micro in enumerate(plan):
+            rows = [r for mc in micro for r in mc]
+            sizes[m, 0] = response[rows].sum() if rows else 0.0
+            sizes[m, 1] = len(rows)
+        sizes[-1, 1] = len(trained)
+        sizes = self._all_reduce(sizes)
+        if int(sizes[-1, 1]) == 0:
+            metrics["train/skipped_empty_batch"] = 1.0
+            return False
+        # On-policy (one epoch, one mini-batch): the old log-probs *are* the first forward's, detached,
+        # so the separate no-grad pass is skipped.
+        on_policy = self.ppo.epochs == 1 and len(plan) == 1 and not self._has_dropout()
+        started = time.perf_counter()
+        old = None
+        if not on_policy:
+            old = self._old_logprobs(t) if trained else torch.zeros_like(response)
+            if not trained:
+                self._equalize_forwards(0)
+        metrics["time/old_logprobs_s"] = time.perf_counter() - started
+        advantages = t["advantages"][:, 1:].to(self.device) if trained else response
+        started = time.perf_counter()
+        used = self.update_policy(t, old, advantages, response, metrics, plan=plan, sizes=sizes, extra=extra)
+        metrics["time/update_s"] = time.perf_counter() - started
+        if trained:
+            rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
+            mismatch = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
+            metrics["train/logprob_mismatch_abs"] = mismatch
+        return True
+
+    def update_policy(self, t, old, advantages, response, metrics, *, plan, sizes,
+                      extra: ExtraLoss | None = None) -> torch.Tensor:
+        """PPO passes over the mini-batches of ``plan``; returns the old log-probs used (``[B, T-1]``).
+
+        ``old=None`` means on-policy: each micro-batch's own log-probs, detached, are the old ones.
+        ``sizes[m]`` holds mini-batch ``m``'s response tokens and trajectories summed over all ranks.
+        """
+        opt = self.optimizers()
+        sched = self.lr_schedulers()
+        world = self._world_size()
+        ppo = self.ppo
+        if extra is not None:
+            metrics.update(extra.metrics)
+        sums: dict[str, float] = {}
+        n_updates = 0
+        used = torch.zeros_like(response) if old is None else old
+        for m, micro_batches in enumerate(plan):
+            global_tokens, global_rows = sizes[m, 0].clamp(min=1), sizes[m, 1].clamp(min=1)
+            opt.zero_grad(set_to_none=True)
+            for k, rows_list in enumerate(micro_batches):
+                if not rows_list:
+                    self._empty_microbatch(extra)
+                    continue
+                rows = torch.tensor(rows_list)
+                want_entropy = ppo.log_entropy and n_updates == 0 and k == 0
+                logprobs, entropy, width = self._logprobs(t, rows, entropy=want_entropy)
+                w = width - 1
+                mask = response[rows, :w]
+                if old is None:
+                    old_rows = logprobs.detach()
+                    used[rows, :w] = old_rows
+                else:
+                    old_rows = old[rows, :w]
+                loss, mb_metrics = policy_loss(
+                    logprobs, old_rows, advantages[rows, :w], mask, clip_low=ppo.clip_low,
+                    clip_high=ppo.clip_high, dual_clip=ppo.dual_clip, agg=ppo.loss_agg,
+                )
+                mb_metrics = {**mb_metrics, "pg_loss": loss.detach()}
+                if extra is not None:
+                    extra_loss, extra_metrics = extra(rows, logprobs, w, advantages, response)
+                    loss = loss + extra_loss
+                    mb_metrics = {**mb_metrics, **extra_metrics}
+                # token-mean over the whole global mini-batch, not the mean of micro-batch means; × world
+                # because data parallelism averages the ranks' gradients
+                share = mask.sum() / global_tokens if ppo.loss_agg == "token-mean" else len(rows) / global_rows
+                self.manual_backward(loss * share * world)
+                for key, value in mb_metrics.items():
+                    sums[key] = sums.get(key, 0.0) + float(value)
+                sums["_count"] = sums.get("_count", 0.0) + 1
+                if entropy is not None:
+                    metrics["train/entropy"] = ((entropy * mask).sum() / mask.sum().clamp(min=1)).item()
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            norm = torch.nn.utils.clip_grad_norm_(params, ppo.grad_clip)
+            norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+            if not math.isfinite(norm):
+                self.skipped_steps += 1
+                opt.zero_grad(set_to_none=True)
+            else:
+                opt.step()
+                self.weights_version += 1
+            sched.step()
+            metrics["train/grad_norm"] = norm
+            n_updates += 1
+        count = sums.pop("_count", 1.0)
+        metrics.update({f"train/{k}": v / count for k, v in sums.items()})
+        metrics["train/updates"] = float(n_updates)
+        metrics["train/skipped_steps"] = float(self.skipped_steps)
+        metrics["train/lr"] = opt.param_groups[0]["lr"]
+        return used

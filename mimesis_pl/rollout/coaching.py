@@ -1,0 +1,237 @@
+"""The coach stage of a CSD step: coach selected turns and build the teacher rows.
+
+Per trajectory: pick up to ``turns_per_episode`` turns (turns whose preceding user reply carried
+private reasoning first), read the simulator's privileged entries (from the shim by episode, or the
+in-process record), ask the coach for a short note per turn, drop notes that leak a hidden value of
+the task, and build one teacher row per note from the student's *exact* token prefix (plus a
+placebo row whose note comes from another group and another task). The rows come back as the step's
+:class:`~mimesis_pl.rollout.step.TeacherBatch`; the placebo pool is checkpointed through the module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..chat import ChatRenderer
+from ..envs import GymTask
+from ..rl.placebo import PlaceboPool
+from ..rl.teacher import build_teacher_rows
+from .step import RLStep, TeacherBatch
+
+
+class CoachSettings:
+    """Base of the coach choices (``class_path`` in YAML)."""
+
+    def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
+        """The coach, and the servers started for it (stopped by the stage's teardown)."""
+        raise NotImplementedError
+
+
+@dataclass
+class ScriptedCoachSettings(CoachSettings):
+    """Offline rules over the user's private reasoning (never the hidden values of the task)."""
+
+    def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
+        from ..csd import ScriptedCoach
+
+        return ScriptedCoach(max_chars=max_chars), []
+
+
+@dataclass
+class OpenAICoachSettings(CoachSettings):
+    """A served model writes the notes; the job puts its own shim in front of it, which must not be the
+    user simulator's endpoint.
+
+    Args:
+        upstream_url: the served coach, e.g. ``http://127.0.0.1:8001/v1``.
+        model: the served model's name.
+        shim: start a privileged shim in front of ``upstream_url`` (its ``<think>`` stays private).
+        api_key_env: environment variable holding the coach server's key.
+        temperature: sampling temperature.
+        max_tokens: completion cap per note.
+        timeout_s: per request.
+    """
+
+    upstream_url: str
+    model: str = "coach"
+    shim: bool = True
+    api_key_env: str | None = None
+    temperature: float = 0.7
+    max_tokens: int = 300
+    timeout_s: float = 120.0
+
+    def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
+        from ..csd import OpenAICoach
+
+        url, threads = self.upstream_url, []
+        if self.shim:
+            from ..shim.background import ServerThread
+            from ..shim.service import PrivilegedShim
+
+            thread = ServerThread(PrivilegedShim(url), name="mimesis-coach-shim")
+            url = thread.start()
+            threads.append(thread)
+        if user_shim_url is not None:
+            from ..shim.guard import check_distinct_endpoints
+
+            check_distinct_endpoints(user_shim_url, url)
+        coach = OpenAICoach(base_url=url, model=self.model, api_key_env=self.api_key_env, temperature=self.temperature,
+                            max_tokens=self.max_tokens, timeout_s=self.timeout_s, max_chars=max_chars)
+        return coach, threads
+
+
+@dataclass
+class CoachingSettings:
+    """Which coach, which turns, and how teacher rows are built.
+
+    Args:
+        coach: the coach (``class_path``): scripted rules (default) or a served model.
+        style: ``prospective`` (what to consider before acting) or ``corrective`` (what the user's
+            reaction says about the action taken).
+        turns_per_episode: notes per trajectory at most.
+        require_evidence: coach only turns whose preceding user reply carried private reasoning.
+        max_note_chars: notes are cut at a sentence boundary to this length (or skipped).
+        drop_leaked_notes: drop notes that contain a hidden value of the task (counted either way).
+        placebo: build placebo rows (control variate for the content-free shift of any note).
+        placebo_pool_size: capacity of the pool placebo notes are drawn from.
+        placebo_min_pool: no placebo is drawn while the pool holds fewer notes.
+        width_headroom: teacher rows may exceed the trajectory's length by this many tokens.
+        null_probe: insert no note at all (teacher rows equal the student's prefix: a check that
+            teacher and student log-probs agree; CSD then has a zero gap).
+        placebo_only: the control arm of a CSD study — the teacher sees, instead of each turn's own note,
+            a placebo note drawn from other groups and tasks (turns with no placebo yet get no row).
+        max_concurrency: coach requests in flight at once.
+        seed: the placebo pool's draws.
+    """
+
+    coach: CoachSettings = field(default_factory=ScriptedCoachSettings)
+    style: Literal["prospective", "corrective"] = "prospective"
+    turns_per_episode: int = 16
+    require_evidence: bool = True
+    max_note_chars: int = 600
+    drop_leaked_notes: bool = True
+    placebo: bool = True
+    placebo_pool_size: int = 256
+    placebo_min_pool: int = 8
+    width_headroom: int = 1024
+    null_probe: bool = False
+    placebo_only: bool = False
+    max_concurrency: int = 32
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.style not in ("prospective", "corrective"):
+            raise ValueError(f"coaching.style must be 'prospective' or 'corrective', got {self.style!r}")
+
+
+class CoachStage:
+    """Turns a step's experience into its :class:`TeacherBatch` (runs after the rollout stage).
+
+    ``setup(tokenizer, user_shim_url)`` builds the coach (and its shim); ``teardown`` stops them.
+    The placebo pool and the coach's running counters are the stage's checkpointed state.
+    """
+
+    def __init__(self, settings: CoachingSettings) -> None:
+        self.settings = settings
+        self.pool = PlaceboPool(settings.placebo_pool_size, settings.placebo_min_pool, seed=settings.seed)
+        self.totals: Counter = Counter()
+        self.coach = None
+        self._threads: list[Any] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._renderer: ChatRenderer | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def setup(self, tokenizer: Any, user_shim_url: str | None) -> None:
+        if self.coach is not None:
+            return
+        self.coach, self._threads = self.settings.coach.build(self.settings.max_note_chars, user_shim_url)
+        self._loop = asyncio.new_event_loop()
+        self._renderer = ChatRenderer(tokenizer)
+
+    def teardown(self) -> None:
+        if self._loop is not None:
+            if self.coach is not None and hasattr(self.coach, "aclose"):
+                self._loop.run_until_complete(self.coach.aclose())
+            self._loop.close()
+            self._loop = None
+        while self._threads:
+            self._threads.pop().stop()
+        self.coach = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"placebo_pool": self.pool.state_dict(), "totals": dict(self.totals)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if "placebo_pool" in state_dict:
+            self.pool.load_state_dict(state_dict["placebo_pool"])
+        self.totals = Counter(state_dict.get("totals", {}))
+
+    # -- per step --------------------------------------------------------------------------------
+
+    def teacher(self, step: RLStep, batch: list[dict[str, Any]], privileged_source: Any) -> TeacherBatch:
+        """Coach the step's trained trajectories (``privileged_source``: the user shim's URL or client)."""
+        from ..csd import coach_batch
+
+        s = self.settings
+        exp = step.experience
+        chosen = [exp.trajectories[i] for i in exp.trained]
+        hidden = {}
+        for row in batch:
+            task = GymTask.from_row(row, source=row.get("_source", "<row>"))
+            hidden[task.key] = task.hidden
+        notes, counts = self._loop.run_until_complete(
+            coach_batch(
+                chosen,
+                [hidden.get(t.task_key, {}) for t in chosen],
+                privileged_source=privileged_source,
+                coach=self.coach,
+                k=s.turns_per_episode,
+                style=s.style,
+                require_evidence=s.require_evidence,
+                drop_leaked=s.drop_leaked_notes,
+                max_concurrency=s.max_concurrency,
+            )
+        )
+        real, placebo = [], []
+        placebo_drawn = 0
+        for b, traj in enumerate(chosen):
+            mine = {t: note for (i, t), note in notes.items() if i == b}
+            if s.placebo_only:
+                mine = {t: p for t, note in mine.items() if (p := self.pool.draw(note, traj.group_id, traj.task_key))}
+            width = len(traj.input_ids) + s.width_headroom
+            real.append(build_teacher_rows(traj.input_ids, traj.turn_spans, mine, self._note_ids, width, prompt_len=0))
+            if s.placebo:
+                drawn = {t: self.pool.draw(note, traj.group_id, traj.task_key) for t, note in mine.items()}
+                drawn = {t: p for t, p in drawn.items() if p}
+                placebo_drawn += len(drawn)
+                placebo.append(build_teacher_rows(traj.input_ids, traj.turn_spans, drawn, self._note_ids, width,
+                                                  prompt_len=0))
+        # Notes join the pool only after this batch drew its placebos: a draw never sees its own batch.
+        for (i, _), note in notes.items():
+            self.pool.add(note, chosen[i].group_id, chosen[i].task_key)
+        self.totals.update(counts)
+        coached_tokens = sum(int(r.teacher_mask.sum()) for r in real)
+        response_tokens = sum(t.response_length for t in chosen)
+        metrics = {f"coach/{k}": float(v) for k, v in counts.items()}
+        metrics.update(
+            {
+                "coach/notes": float(len(notes)),
+                "coach/rows_skipped_width": float(sum(r.skipped for r in real)),
+                "coach/placebo_rows": float(placebo_drawn),
+                "coach/placebo_pool": float(len(self.pool)),
+                "csd/coached_token_fraction": coached_tokens / max(1, response_tokens),
+            }
+        )
+        return TeacherBatch(
+            real=real, placebo=placebo if s.placebo else None, metrics=metrics, spans=[t.turn_spans for t in chosen]
+        )
+
+    def _note_ids(self, note: str) -> list[int]:
+        """Tokens of a note as one complete user message placed at a turn's header start."""
+        if self.settings.null_probe:
+            return []
+        return self._renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": note})

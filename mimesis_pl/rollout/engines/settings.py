@@ -1,0 +1,189 @@
+"""Which rollout engine runs, as a typed YAML object chosen by ``class_path``.
+
+Each class holds one engine's own arguments and builds it when the job starts (engines load weights
+or start servers, so the config object stays cheap)::
+
+    engine:
+      class_path: mimesis_pl.rollout.engines.VLLMEngineSettings
+      init_args: {dtype: bfloat16, gpu_memory_utilization: 0.6}
+
+An engine that loads weights takes ``model_path: null`` to mean the policy's (training) or the agent's
+(evaluation) model path, so a config names the model once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .base import RolloutEngine
+
+
+@dataclass
+class EngineTarget:
+    """What the job hands an engine when it builds it.
+
+    Args:
+        model_path: the weights the engine serves unless its own ``model_path`` is set.
+        tokenizer: the policy's tokenizer (HF pads with its pad id).
+        model: the in-process causal LM the HF engine generates with (``None`` for the others).
+        ranks_per_device: training processes whose engines share one device's memory.
+    """
+
+    model_path: str
+    tokenizer: Any = None
+    model: Any = None
+    ranks_per_device: int = 1
+
+
+class EngineSettings:
+    """Base of the engine choices (``class_path`` in YAML)."""
+
+    #: The engine generates on the training module's own weights (no weight sync, one process).
+    generates_on_policy_weights: bool = False
+
+    def build(self, target: EngineTarget) -> RolloutEngine:
+        raise NotImplementedError
+
+    def weights_path(self, default: str) -> str:
+        """The model folder this engine loads: its own ``model_path`` or ``default``."""
+        return getattr(self, "model_path", None) or default
+
+
+@dataclass
+class HFEngineSettings(EngineSettings):
+    """HF ``generate`` in this process on the policy's own weights (the CPU-friendly default).
+
+    Args:
+        max_batch_size: most sequences in one ``generate`` call.
+        batch_wait_ms: how long a request arriving at an idle engine waits for others to batch with.
+    """
+
+    max_batch_size: int = 64
+    batch_wait_ms: float = 2.0
+
+    generates_on_policy_weights = True
+
+    def build(self, target: EngineTarget) -> RolloutEngine:
+        from .hf import HFEngine
+
+        if target.model is None:
+            raise ValueError("HFEngineSettings needs the in-process model to generate with (EngineTarget.model)")
+        return HFEngine(target.model, target.tokenizer, max_batch_size=self.max_batch_size,
+                        batch_wait_ms=self.batch_wait_ms)
+
+
+@dataclass
+class VLLMEngineSettings(EngineSettings):
+    """An in-process vLLM engine; receives the policy's weights after each optimiser step.
+
+    Args:
+        model_path: the weights to start from; ``None`` takes the policy's (or the agent's) model path.
+        dtype: ``auto`` (the checkpoint's), ``bfloat16``, ``float16`` or ``float32`` (rollouts whose
+            log-probs must match the trainer's exactly).
+        max_model_len: longest prompt + completion; ``None`` takes the model's.
+        gpu_memory_utilization: share of the GPU's memory vLLM may take (split between the ranks on it).
+        kv_cache_memory_bytes: KV-cache size; overrides ``gpu_memory_utilization`` and, on CPU, vLLM's default.
+        enforce_eager: skip CUDA-graph capture (faster start, slower decode).
+        seed: engine seed (requests without one draw theirs from torch's global RNG).
+        enable_sleep_mode: let the engine free accelerator memory between rollouts (CUDA only).
+        sleep_level: ``1`` offloads weights and drops the KV cache; ``2`` drops both.
+        tensor_parallel_size: GPUs per engine.
+        engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
+    """
+
+    model_path: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.5
+    kv_cache_memory_bytes: int | None = None
+    enforce_eager: bool = False
+    seed: int = 0
+    enable_sleep_mode: bool = False
+    sleep_level: Literal[1, 2] = 1
+    tensor_parallel_size: int = 1
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, target: EngineTarget) -> RolloutEngine:
+        from .vllm import VLLMEngine
+
+        return VLLMEngine(
+            self.weights_path(target.model_path), dtype=self.dtype, max_model_len=self.max_model_len,
+            gpu_memory_utilization=self.gpu_memory_utilization, kv_cache_memory_bytes=self.kv_cache_memory_bytes,
+            enforce_eager=self.enforce_eager, seed=self.seed, enable_sleep_mode=self.enable_sleep_mode,
+            sleep_level=self.sleep_level, tensor_parallel_size=self.tensor_parallel_size,
+            engine_kwargs=dict(self.engine_kwargs), ranks_per_device=target.ranks_per_device,
+        )
+
+
+@dataclass
+class SGLangEngineSettings(EngineSettings):
+    """An in-process SGLang engine (GPU only); receives the policy's weights after each optimiser step.
+
+    Args:
+        model_path: the weights to start from; ``None`` takes the policy's (or the agent's) model path.
+        dtype: ``auto``, ``bfloat16``, ``float16`` or ``float32``.
+        mem_fraction_static: share of the GPU's memory for weights and KV cache (split between the ranks on it).
+        context_length: longest prompt + completion; ``None`` takes the model's.
+        random_seed: engine seed (requests without one draw theirs from torch's global RNG).
+        tp_size: GPUs per engine.
+        enable_memory_saver: release weights and KV cache between rollouts.
+        max_batch_size: most requests sent to SGLang in one call.
+        batch_wait_ms: how long a request arriving at an idle engine waits for others.
+        weight_chunk_bytes: weight updates are sent in chunks of about this size.
+        engine_kwargs: further ``sglang.Engine`` arguments, passed as given.
+    """
+
+    model_path: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    mem_fraction_static: float = 0.5
+    context_length: int | None = None
+    random_seed: int = 0
+    tp_size: int = 1
+    enable_memory_saver: bool = False
+    max_batch_size: int = 256
+    batch_wait_ms: float = 2.0
+    weight_chunk_bytes: int = 1 << 30
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, target: EngineTarget) -> RolloutEngine:
+        from .sglang import SGLangEngine
+
+        return SGLangEngine(
+            self.weights_path(target.model_path), dtype=self.dtype, mem_fraction_static=self.mem_fraction_static,
+            context_length=self.context_length, random_seed=self.random_seed, tp_size=self.tp_size,
+            enable_memory_saver=self.enable_memory_saver, max_batch_size=self.max_batch_size,
+            batch_wait_ms=self.batch_wait_ms, weight_chunk_bytes=self.weight_chunk_bytes,
+            engine_kwargs=dict(self.engine_kwargs), ranks_per_device=target.ranks_per_device,
+        )
+
+
+@dataclass
+class OpenAIEngineSettings(EngineSettings):
+    """A served, frozen model driven token-in/token-out through ``/v1/completions`` (no weight updates).
+
+    Args:
+        base_url: the server, e.g. ``http://127.0.0.1:8000/v1``.
+        model: the served model's name.
+        api_key_env: environment variable holding the key (``None``: no auth header).
+        timeout: seconds allowed for one request.
+        max_concurrency: requests in flight at once.
+        ignore_eos: ask the server not to stop at EOS unless it is a stop id (set ``false`` for servers
+            that reject unknown fields).
+        extra_body: more request fields, sent as given.
+    """
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = 600.0
+    max_concurrency: int = 256
+    ignore_eos: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, target: EngineTarget) -> RolloutEngine:
+        from .openai import OpenAIEngine
+
+        return OpenAIEngine(self.base_url, self.model, api_key_env=self.api_key_env, timeout=self.timeout,
+                            max_concurrency=self.max_concurrency, ignore_eos=self.ignore_eos,
+                            extra_body=dict(self.extra_body))

@@ -1,0 +1,114 @@
+"""Typed settings of the agent's rollouts (each field a YAML key under ``model.init_args``).
+
+- :class:`EpisodeSettings` — how one episode runs against a gym; the *same* object configures training
+  rollouts, RL validation and agent evaluation, so the two cannot drift apart;
+- :class:`RolloutSettings` — the engine, the simulated users, the episode and the sampling of a step;
+- :class:`AdvantageSettings` — multi-turn GRPO scores, credits and failure masking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .engines.base import AGENT_TURN_TOKENS
+from .engines.settings import EngineSettings, HFEngineSettings
+from .services import ScriptedHTTPUserSettings, UserSimSettings
+
+
+@dataclass
+class EpisodeSettings:
+    """How one episode runs against a gym (training rollouts, RL validation and agent evaluation alike).
+
+    Args:
+        max_turns: agent turns per episode (reference: 16 in training and evaluation).
+        gym_options: per gym constructor options, e.g. ``{TurtleGym: {success_threshold: 1.0}}``.
+        step_timeout_s: deadline of one gym step, the user's reply included; past it the episode ends as a
+            ``timeout`` failure (masked out of training; retried, then unscored, in evaluation).
+        show_reward: append ``Reward: r`` to observations (keep it the same in training and evaluation).
+    """
+
+    max_turns: int = 16
+    gym_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    step_timeout_s: float = 300.0
+    show_reward: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError(f"episode.max_turns must be >= 1, got {self.max_turns}")
+        if self.step_timeout_s <= 0:
+            raise ValueError(f"episode.step_timeout_s must be > 0, got {self.step_timeout_s}")
+
+    def manager(self, users: Any, shim_url: str | None) -> Any:
+        """The :class:`~mimesis_pl.envs.EnvironmentManager` that runs episodes with these settings."""
+        from ..envs import EnvironmentManager
+
+        return EnvironmentManager(users=users, shim_url=shim_url, gym_options=self.gym_options,
+                                  max_turns=self.max_turns, step_timeout_s=self.step_timeout_s,
+                                  show_reward=self.show_reward)
+
+
+@dataclass
+class RolloutSettings:
+    """How a training step's trajectories are produced (reference: n 8, 16 turns, 1152 + 8192 tokens, T = 1).
+
+    Args:
+        engine: the rollout engine (``class_path``): HF on the policy's weights (default), vLLM, SGLang or a
+            served model; engines that load weights default to the policy's ``model_path``.
+        users: the simulated users (``class_path``): scripted over HTTP behind the real shim (default),
+            scripted in process, or a served simulator behind the shim.
+        episode: turns, gym options, step deadline, reward display.
+        n_samples: episodes per prompt (the GRPO group size).
+        max_new_tokens: the agent's budget per turn (evaluation uses the same by default).
+        max_length: cap on a whole trajectory (prompt + every turn).
+        temperature: sampling temperature.
+        top_p: nucleus mass kept.
+        top_k: keep the k most likely tokens (-1: off).
+        enable_thinking: the chat template's ``enable_thinking`` (``None``: the template's default).
+        max_concurrency: episodes in flight at once.
+    """
+
+    engine: EngineSettings = field(default_factory=HFEngineSettings)
+    users: UserSimSettings = field(default_factory=ScriptedHTTPUserSettings)
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
+    n_samples: int = 8
+    max_new_tokens: int = AGENT_TURN_TOKENS
+    max_length: int = 9344
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    enable_thinking: bool | None = None
+    max_concurrency: int = 128
+
+    def __post_init__(self) -> None:
+        if self.n_samples < 1:
+            raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
+
+    @property
+    def template_kwargs(self) -> dict[str, Any]:
+        return {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
+
+
+@dataclass
+class AdvantageSettings:
+    """Multi-turn GRPO (reference: γ 0.8 per turn, R2G credits, R2G trajectory score).
+
+    Args:
+        gamma: per-turn discount of reward-to-go credits and scores.
+        credit: how a trajectory's z-score is shared among its turns.
+        score: a trajectory's score from its turn rewards.
+        norm_by_std: divide by the group's standard deviation (GRPO) or only centre (Dr. GRPO).
+        eps: added to the standard deviation.
+        zero_credit: what a trajectory whose credits are all zero gets (``uniform``: its z on every turn).
+        mask_failures: keep infrastructure failures (env/user errors, timeouts) out of the loss.
+        success_threshold: an episode whose summed reward reaches it counts as a success.
+    """
+
+    gamma: float = 0.8
+    credit: Literal["r2g", "equalized", "em"] = "r2g"
+    score: Literal["r2g", "mean", "sum"] = "r2g"
+    norm_by_std: bool = True
+    eps: float = 1e-6
+    zero_credit: Literal["uniform", "none"] = "uniform"
+    mask_failures: bool = True
+    success_threshold: float = 1.0

@@ -1,0 +1,52 @@
+"""The data of one RL step, handed from the stages that produce it to the module's update.
+
+``RolloutStage.collect`` builds an :class:`RLStep` (trajectories → scored :class:`Experience`, metrics);
+the optional coach stage adds a :class:`TeacherBatch`; the module's ``update(step)`` consumes it. Nothing
+travels through attributes of the module (see docs/decisions.md, "RL step data").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..rl.teacher import TeacherRows
+    from .experience import Experience
+    from .trajectory import Trajectory
+
+
+@dataclass
+class TeacherBatch:
+    """CSD teacher rows of one step, aligned with ``experience.trained`` (the tensor rows' order).
+
+    Args:
+        real: per trained trajectory, its teacher rows (one per coached turn).
+        placebo: per trained trajectory, its placebo rows (``None``: placebo off).
+        metrics: the coach's counters (``coach/*``) and ``csd/coached_token_fraction``; logged with the update.
+        spans: each trained trajectory's ``TurnSpan`` list (for the prefix-cached teacher forward).
+    """
+
+    real: list[TeacherRows]
+    placebo: list[TeacherRows] | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    spans: list[list[Any]] = field(default_factory=list)
+
+
+@dataclass
+class RLStep:
+    """One RL step's input to the update.
+
+    Args:
+        experience: the scored trajectories, the trained rows' tensors and advantages.
+        teacher: the CSD teacher rows (``None`` when no coach stage ran).
+        metrics: the step's rollout and timing figures (the update adds its own before logging).
+    """
+
+    experience: Experience
+    teacher: TeacherBatch | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def trajectories(self) -> list[Trajectory]:
+        return self.experience.trajectories
