@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mimesis_pl.chat.think import split_think
-from mimesis_pl.users.base import UserReply, UserSimulator, UserSimulatorError
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator, UserSimulatorError
 
 if TYPE_CHECKING:
     from mimesis_pl.envs.tasks import GymTask

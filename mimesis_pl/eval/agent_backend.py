@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.model_paths import check_model_path
+from mimesis_pl.models import load_causal_lm
 from mimesis_pl.rollout.engines.base import AGENT_TURN_TOKENS
 
 ENGINE_KINDS = ("hf", "vllm", "sglang", "openai", "openai_chat")
@@ -155,8 +156,6 @@ class AgentBackend:
             kwargs = dict(s.engine_kwargs)
             if s.engine == "hf":
                 if model is None:
-                    from mimesis_pl.modules.hf import load_causal_lm
-
                     model = load_causal_lm(s.model_path, dtype=s.dtype).eval()
                 kwargs.update(model=model, tokenizer_or_pad_id=self.tokenizer)
             elif s.engine in ("vllm", "sglang"):

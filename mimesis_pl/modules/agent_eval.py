@@ -66,7 +66,7 @@ class _EvalModule(pl.LightningModule):
     def configure_model(self) -> None:
         # The HF engine generates with this submodule, so the Trainer places it on the device.
         if self.agent.engine == "hf" and self.model is None:
-            from .hf import load_causal_lm
+            from ..models import load_causal_lm
 
             self.model = load_causal_lm(self.agent.model_path, dtype=self.agent.dtype).eval().requires_grad_(False)
 

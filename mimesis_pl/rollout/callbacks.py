@@ -301,7 +301,7 @@ def _generation_copy(pl_module: pl.LightningModule) -> torch.nn.Module:
     if getattr(pl_module, "lora", None) is not None:
         raise ValueError("engine 'hf' with several processes keeps a full copy for generation and cannot sync a "
                          "LoRA adapter into it; use engine vllm (adapter sync) or train on one process")
-    from ..modules.hf import load_causal_lm
+    from ..models import load_causal_lm
 
     copy = load_causal_lm(pl_module.model_path, dtype=getattr(pl_module, "dtype_name", None))
     return copy.to(pl_module.device).eval().requires_grad_(False)

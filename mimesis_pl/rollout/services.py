@@ -18,6 +18,8 @@ from typing import Any, Literal
 from ..shim.background import ServerThread
 from ..shim.guard import check_distinct_endpoints
 from ..shim.service import PrivilegedShim
+from ..users import OpenAIUser, ScriptedUser
+from ..users.scripted_server import start_scripted_server
 
 
 @dataclass
@@ -50,8 +52,6 @@ class _ScriptedUserServer:
         self._runner = None
 
     async def start(self) -> str:
-        from ..users.scripted_server import start_scripted_server
-
         self._runner, url = await start_scripted_server()
         return url
 
@@ -109,11 +109,7 @@ class SimulatorServices:
         """The UserProvider for the EnvironmentManager."""
         s = self.settings
         if s.kind == "scripted":
-            from ..users.scripted import ScriptedUser
-
             return ScriptedUser()
-        from ..users.openai_user import OpenAIUser
-
         base = self.shim_url or self.upstream_url
         # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
         key_env = s.shim_token_env if self.shim_url else s.api_key_env

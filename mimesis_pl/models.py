@@ -1,13 +1,18 @@
-"""Loading HF causal LMs (optionally with LoRA), building AdamW + schedule, and sharding with FSDP2."""
+"""Loading HF causal LMs (optionally with LoRA), building AdamW + schedule, and sharding with FSDP2.
+
+No Lightning here: the LightningModules (:mod:`mimesis_pl.modules`), the rollout callbacks and the
+agent eval backend all load models through these helpers.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .settings import LoraSettings, OptimSettings
+if TYPE_CHECKING:
+    from mimesis_pl.modules.settings import LoraSettings, OptimSettings
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
