@@ -96,13 +96,10 @@ class AgentGRPO(HFCausalLMModule):
         width = int(attn.sum(-1).max())
         ids, attn = ids[:, :width], attn[:, :width]
         targets = t["response_mask"][rows, 1:width].to(self.device)
-        logprobs, ent = model_token_logprobs(
-            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=True
-        ) if entropy else (
-            model_token_logprobs(self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets),
-            None,
+        out = model_token_logprobs(
+            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=entropy
         )
-        return logprobs, ent, width
+        return out.logprobs, out.entropy, width
 
     def _has_dropout(self) -> bool:
         """Train-mode forwards are stochastic with dropout: then old log-probs need their own eval pass."""
@@ -157,7 +154,9 @@ class AgentGRPO(HFCausalLMModule):
         """Log-probs of a two-token row: a forward that keeps ranks in step and trains nothing."""
         ids = torch.tensor([[self._pad_id()] * 2], device=self.device)
         ones = torch.ones_like(ids)
-        return model_token_logprobs(self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:])
+        return model_token_logprobs(
+            self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:]
+        ).logprobs
 
     def _empty_microbatch(self) -> None:
         """A micro-batch with no trained trajectory on this rank while others have some: forward and
