@@ -60,10 +60,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import OptimSettings
-from mimesis_pl.rl.teacher import TurnSpan
 from mimesis_pl.rollout.callbacks import RolloutCallback
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 
 TINY = REPO / "assets" / "tiny-qwen3"
 SYSTEM = "You are a helpful support agent. Answer briefly."

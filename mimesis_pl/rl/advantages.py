@@ -21,7 +21,7 @@ from collections.abc import Hashable, Sequence
 import torch
 from torch import Tensor
 
-from mimesis_pl.rl.teacher import TurnSpan
+from mimesis_pl.spans import TurnSpan
 
 CREDIT_METHODS = ("equalized", "r2g", "em")
 SCORE_METHODS = ("mean", "sum", "r2g")

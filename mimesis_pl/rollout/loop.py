@@ -18,7 +18,7 @@ from typing import Any
 from ..chat import ChatRenderer
 from ..envs import EnvironmentManager, GymTask, interact_tool_schema
 from ..envs.base import Termination
-from ..rl.teacher import TurnSpan
+from ..spans import TurnSpan
 from .engines import RolloutEngine, SamplingParams
 from .trajectory import Trajectory
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..chat import ChatRenderer
-from ..rl.teacher import TurnSpan
 from ..rollout.engines import RolloutEngine, SamplingParams
 from ..rollout.trajectory import Trajectory
+from ..spans import TurnSpan
 from .think_format import GeneratedTurn
 
 

@@ -16,9 +16,9 @@ from torch.utils.data import DataLoader
 
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import OptimSettings
-from mimesis_pl.rl.teacher import TurnSpan
 from mimesis_pl.rollout.callbacks import AdvantageSettings, RolloutCallback
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 
 PROMPT_IDS = [1, 17, 42, 99, 7, 256, 3]
 TARGET, OTHER = 300, 301

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mimesis_pl.rl import (
-    TurnSpan,
     foldgrpo_advantages,
     grpo_multiturn_advantages,
     grpo_outcome_advantages,
@@ -16,6 +15,7 @@ from mimesis_pl.rl import (
     turn_credits,
     turn_index_from_spans,
 )
+from mimesis_pl.spans import TurnSpan
 
 EPS = 1e-6
 

@@ -9,8 +9,8 @@ import torch
 
 from mimesis_pl.data.simulator_rl import read_task_rows
 from mimesis_pl.modules.simulator_rl import fold_experience
-from mimesis_pl.rl.teacher import TurnSpan
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 from mimesis_pl.tasks import UnknownTaskError
 from mimesis_pl.tasks.base import TaskResult
 
