@@ -23,7 +23,7 @@ import lightning.pytorch as pl
 from rounds import Rounds
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mimesis_pl.chat import ChatRenderer
+from mimesis_pl.chat import ChatRenderer, pad_id_of
 from mimesis_pl.csd import ScriptedCoach, coach_batch
 from mimesis_pl.data.prompts import GymPromptDataModule, read_prompt_rows
 from mimesis_pl.envs import EnvironmentManager, GymTask
@@ -69,7 +69,7 @@ def make_experience(model_path: str, n_episodes: int):
         return trajs, notes, counts
 
     trajs, notes, counts = asyncio.run(run())
-    exp = RolloutCallback().build_experience(trajs, pad_id=tok.pad_token_id)
+    exp = RolloutCallback().build_experience(trajs, pad_id=pad_id_of(tok))
     renderer = ChatRenderer(tok)
     render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})
     pool = PlaceboPool(min_size=1)
@@ -116,8 +116,8 @@ def main() -> None:
     for variant in rounds:
         rounds.record(variant, step_ms=statistics.median(run(modules[variant](), exp, args.steps)) * 1e3)
     n = len(exp.trained)
-    real = pack_teacher_rows(exp.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
-    plac = pack_teacher_rows(exp.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
+    real = pack_teacher_rows(exp.teacher.real, exp.tensors["input_ids"].shape[1], pad_id_of(tok))
+    plac = pack_teacher_rows(exp.teacher.placebo, exp.tensors["input_ids"].shape[1], pad_id_of(tok))
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
     print(f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo")
     rounds.print_table("step_ms", "{:.1f}")

@@ -57,7 +57,7 @@ from rounds import ratio_stats
 from torch.utils.data import DataLoader
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mimesis_pl.chat import ChatRenderer
+from mimesis_pl.chat import ChatRenderer, pad_id_of
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import OptimSettings
 from mimesis_pl.rollout.callbacks import RolloutCallback
@@ -205,8 +205,7 @@ class SingleTurnRollout(pl.Callback):
                     finish_reasons=[result.finish_reason],
                 )
             )
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        pl_module.experience = self.builder.build_experience(trajectories, pad_id=pad)
+        pl_module.experience = self.builder.build_experience(trajectories, pad_id=pad_id_of(tokenizer))
         done = time.perf_counter()
         self.clock.add("generate", generated - start)
         self.clock.add("reward_adv", done - generated)

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from mimesis_pl.chat.think import split_think
+from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.leaks import find_leaks
 from mimesis_pl.csd.prompts import CoachRequest
 from mimesis_pl.llm import ChatCompletionsClient
@@ -58,8 +59,7 @@ class CoachResult:
     error: str | None = None
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"CoachResult.status must be one of {STATUSES}, got {self.status!r}")
+        check_choice("CoachResult.status", self.status, STATUSES)
         if (self.note is not None) != (self.status == "ok"):
             raise ValueError(f"CoachResult: a note comes with status 'ok' and only then (status {self.status!r})")
 

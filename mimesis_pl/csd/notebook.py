@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.coach import Coach, CoachResult
 from mimesis_pl.csd.evidence import (
     Alignment,
@@ -145,8 +146,7 @@ async def coach_batch(
             counted in ``leaked`` (and in ``made``) and flagged in their records — for the leak ablation.
         records: when given, one :class:`NoteRecord` per selected turn is appended, in key order.
     """
-    if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    check_choice("style", style, STYLES)
     if len(tasks_hidden) != len(trajectories):
         raise ValueError(f"tasks_hidden has {len(tasks_hidden)} entries for {len(trajectories)} trajectories")
     if k < 0 or max_concurrency < 1:

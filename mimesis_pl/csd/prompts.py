@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
+from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.evidence import TurnEvidence, assistant_turns
 
 Style = Literal["prospective", "corrective"]
@@ -136,8 +137,7 @@ class CoachRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.style not in STYLES:
-            raise ValueError(f"coach style must be one of {STYLES}, got {self.style!r}")
+        check_choice("coach style", self.style, STYLES)
 
     def messages(self) -> list[dict[str, str]]:
         """The chat messages of an LLM coach: one system message, one user message."""

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torchmetrics import MeanMetric
 
-from ..chat import load_tokenizer
+from ..chat import load_tokenizer, pad_id_of
 from ..rl.losses import policy_loss
 from ..scale import per_rank_share, plan_minibatches
 from .base import HFCausalLMModule
@@ -164,8 +164,7 @@ class AgentGRPO(HFCausalLMModule):
         self.manual_backward(self._dummy_logprobs().sum() * 0.0)
 
     def _pad_id(self) -> int:
-        tok = self.tokenizer
-        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        return pad_id_of(self.tokenizer)
 
     def _plan(self, n_slots: int, trained: list[int]) -> list[list[list[int]]]:
         share = per_rank_share(self.ppo_mini_batch_size, self._world_size(), "model.init_args.ppo_mini_batch_size")

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from ..chat import pad_id_of
 from ..rl.advantages import foldgrpo_advantages
 from ..rollout.engines import SamplingParams, build_engine
 from ..rollout.event_loop import shutdown_loop
@@ -235,7 +236,7 @@ class SimulatorRL(AgentGRPO):
             self.log_dict(metrics, on_step=True, batch_size=max(1, len(results)))
             return
         self._empty_batches = 0
-        t = fold_experience(trained, _pad_id(self.tokenizer), norm_by_std=self.norm_by_std, eps=self.eps)
+        t = fold_experience(trained, pad_id_of(self.tokenizer), norm_by_std=self.norm_by_std, eps=self.eps)
         metrics["train/advantage_abs_mean"] = (t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)).item()
         rows = int(t["input_ids"].shape[0])
         self.train_on(t, n_slots=rows, trained=list(range(rows)), metrics=metrics)
@@ -307,7 +308,3 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
 
 def _with_temperature(params: SamplingParams, temperature: float) -> SamplingParams:
     return replace(params, temperature=temperature)
-
-
-def _pad_id(tokenizer) -> int:
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

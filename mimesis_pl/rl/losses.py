@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from mimesis_pl.checks import check_choice
+
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
 CSD_ESTIMATORS = ("sdar", "ref", "k3", "distill")
 CSD_NORMS = ("masked", "full")
@@ -25,11 +27,6 @@ _TOPK_MASS_CAP = 1.0 - 1e-4
 def _compute_dtype(tensor: Tensor) -> torch.dtype:
     # Half-precision log-prob differences lose most of their digits; never compute below float32.
     return torch.promote_types(tensor.dtype, torch.float32)
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not supported; allowed values: {', '.join(allowed)}")
 
 
 def _check_shapes(reference_name: str, reference: Tensor, **others: Tensor | None) -> None:
@@ -56,7 +53,7 @@ def aggregate_loss(per_token: Tensor, mask: Tensor, agg: str = "token-mean") -> 
     sequences. The sequence means count only sequences with at least one selected token, so padding
     rows do not shrink the loss.
     """
-    _check_choice("agg", agg, AGG_MODES)
+    check_choice("agg", agg, AGG_MODES)
     mask = mask.to(per_token.dtype)
     if agg == "token-mean":
         return masked_mean(per_token, mask)
@@ -98,7 +95,7 @@ def policy_loss(
         (mean of ℓ_old − ℓ).
     """
     _check_shapes("logprobs", logprobs, old_logprobs=old_logprobs, advantages=advantages, mask=mask)
-    _check_choice("agg", agg, AGG_MODES)
+    check_choice("agg", agg, AGG_MODES)
     if not 0.0 <= clip_low < 1.0:
         raise ValueError(f"clip_low={clip_low!r} must lie in [0, 1)")
     if not clip_high >= 0.0:
@@ -202,9 +199,9 @@ def csd_loss(
         ``placebo_token_frac`` (share of masked tokens with a placebo), ``frac_tokens`` (M / B·T); all
         means are over masked tokens.
     """
-    _check_choice("estimator", estimator, CSD_ESTIMATORS)
-    _check_choice("norm", norm, CSD_NORMS)
-    _check_choice("agg", agg, AGG_MODES)
+    check_choice("estimator", estimator, CSD_ESTIMATORS)
+    check_choice("norm", norm, CSD_NORMS)
+    check_choice("agg", agg, AGG_MODES)
     _check_shapes(
         "student_logprobs",
         student_logprobs,

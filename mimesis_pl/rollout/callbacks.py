@@ -13,6 +13,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
+from ..chat import pad_id_of
 from ..envs import EnvironmentManager
 from ..rl.advantages import grpo_multiturn_advantages, trajectory_score
 from .engines import SamplingParams, build_engine
@@ -209,7 +210,7 @@ class RolloutCallback(pl.Callback):
         timings.update({"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment})
         timings["time/user_simulator_s"] = self._users.seconds - user_seconds  # summed over concurrent episodes
         t0 = time.perf_counter()
-        pl_module.experience = self.build_experience(trajectories, pad_id=_pad_id(pl_module.tokenizer))
+        pl_module.experience = self.build_experience(trajectories, pad_id=pad_id_of(pl_module.tokenizer))
         timings["time/reward_s"] = time.perf_counter() - t0
         pl_module.experience.metrics.update(timings)
         pl_module.experience.metrics["rollout/prompts_global"] = float(len(batch) * trainer.world_size)
@@ -314,7 +315,3 @@ def _ranks_per_device(trainer: pl.Trainer | None) -> int:
     from lightning.pytorch.accelerators import CPUAccelerator
 
     return max(1, trainer.num_devices) if isinstance(trainer.accelerator, CPUAccelerator) else 1
-
-
-def _pad_id(tokenizer) -> int:
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..checks import check_choice
 from ..shim.background import ServerThread
 from ..shim.guard import check_distinct_endpoints
 from ..shim.service import PrivilegedShim
@@ -65,8 +66,7 @@ class SimulatorServices:
     """Starts (and stops) what :class:`UserSimSettings` asks for; hands out users and the shim URL."""
 
     def __init__(self, settings: UserSimSettings, coach_url: str | None = None) -> None:
-        if settings.kind not in ("scripted", "scripted_http", "openai"):
-            raise ValueError(f"user simulator kind must be scripted, scripted_http or openai, got {settings.kind!r}")
+        check_choice("user simulator kind", settings.kind, ("scripted", "scripted_http", "openai"))
         if settings.kind == "openai" and not (settings.upstream_url or settings.shim_url):
             raise ValueError("user simulator kind 'openai' needs upstream_url (a served simulator) or shim_url")
         self.settings = settings
