@@ -1,6 +1,6 @@
 """Coaches: the protocol, the shared handling of what a coach wrote, and the HTTP coach.
 
-Every coach answer goes through :func:`finish_note` (spec/agent.md §2.13, fixing §4 D14):
+Every coach answer goes through :func:`finish_note` (docs/decisions.md A14):
 
 - ``<think>`` blocks are removed (a thinking coach's reasoning is not the note), then quotes and
   whitespace around the text;
@@ -123,7 +123,7 @@ class OpenAICoach:
             :func:`mimesis_pl.shim.guard.check_distinct_endpoints`), with or without ``/v1``.
         model: served model name.
         api_key_env: name of the environment variable holding the API key (``None``: no auth header).
-        temperature, max_tokens, seed: sampling; fixed here so that runs are comparable (§4 D14).
+        temperature, max_tokens, seed: sampling; fixed here so that runs are comparable (A14).
         timeout_s: per request.
         max_retries: extra attempts after a connection error or HTTP 408/429/5xx, with backoff
             ``retry_backoff_s * 2**attempt``; other HTTP errors fail at once.

@@ -83,7 +83,7 @@ PrivilegedSource = Any
 
 @dataclass(frozen=True)
 class NoteRecord:
-    """What happened to one selected turn (for logs and per-note filtering, spec §4 D34).
+    """What happened to one selected turn (for logs and per-note filtering: docs/decisions.md A34).
 
     ``status`` is the coach's status, or ``leaked`` when the gate found hidden values (``leaks``);
     a ``leaked`` record carries its note only when leaked notes are kept (``drop_leaked=False``).

@@ -188,7 +188,7 @@ class AgentEvalModule(_EvalModule):
         values = {f"eval/{gym}/{name}": value for gym, metrics in sorted(self._metrics.items())
                   for name, value in metrics.compute().items()}
         values.update({name: float(count) for name, count in self._counts.items()})
-        # Who failed, per gym (simulator-attributed failure rate, spec/eval.md §2.6).
+        # Who failed, per gym (simulator-attributed failure rate: docs/decisions.md E6).
         values.update({f"eval/{gym}/unscored/{kind}": float(n) for gym, summary in summaries.items()
                        for kind, n in summary.unscored_by_kind.items()})
         self.log_dict(values)

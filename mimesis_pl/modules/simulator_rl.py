@@ -1,4 +1,4 @@
-"""``SimulatorRL``: stage 3 — the ThoughtTrace simulator trained by RL over the task mixture (spec §5).
+"""``SimulatorRL``: stage 3 — the ThoughtTrace simulator trained by RL over the task mixture.
 
 Per step: the batch's rows run ``n_samples`` times each through their tasks (token-in/token-out on
 the rollout engines of the agent side); rows a task could not score fairly (``judge_failed``,
@@ -48,11 +48,11 @@ class SimRolloutSettings:
         max_new_tokens: cap per generated turn.
         max_length: cap on a whole trajectory (prompt + every turn).
         temperature, top_p, top_k: training sampling.
-        val_temperature: validation sampling temperature (honoured, unlike the reference: D11).
+        val_temperature: validation sampling temperature (honoured, unlike the reference: S11 in docs/decisions.md).
         enable_thinking: thinking for tasks that follow the global setting (single-turn QA always thinks).
         min_think_tokens: the format gate's reasoning floor.
         max_concurrency: rollouts in flight.
-        row_timeout_s: deadline per rollout (D29); past it the rollout is a ``task_error``.
+        row_timeout_s: deadline per rollout (S29); past it the rollout is a ``task_error``.
         max_empty_batches: consecutive batches with no scored rollout before the run stops with an error
             (an unreachable judge must not spin forever without an update).
     """
@@ -81,7 +81,7 @@ class SimValidationSettings:
         before_train: validate before the first RL step.
         every_n_steps: validate after every n RL steps (training batches; each may take several optimiser
             steps) and at the end of training; 0 = only before training.
-        dump_transcripts: write ``conversations/<data_source>-<index>.json`` per validation row (§5.12).
+        dump_transcripts: write ``conversations/<data_source>-<index>.json`` per validation row (eval only).
         transcript_dir: where; default ``<log_dir>/conversations``.
     """
 
@@ -294,8 +294,8 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
     """Training tensors of scored rollouts with ``advantages [B, L]`` from FoldGRPO.
 
     Groups are the rows (``trajectory.group_id``); rollouts are deduplicated by ``gen_uid``; a group with
-    a single scored rollout gets advantage 0 (D19). Unscored rollouts must already be filtered out, so
-    they never enter a group's mean or deviation (D3).
+    a single scored rollout gets advantage 0 (docs/decisions.md S19). Unscored rollouts must already be
+    filtered out, so they never enter a group's mean or deviation (S3).
     """
     rows = [(r, traj) for r in results for traj in [r.trajectory, *r.extra_trajectories]]  # a rollout may fold into many
     t = collate_trajectories([traj for _, traj in rows], pad_id)

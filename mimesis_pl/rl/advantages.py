@@ -3,14 +3,14 @@
 Every output is float32. Group ids (``group_ids``, ``gen_uids``) may be an integer tensor ``[B]`` or any
 sequence of hashable ids such as prompt uid strings.
 
-Design decisions that differ from the reference (agent spec §2.9, §4 D8):
+Design decisions that differ from the reference (docs/decisions.md A8):
 - ``"sum"`` is a real sum; the reference's "Sum" was a rounded mean, available here as ``"mean"``.
 - Nothing is rounded (the reference rounded EM credits and mean scores to 4 decimals).
 - Credits act as non-negative *shares* of the trajectory's z-score: tokens get ``z·|c|/mean|c|``. For
   credits of one sign this is exactly the reference's ``c·z·n/Σc``; with mixed signs the reference could
-  divide by a sum near zero or flip the sign of every token (D8b), this form cannot.
+  divide by a sum near zero or flip the sign of every token, this form cannot.
 - All-zero credits fall back to spreading ``z`` evenly (``zero_credit="uniform"``) so failed trajectories
-  are still pushed down (D8a); ``"none"`` keeps the reference's zeros.
+  are still pushed down; ``"none"`` keeps the reference's zeros.
 """
 
 from __future__ import annotations
@@ -324,7 +324,7 @@ def foldgrpo_advantages(
         response_mask: [B, T] 1 on trained tokens.
         norm_by_std, eps: as in `grpo_outcome_advantages`.
         singleton: a group with a single rollout has no baseline: ``"zero"`` gives it advantage 0
-            (the simulator spec's fix of D19: the reference fed the raw reward in as advantage);
+            (docs/decisions.md S19: the reference fed the raw reward in as advantage);
             ``"raw"`` keeps μ = 0, σ = 1 as `grpo_outcome_advantages` does.
 
     Returns:

@@ -6,7 +6,7 @@ just before turn t's assistant header:
     input_ids[0:header_start] + note_ids + input_ids[header_start:end]
 
 so the teacher sees exactly the context the student saw (earlier tool calls and reasoning included; the
-reference re-rendered messages and lost them, agent spec §4 D1/D2) and scores the very tokens the student
+reference re-rendered messages and lost them: docs/decisions.md A1) and scores the very tokens the student
 generated. With a note that renders to no tokens the row is the student's prefix, token for token (the
 null probe). Placebo rows are built by the same function with the placebo notes; gather them with
 ``fill=NaN`` so tokens whose placebo row was skipped fall back to the raw teacher in `csd_loss`.

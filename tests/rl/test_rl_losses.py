@@ -209,7 +209,7 @@ def test_placebo_equal_to_teacher_gives_zero_gap():
         close(metrics["placebo_token_frac"], 1.0)
         (grad,) = torch.autograd.grad(loss, s)
         if estimator == "sdar":
-            close(grad, torch.full((1, 3), -0.5 / 3))  # zero gap → gate ½: the D7 self-imitation
+            close(grad, torch.full((1, 3), -0.5 / 3))  # zero gap → gate ½: the self-imitation of docs/decisions.md A7
         else:
             close(grad, torch.zeros(1, 3))  # a zero gap carries no signal
 

@@ -55,7 +55,7 @@ def test_note_is_spliced_at_the_header_and_the_turn_is_copied(tiny_tokenizer):
     assert tok.decode(row[span.header_start : span.header_start + n]) == f"<|im_start|>user\n{NOTE}<|im_end|>\n"
     assert row[span.header_start + n :] == ids[span.header_start : span.end]  # header + sampled ids, unchanged
     assert rows.teacher_mask.nonzero().squeeze(-1).tolist() == list(range(span.start, span.end))
-    assert "Is it a fruit?" in tok.decode(row[: span.header_start])  # turn 0's tool call stays in context (D1 fixed)
+    assert "Is it a fruit?" in tok.decode(row[: span.header_start])  # turn 0's tool call stays (A1)
 
 
 def test_teacher_logprobs_are_gathered_at_the_right_positions(tiny_tokenizer, model):

@@ -41,7 +41,7 @@ def result(group: str, k: int, reward: float, n_tokens: int = 2) -> TaskResult:
 
 
 def test_fold_experience_zscores_within_rows_and_zeroes_single_rollout_groups():
-    # group a: rewards 1 and 0 → mean 0.5, unbiased std 0.7071 → ±0.7071; group b: one scored rollout → 0 (D19)
+    # group a: rewards 1 and 0 → mean 0.5, unbiased std 0.7071 → ±0.7071; group b: one scored rollout → 0 (S19)
     t = fold_experience([result("a", 0, 1.0), result("a", 1, 0.0), result("b", 0, 1.0)], pad_id=0)
     adv = t["advantages"]
     assert adv.shape == (3, 5)

@@ -23,7 +23,7 @@ from ...checks import check_choice
 FinishReason = Literal["stop", "length"]
 
 # One per-turn budget of the agent for training rollouts, RL validation and evaluation (the reference
-# trains with 8192 and evaluates with 2048, a mismatch: spec D24b). A config may set its own.
+# trains with 8192 and evaluates with 2048, a mismatch: docs/decisions.md A24b). A config may set its own.
 AGENT_TURN_TOKENS = 8192
 
 
