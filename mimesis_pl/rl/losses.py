@@ -154,6 +154,10 @@ def topk_reverse_kl(student_topk_logprobs: Tensor, teacher_topk_logprobs: Tensor
 
 CSDEstimator = Callable[..., Tensor]
 _CSD_ESTIMATORS: dict[str, tuple[CSDEstimator, tuple[str, ...]]] = {}
+_CSD_ESTIMATOR_INPUTS = frozenset({
+    "student", "target", "mask", "beta", "agg", "norm", "response_mask", "student_topk_logprobs",
+    "teacher_topk_logprobs",
+})
 
 
 def register_csd_estimator(name: str) -> Callable[[CSDEstimator], CSDEstimator]:
@@ -170,7 +174,14 @@ def register_csd_estimator(name: str) -> Callable[[CSDEstimator], CSDEstimator]:
     def register(fn: CSDEstimator) -> CSDEstimator:
         if name in _CSD_ESTIMATORS:
             raise ValueError(f"CSD estimator {name!r} is already registered")
-        _CSD_ESTIMATORS[name] = (fn, tuple(inspect.signature(fn).parameters))
+        wanted = tuple(inspect.signature(fn).parameters)
+        unknown = sorted(set(wanted) - _CSD_ESTIMATOR_INPUTS)
+        if unknown:
+            raise ValueError(
+                f"CSD estimator {name!r} asks for {unknown}, which csd_loss does not have; "
+                f"choose from {sorted(_CSD_ESTIMATOR_INPUTS)}"
+            )
+        _CSD_ESTIMATORS[name] = (fn, wanted)
         return fn
 
     return register

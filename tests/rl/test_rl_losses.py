@@ -395,6 +395,8 @@ def test_a_registered_estimator_is_dispatched_with_exactly_the_arguments_it_name
         assert seen["norm"] == "full" and seen["mask"].tolist() == [[1.0, 0.0]]
         with pytest.raises(ValueError, match="'probe' is already registered"):
             losses.register_csd_estimator("probe")(probe)
+        with pytest.raises(ValueError, match=r"'other' asks for \['temperature'\]"):
+            losses.register_csd_estimator("other")(lambda *, student, temperature: student.sum())
     finally:
         losses._CSD_ESTIMATORS.pop("probe")
     with pytest.raises(ValueError, match="estimator='probe' is not supported"):
