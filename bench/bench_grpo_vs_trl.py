@@ -59,7 +59,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
-from mimesis_pl.rl.teacher import TurnSpan
+from mimesis_pl.spans import TurnSpan
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings

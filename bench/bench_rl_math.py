@@ -20,7 +20,6 @@ import torch
 from rounds import Rounds
 
 from mimesis_pl.rl import (
-    TurnSpan,
     build_teacher_rows,
     gather_teacher_logprobs,
     grpo_multiturn_advantages,
@@ -28,6 +27,7 @@ from mimesis_pl.rl import (
     teacher_logits_to_keep,
     turn_index_from_spans,
 )
+from mimesis_pl.spans import TurnSpan
 
 
 def timed(fn, repeats: int) -> tuple[str, object]:

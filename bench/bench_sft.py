@@ -76,7 +76,9 @@ def step_fn(variant: str, model, args):
     elif variant == "logprobs":
         def loss_of(batch):
             target = batch["loss_mask"][:, 1:]
-            logprobs = model_token_logprobs(model, batch["input_ids"], batch["attention_mask"], target_mask=target)
+            logprobs = model_token_logprobs(
+                model, batch["input_ids"], batch["attention_mask"], target_mask=target
+            ).logprobs
             mask = target.float()
             return -(logprobs * mask).sum() / mask.sum()
     else:

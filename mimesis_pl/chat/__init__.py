@@ -4,6 +4,7 @@ from .chat_templates import (
     available_templates,
     load_chat_template,
     load_tokenizer,
+    pad_id_of,
     suggest_training_template,
     use_chat_template,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "join_think",
     "load_chat_template",
     "load_tokenizer",
+    "pad_id_of",
     "parse_tool_calls",
     "remove_think",
     "render_with_mask",

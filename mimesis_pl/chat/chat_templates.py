@@ -96,3 +96,21 @@ def load_tokenizer(path: str, chat_template: str | None = None, trust_remote_cod
     from transformers import AutoTokenizer
 
     return use_chat_template(AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code), chat_template)
+
+
+def pad_id_of(tokenizer_or_pad_id: Any) -> int:
+    """The id to pad with: an ``int`` as given, else the tokenizer's ``pad_token_id``, else its ``eos_token_id``.
+
+    Chat tokenizers often have no pad token; padding with end-of-sequence is safe because padded
+    positions are masked out of attention and of every loss.
+    """
+    if isinstance(tokenizer_or_pad_id, int):
+        return tokenizer_or_pad_id
+    pad = getattr(tokenizer_or_pad_id, "pad_token_id", None)
+    if pad is None:
+        pad = getattr(tokenizer_or_pad_id, "eos_token_id", None)
+    if pad is None:
+        raise ValueError(
+            f"{type(tokenizer_or_pad_id).__name__} has neither pad_token_id nor eos_token_id; pass a pad id"
+        )
+    return int(pad)

@@ -5,7 +5,7 @@ for :func:`mimesis_pl.rl.teacher.build_teacher_rows`."""
 from mimesis_pl.csd.coach import Coach, CoachResult, OpenAICoach, finish_note
 from mimesis_pl.csd.evidence import TurnEvidence, UserTurn, select_turns, turn_evidence
 from mimesis_pl.csd.leaks import find_leaks, hidden_values, scan_for_privileged
-from mimesis_pl.csd.notebook import COUNTERS, NoteBook, NoteRecord, coach_batch
+from mimesis_pl.csd.notebook import COUNTERS, NoteRecord, coach_batch
 from mimesis_pl.csd.prompts import (
     CoachRequest,
     HistoryLimits,
@@ -21,7 +21,6 @@ __all__ = [
     "CoachRequest",
     "CoachResult",
     "HistoryLimits",
-    "NoteBook",
     "NoteRecord",
     "OpenAICoach",
     "ScriptedCoach",

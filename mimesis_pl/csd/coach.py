@@ -1,6 +1,6 @@
 """Coaches: the protocol, the shared handling of what a coach wrote, and the HTTP coach.
 
-Every coach answer goes through :func:`finish_note` (spec/agent.md §2.13, fixing §4 D14):
+Every coach answer goes through :func:`finish_note` (docs/decisions.md A14):
 
 - ``<think>`` blocks are removed (a thinking coach's reasoning is not the note), then quotes and
   whitespace around the text;
@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from mimesis_pl.chat.think import split_think
+from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.leaks import find_leaks
 from mimesis_pl.csd.prompts import CoachRequest
 from mimesis_pl.llm import ChatCompletionsClient
@@ -58,8 +59,7 @@ class CoachResult:
     error: str | None = None
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"CoachResult.status must be one of {STATUSES}, got {self.status!r}")
+        check_choice("CoachResult.status", self.status, STATUSES)
         if (self.note is not None) != (self.status == "ok"):
             raise ValueError(f"CoachResult: a note comes with status 'ok' and only then (status {self.status!r})")
 
@@ -123,7 +123,7 @@ class OpenAICoach:
             :func:`mimesis_pl.shim.guard.check_distinct_endpoints`), with or without ``/v1``.
         model: served model name.
         api_key_env: name of the environment variable holding the API key (``None``: no auth header).
-        temperature, max_tokens, seed: sampling; fixed here so that runs are comparable (§4 D14).
+        temperature, max_tokens, seed: sampling; fixed here so that runs are comparable (A14).
         timeout_s: per request.
         max_retries: extra attempts after a connection error or HTTP 408/429/5xx, with backoff
             ``retry_backoff_s * 2**attempt``; other HTTP errors fail at once.

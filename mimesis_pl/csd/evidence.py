@@ -1,6 +1,6 @@
 """What the coach may know about agent turn ``t``, and which turns get coached.
 
-Alignment rule (spec/agent.md §1.3, fixing §4 D3/D9). Agent turn ``t`` is one assistant generation.
+Alignment rule (docs/decisions.md A3). Agent turn ``t`` is one assistant generation.
 Only some turns make the user speak: a question does, while a guess judged by a rule, a search, a
 tool error or a turn cut by the length limit does not. A user *reply* is therefore attached to the
 agent turn that triggered it, and for turn ``t``:
@@ -199,7 +199,7 @@ def rank_turns(evidence: Sequence[TurnEvidence], *, require_evidence: bool = Tru
     """Eligible turns in priority order.
 
     Evidenced turns whose next reply is known come first, then evidenced turns without it, then —
-    only when ``require_evidence`` is False — the unevidenced turns ("foresight" notes, spec §4 D34),
+    only when ``require_evidence`` is False — the unevidenced turns ("foresight" notes, docs/decisions.md A34),
     those with a next reply first. Within a class, ascending turn number: deterministic, no sampling.
     """
 

@@ -1,7 +1,7 @@
 """Leak checks: coaching notes must not carry a task's hidden values, agent requests no privileged text.
 
-Prompt instructions alone do not keep a coach from writing the answer into its note (spec/agent.md
-§4 D5), so every note is checked programmatically against the task's hidden values that the agent has
+Prompt instructions alone do not keep a coach from writing the answer into its note
+(docs/decisions.md A5), so every note is checked programmatically against the task's hidden values that the agent has
 not yet seen. Matching works on normalised tokens: lower case, punctuation ignored, numbers compared
 by value (``17.0`` = ``17``, ``1,000`` = ``1000``), words reduced by the shared light stemmer so that
 simple plurals and verb forms meet (``violins`` = ``violin``). A value matches when its tokens occur

@@ -36,9 +36,10 @@ import inspect
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
+from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.coach import Coach, CoachResult
 from mimesis_pl.csd.evidence import (
     Alignment,
@@ -54,6 +55,7 @@ from mimesis_pl.csd.leaks import candidate_values, find_leaks, unseen_values
 from mimesis_pl.csd.prompts import (
     DEFAULT_LIMITS,
     STYLES,
+    CoachRequest,
     HistoryLimits,
     Style,
     build_request,
@@ -81,7 +83,7 @@ PrivilegedSource = Any
 
 @dataclass(frozen=True)
 class NoteRecord:
-    """What happened to one selected turn (for logs and per-note filtering, spec §4 D34).
+    """What happened to one selected turn (for logs and per-note filtering: docs/decisions.md A34).
 
     ``status`` is the coach's status, or ``leaked`` when the gate found hidden values (``leaks``);
     a ``leaked`` record carries its note only when leaked notes are kept (``drop_leaked=False``).
@@ -145,13 +147,11 @@ async def coach_batch(
             counted in ``leaked`` (and in ``made``) and flagged in their records — for the leak ablation.
         records: when given, one :class:`NoteRecord` per selected turn is appended, in key order.
     """
-    if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    check_choice("style", style, STYLES)
     if len(tasks_hidden) != len(trajectories):
         raise ValueError(f"tasks_hidden has {len(tasks_hidden)} entries for {len(trajectories)} trajectories")
     if k < 0 or max_concurrency < 1:
         raise ValueError(f"k must be >= 0 and max_concurrency >= 1, got k={k}, max_concurrency={max_concurrency}")
-    counts: Counter[str] = Counter({name: 0 for name in COUNTERS})
     from_record = privileged_source is None or privileged_source == "trajectory"
     if isinstance(privileged_source, str) and not from_record:
         from mimesis_pl.shim.client import AsyncShimClient
@@ -163,36 +163,73 @@ async def coach_batch(
                 records=records,
             )
 
+    counts: Counter[str] = Counter({name: 0 for name in COUNTERS})
     limit = asyncio.Semaphore(max_concurrency)
+    kept = _kept_trajectories(trajectories, tasks_hidden, skip_failed, counts)
+    source = None if from_record else privileged_source
+    all_evidence = await asyncio.gather(*(_turn_evidence(traj, source, limit, counts) for _, traj, _ in kept))
+    jobs = _plan_requests(kept, all_evidence, k, style, require_evidence, limits, drop_leaked, counts)
+    results = await asyncio.gather(*(_ask(coach, job, limit, drop_leaked) for job in jobs))
+    return _collect_notes(jobs, results, counts, records), counts
 
-    async def evidence_of(traj: Any) -> list[TurnEvidence]:
-        alignment: Alignment
-        if from_record:
-            alignment = replies_from_record(traj)
-        else:
-            try:
-                async with limit:
-                    entries = await _read_entries(privileged_source, traj.episode_id)
-            except Exception as err:  # noqa: BLE001 - an unreadable shim costs this trajectory's notes only
-                log.warning("privileged read for episode %s failed: %r", traj.episode_id, err)
-                counts["privileged_unavailable"] += 1
-                entries = None
-            alignment = replies_from_shim(traj, entries) if entries is not None else replies_from_record(traj)
-            if entries is None:  # keep public replies, drop any in-process reasoning: no channel
-                alignment.replies = [None if r is None else UserTurn(r.public, "") for r in alignment.replies]
-            counts["misaligned"] += alignment.misaligned
-            counts["unmatched_entries"] += alignment.unmatched_entries
-        return evidence_from_replies(alignment.replies)
 
+@dataclass(frozen=True)
+class _Job:
+    """One turn to coach: its trajectory, its evidence, the coach request and the values it must not name."""
+
+    trajectory: int
+    evidence: TurnEvidence
+    request: CoachRequest
+    secret: tuple[str, ...]
+
+
+def _kept_trajectories(
+    trajectories: Sequence[Any], tasks_hidden: Sequence[Any], skip_failed: bool, counts: Counter[str]
+) -> list[tuple[int, Any, Any]]:
+    """``(index, trajectory, task)`` of the trajectories to coach; failed rollouts left out when asked."""
     kept = [
         (i, traj, task)
         for i, (traj, task) in enumerate(zip(trajectories, tasks_hidden))
         if not (skip_failed and getattr(traj, "status", "") in _FAILED_ROLLOUTS)
     ]
     counts["skipped_failed"] += len(trajectories) - len(kept)
-    all_evidence = await asyncio.gather(*(evidence_of(traj) for _, traj, _ in kept))
+    return kept
 
-    jobs: list[tuple[int, TurnEvidence, Any, tuple[str, ...]]] = []
+
+async def _turn_evidence(
+    traj: Any, source: PrivilegedSource | None, limit: asyncio.Semaphore, counts: Counter[str]
+) -> list[TurnEvidence]:
+    """Per agent turn, the user reply before it and its private reasoning: from the record (``source``
+    None) or from the privileged channel, aligned to the turns."""
+    if source is None:
+        return evidence_from_replies(replies_from_record(traj).replies)
+    try:
+        async with limit:
+            entries = await _read_entries(source, traj.episode_id)
+    except Exception as err:  # noqa: BLE001 - an unreadable shim costs this trajectory's notes only
+        log.warning("privileged read for episode %s failed: %r", traj.episode_id, err)
+        counts["privileged_unavailable"] += 1
+        entries = None
+    alignment: Alignment = replies_from_shim(traj, entries) if entries is not None else replies_from_record(traj)
+    if entries is None:  # keep public replies, drop any in-process reasoning: no channel
+        alignment.replies = [None if r is None else UserTurn(r.public, "") for r in alignment.replies]
+    counts["misaligned"] += alignment.misaligned
+    counts["unmatched_entries"] += alignment.unmatched_entries
+    return evidence_from_replies(alignment.replies)
+
+
+def _plan_requests(
+    kept: Sequence[tuple[int, Any, Any]],
+    all_evidence: Sequence[list[TurnEvidence]],
+    k: int,
+    style: Style,
+    require_evidence: bool,
+    limits: HistoryLimits,
+    drop_leaked: bool,
+    counts: Counter[str],
+) -> list[_Job]:
+    """Pick up to ``k`` turns per trajectory and build each one's coach request, with its secret."""
+    jobs: list[_Job] = []
     for (i, traj, task), evidence in zip(kept, all_evidence):
         ranked = rank_turns(evidence, require_evidence=require_evidence)
         counts["no_evidence"] += sum(1 for e in evidence if not e.evidenced) if require_evidence else 0
@@ -204,81 +241,50 @@ async def coach_batch(
         for t in sorted(ranked[:k]):
             secret = unseen[positions[t]] if unseen is not None else []
             # Keeping leaked notes means the coach must not drop them itself: it gets no avoid list,
-            # and the gate below flags them.
+            # and the gate in _ask flags them.
             request = build_request(
                 traj.messages, evidence[t], style, limits=limits, avoid=secret if drop_leaked else (),
                 tag=f"{traj.episode_id}:{t}",
             )
-            jobs.append((i, evidence[t], request, tuple(secret)))
+            jobs.append(_Job(i, evidence[t], request, tuple(secret)))
     counts["selected"] += len(jobs)
+    return jobs
 
-    async def ask(request: Any, secret: tuple[str, ...]) -> CoachResult:
-        async with limit:
-            try:
-                result = await coach.note(request)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # noqa: BLE001 - a coach that raises is a failed call, like any other
-                return CoachResult(None, "failed", "", error=f"{type(err).__name__}: {err}")
-        # The gate for every coach, whatever it checked itself.
-        leaks = tuple(find_leaks(result.note, secret)) if result.note is not None else ()
-        if leaks and drop_leaked:
-            return CoachResult(None, "leaked", result.raw, leaks=leaks)
-        if leaks:
-            return replace(result, leaks=leaks)
-        return result
 
-    results = await asyncio.gather(*(ask(request, secret) for _, _, request, secret in jobs))
+async def _ask(coach: Coach, job: _Job, limit: asyncio.Semaphore, drop_leaked: bool) -> CoachResult:
+    """The coach's answer to one request, after the leak gate that applies to every coach."""
+    async with limit:
+        try:
+            result = await coach.note(job.request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a coach that raises is a failed call, like any other
+            return CoachResult(None, "failed", "", error=f"{type(err).__name__}: {err}")
+    leaks = tuple(find_leaks(result.note, job.secret)) if result.note is not None else ()
+    if leaks and drop_leaked:
+        return CoachResult(None, "leaked", result.raw, leaks=leaks)
+    if leaks:
+        return replace(result, leaks=leaks)
+    return result
+
+
+def _collect_notes(
+    jobs: Sequence[_Job], results: Sequence[CoachResult], counts: Counter[str], records: list[NoteRecord] | None
+) -> dict[tuple[int, int], str]:
+    """Count every outcome, keep the notes by ``(trajectory, turn)`` and append one record per job."""
     notes: dict[tuple[int, int], str] = {}
-    for (i, evidence, _, _), result in zip(jobs, results):
+    for job, result in zip(jobs, results):
+        evidence = job.evidence
         counts[_STATUS_COUNTER[result.status]] += 1
         counts["leaked"] += result.status == "ok" and bool(result.leaks)  # kept (drop_leaked=False) but flagged
         if result.note is not None:
-            notes[(i, evidence.turn)] = result.note
+            notes[(job.trajectory, evidence.turn)] = result.note
             counts["truncated"] += result.truncated
             counts["foresight"] += not evidence.evidenced
         if records is not None:
             status = "leaked" if result.leaks else result.status
             records.append(
-                NoteRecord(i, evidence.turn, status, result.note, evidence.evidenced, evidence.has_reply,
+                NoteRecord(job.trajectory, evidence.turn, status, result.note, evidence.evidenced, evidence.has_reply,
                            result.leaks, result.raw)
             )
-    return notes, counts
-
-
-@dataclass
-class NoteBook:
-    """The coaching step configured once (YAML-friendly), run once per batch.
-
-    Same arguments as :func:`coach_batch`; ``last_records`` keeps the :class:`NoteRecord` list of the
-    latest batch and ``totals`` the counters summed over all batches.
-    """
-
-    coach: Coach
-    k: int = 16
-    style: Literal["prospective", "corrective"] = "prospective"
-    require_evidence: bool = True
-    max_concurrency: int = 16
-    limits: HistoryLimits = field(default_factory=HistoryLimits)
-    skip_failed: bool = True
-    drop_leaked: bool = True
-    last_records: list[NoteRecord] = field(default_factory=list, init=False)
-    totals: Counter[str] = field(default_factory=Counter, init=False)
-
-    async def coach_batch(
-        self, trajectories: Sequence[Any], tasks_hidden: Sequence[Any], privileged_source: PrivilegedSource = None
-    ) -> tuple[dict[tuple[int, int], str], Counter[str]]:
-        records: list[NoteRecord] = []
-        notes, counts = await coach_batch(
-            trajectories, tasks_hidden, privileged_source, self.coach, self.k, self.style,
-            require_evidence=self.require_evidence, max_concurrency=self.max_concurrency, limits=self.limits,
-            skip_failed=self.skip_failed, drop_leaked=self.drop_leaked, records=records,
-        )
-        self.last_records = records
-        self.totals.update(counts)
-        return notes, counts
-
-    @staticmethod
-    def notes_by_turn(notes: Mapping[tuple[int, int], str], trajectory_index: int) -> dict[int, str]:
-        """One trajectory's notes as ``{turn: note}`` — the ``notes`` argument of ``build_teacher_rows``."""
-        return {t: note for (i, t), note in sorted(notes.items()) if i == trajectory_index}
+    return notes

@@ -1,6 +1,6 @@
 """What the coach is asked: the public history, the privileged pair, and the two prompt styles.
 
-Styles (spec/agent.md §2.12; the prose here is our own):
+Styles (the reference's two; the prose here is our own):
 
 - ``prospective`` — the coach does not see the agent's turn ``t``; it briefs the agent on what to
   consider before acting, from the history, the user's private reasoning behind the last reply and
@@ -9,7 +9,7 @@ Styles (spec/agent.md §2.12; the prose here is our own):
   the user better at that turn.
 
 The history shows what the agent *did* (its action and content: its questions and answers live
-there, spec §4 D4), not its ``<think>`` scratchpad, which the user never saw and which would crowd
+there: docs/decisions.md A4), not its ``<think>`` scratchpad, which the user never saw and which would crowd
 the budget. Each message is cut to ``message_chars`` and the whole history to its last
 ``history_chars`` characters, whole lines first.
 """
@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
+from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.evidence import TurnEvidence, assistant_turns
 
 Style = Literal["prospective", "corrective"]
@@ -35,7 +36,7 @@ _LABELS = {"system": "[setting]", "user": "[task]", "tool": "[environment]"}
 
 @dataclass(frozen=True)
 class HistoryLimits:
-    """Character budgets of the coach's view of the conversation (defaults from spec §3)."""
+    """Character budgets of the coach's view of the conversation (the reference's defaults)."""
 
     message_chars: int = 1500
     history_chars: int = 8000
@@ -136,8 +137,7 @@ class CoachRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.style not in STYLES:
-            raise ValueError(f"coach style must be one of {STYLES}, got {self.style!r}")
+        check_choice("coach style", self.style, STYLES)
 
     def messages(self) -> list[dict[str, str]]:
         """The chat messages of an LLM coach: one system message, one user message."""

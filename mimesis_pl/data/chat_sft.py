@@ -20,7 +20,8 @@ from typing import Any, Literal
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
-from ..chat import ChatRenderer, load_chat_template, load_tokenizer, use_chat_template
+from ..chat import ChatRenderer, load_chat_template, load_tokenizer, pad_id_of, use_chat_template
+from ..checks import check_choice
 from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin, check_batch_size, collate_padded
 from .streaming import StreamingSFTBatches
 from .truncation import LengthLimits, SampleTooLong, TruncationStats, apply_length_limits
@@ -101,8 +102,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         if not 0.0 <= val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
         check_batch_size(batch_size, max_tokens_per_batch)
-        if on_bad_sample not in ("skip", "raise"):
-            raise ValueError(f"on_bad_sample must be 'skip' or 'raise', got {on_bad_sample!r}")
+        check_choice("on_bad_sample", on_bad_sample, ("skip", "raise"))
         self.tokenizer_path = tokenizer_path
         self.train_roles = tuple(train_roles)
         self.enable_thinking = enable_thinking
@@ -259,8 +259,7 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     # -- loaders ---------------------------------------------------------------------------------
 
     def _collate(self):
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        return partial(collate_padded, pad_id=pad)
+        return partial(collate_padded, pad_id=pad_id_of(self.tokenizer))
 
     def train_sampler(self) -> ResumableBucketBatchSampler:
         if self._train_sampler is None:

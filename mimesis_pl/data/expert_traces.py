@@ -20,9 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..envs import EnvironmentManager, GymTask, interact_tool_schema, read_gym_tasks
-from ..envs.experts import Expert, FunctionExpert, IntentionExpert, PersuadeExpert, run_expert_episode
-from ..envs.guess_experts import TelepathyExpert, TurtleExpert
+from ..envs import EnvironmentManager, Expert, GymTask, interact_tool_schema, read_gym_tasks, run_expert_episode
+from ..envs.gyms.function import FunctionExpert
+from ..envs.gyms.intention import IntentionExpert
+from ..envs.gyms.persuade import PersuadeExpert
+from ..envs.gyms.telepathy import TelepathyExpert
+from ..envs.gyms.turtle import TurtleExpert
 from ..envs.registry import default_registry
 from ..users.scripted import ScriptedUser
 

@@ -2,7 +2,7 @@
 
 A ratio ``r`` takes every row of a file ``⌊r⌋`` times and a further ``⌊(r − ⌊r⌋)·N⌋`` distinct rows
 drawn without replacement — never a bootstrap, so every row appears at least ``⌊r⌋`` times (the
-reference drew ``r·N`` rows with replacement and silently lost coverage, its defect D15). Only
+reference drew ``r·N`` rows with replacement and silently lost coverage; docs/decisions.md S15). Only
 parquet footers are read until a row is needed; rows are read one row group at a time.
 """
 

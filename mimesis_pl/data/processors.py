@@ -6,7 +6,7 @@ context (the model learns to play the human). ``no_swap``: the assistant stays t
 message (long psychology-experiment transcripts).
 
 Routing is an exact table (the reference's first-substring fallback depended on table order, its
-defect D16); aliases are listed explicitly. ``strip_system`` is honoured by every processor.
+docs/decisions.md S16); aliases are listed explicitly. ``strip_system`` is honoured by every processor.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def fold_swap(messages: Messages, strip_system: bool = False, keep_turns: int = 
     """Swap, keeping system messages and the last ``keep_turns`` other turns.
 
     Earlier turns become one *separate* context message (role ``user`` after the swap) placed before
-    the kept turns, so no kept turn changes its role (the reference overwrote one, D16).
+    the kept turns, so no kept turn changes its role (the reference overwrote one, S16).
     """
     swapped = swap(messages, strip_system)
     systems = [m for m in swapped if m.get("role") == "system"]

@@ -1,4 +1,4 @@
-"""Simulator-RL rows (spec (c) C3): ``data_source`` + ``extra_info`` (+ ``prompt``), from parquet or JSONL.
+"""Simulator-RL rows: ``data_source`` + ``extra_info`` (+ ``prompt``), from parquet or JSONL.
 
 Files use the mixture grammar (``path_or_glob[:ratio]``); JSONL files hold one row per line. Every
 row's ``data_source`` must name a registered task: an unknown one is an error at set-up naming the

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..checks import check_choice
+
 Truncation = Literal["error", "left", "right"]
 
 
@@ -30,8 +32,7 @@ class LengthLimits:
     truncation: Truncation = "error"
 
     def __post_init__(self) -> None:
-        if self.truncation not in ("error", "left", "right"):
-            raise ValueError(f"truncation must be 'error', 'left' or 'right', got {self.truncation!r}")
+        check_choice("truncation", self.truncation, ("error", "left", "right"))
         for name in ("max_prompt_length", "max_response_length", "max_length"):
             value = getattr(self, name)
             if value is not None and value < 1:

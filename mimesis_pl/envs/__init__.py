@@ -1,7 +1,12 @@
-"""Gyms the agent learns in: the protocol, the ``interact_with_env`` tool, the EnvironmentManager and
-built-in offline gyms (Function, Telepathy, Turtle, Intention, Persuade) over UserRL task rows."""
+"""Gyms the agent learns in: the gym and user-simulator protocols, the ``interact_with_env`` tool, the
+EnvironmentManager, scripted experts and the built-in offline gyms (Function, Telepathy, Turtle,
+Intention, Persuade) over UserRL task rows, one home each in :mod:`mimesis_pl.envs.gyms`.
+
+Nothing here imports :mod:`mimesis_pl.users` (which implements the user protocol and imports this package).
+"""
 
 from mimesis_pl.envs.base import Action, EpisodeOverError, Gym, StepResult, TaskDataError, Termination
+from mimesis_pl.envs.expert import Expert, ExpertMove, ExpertTrace, ExpertTurn, run_expert_episode
 from mimesis_pl.envs.manager import (
     EnvironmentManager,
     Episode,
@@ -20,6 +25,7 @@ from mimesis_pl.envs.tool import (
     interact_tool_schema,
     parse_action,
 )
+from mimesis_pl.envs.user_protocol import UserProvider, UserReply, UserSimulator, UserSimulatorError
 
 __all__ = [
     "Action",
@@ -28,6 +34,10 @@ __all__ = [
     "Episode",
     "EpisodeOverError",
     "EpisodeSummary",
+    "Expert",
+    "ExpertMove",
+    "ExpertTrace",
+    "ExpertTurn",
     "Gym",
     "GymRegistry",
     "GymTask",
@@ -39,10 +49,15 @@ __all__ = [
     "Termination",
     "ToolError",
     "TurnResult",
+    "UserProvider",
+    "UserReply",
+    "UserSimulator",
+    "UserSimulatorError",
     "default_registry",
     "episode_base_url",
     "format_observation",
     "interact_tool_schema",
     "parse_action",
     "read_gym_tasks",
+    "run_expert_episode",
 ]

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mimesis_pl.chat.think import split_think
-from mimesis_pl.users.base import UserReply, UserSimulator, UserSimulatorError
+from mimesis_pl.checks import check_choice
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator, UserSimulatorError
 
 if TYPE_CHECKING:
     from mimesis_pl.envs.tasks import GymTask
@@ -34,8 +35,7 @@ class Action:
     content: str
 
     def __post_init__(self) -> None:
-        if self.choice not in ACTION_CHOICES:
-            raise ValueError(f"Action.choice must be one of {ACTION_CHOICES}, got {self.choice!r}")
+        check_choice("Action.choice", self.choice, ACTION_CHOICES)
         if not isinstance(self.content, str):
             raise TypeError(f"Action.content must be a str, got {type(self.content).__name__}")
 
@@ -124,8 +124,7 @@ class Gym(abc.ABC):
             raise RuntimeError(f"{type(self).__name__}.step called before reset")
         if self._done:
             raise EpisodeOverError(f"{type(self).__name__}: episode {self.episode_id!r} has already ended")
-        if action.choice not in self.choices:
-            raise ValueError(f"{type(self).__name__} accepts choices {self.choices}, got {action.choice!r}")
+        check_choice("choice", action.choice, self.choices, where=type(self).__name__)
         result = await self._step(action)
         return self._bounded(result)
 

@@ -27,9 +27,9 @@ from mimesis_pl.envs.base import EpisodeOverError, Gym, StepResult, TaskDataErro
 from mimesis_pl.envs.registry import GymRegistry, default_registry
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.tool import format_observation, format_tool_error, parse_turn
+from mimesis_pl.envs.user_protocol import UserProvider, UserReply, UserSimulator, UserSimulatorError
 from mimesis_pl.shim.client import shim_root
 from mimesis_pl.shim.store import check_episode_id
-from mimesis_pl.users.base import UserProvider, UserReply, UserSimulator, UserSimulatorError
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from mimesis_pl.envs.base import Gym
-from mimesis_pl.envs.function import FunctionGym
-from mimesis_pl.envs.intention import IntentionGym
-from mimesis_pl.envs.persuade import PersuadeGym
-from mimesis_pl.envs.telepathy import TelepathyGym
-from mimesis_pl.envs.turtle import TurtleGym
+from mimesis_pl.envs.gyms.function import FunctionGym
+from mimesis_pl.envs.gyms.intention import IntentionGym
+from mimesis_pl.envs.gyms.persuade import PersuadeGym
+from mimesis_pl.envs.gyms.telepathy import TelepathyGym
+from mimesis_pl.envs.gyms.turtle import TurtleGym
 
 
 class GymRegistry:

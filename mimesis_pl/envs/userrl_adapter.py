@@ -25,7 +25,7 @@ from typing import Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult
 from mimesis_pl.envs.tasks import GymTask
-from mimesis_pl.users.base import UserSimulator
+from mimesis_pl.envs.user_protocol import UserSimulator
 
 # env_name → (module, class, row field naming the task)
 USERRL_PACKAGES: dict[str, tuple[str, str, str]] = {

@@ -3,7 +3,7 @@
 A trial (an episode, or one replay decision) can fail because the *agent* did badly — that is a score
 — or because something around it broke: the simulator or judge endpoint, the environment, the
 transport to the agent's server, a deadline. The reference scored the latter as 0 and cached the zero
-forever (spec/agent.md §4 D24); here they are classified, retried up to a limit, and reported as
+forever (docs/decisions.md A24); here they are classified, retried up to a limit, and reported as
 *unscored* when they keep failing. Anything unclassified is a bug and propagates.
 """
 

@@ -1,7 +1,7 @@
 """Report writers: the JSON results file, a Markdown table, TensorBoard scalars, PNG charts.
 
 Episode results (agent evaluation over gyms) and replay results (teacher forcing) are different
-measurements: they are written to separate files and never averaged together (``spec/eval.md`` §1).
+measurements: they are written to separate files and never averaged together (docs/decisions.md E1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Turing evaluation ratings: canonical orientation and the capped reward (spec/simulator.md §8.4)."""
+"""Turing evaluation ratings: canonical orientation and the capped reward."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """tau-USI pieces (pure numpy): Dice–Sørensen feature similarity, ECE over difficulty bins, the USI mean.
 
-A numpy restatement of the published ``usi_metric.py`` formulas (spec/simulator.md §8.3).
+A numpy restatement of the published ``usi_metric.py`` formulas.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ class _EvalModule(pl.LightningModule):
         # The HF engine generates with this submodule, so the Trainer places it on the device.
         agent = self.agent
         if isinstance(agent, EngineAgentSettings) and agent.engine.generates_on_policy_weights and self.model is None:
-            from .hf import load_causal_lm
+            from ..models import load_causal_lm
 
             self.model = load_causal_lm(agent.model_path, dtype=agent.dtype).eval().requires_grad_(False)
 
@@ -177,7 +177,7 @@ class AgentEvalModule(_EvalModule):
         values = {f"eval/{gym}/{name}": value for gym, metrics in sorted(self._metrics.items())
                   for name, value in metrics.compute().items()}
         values.update({name: float(count) for name, count in self._counts.items()})
-        # Who failed, per gym (simulator-attributed failure rate, spec/eval.md §2.6).
+        # Who failed, per gym (simulator-attributed failure rate: docs/decisions.md E6).
         values.update({f"eval/{gym}/unscored/{kind}": float(n) for gym, summary in summaries.items()
                        for kind, n in summary.unscored_by_kind.items()})
         self.log_dict(values)

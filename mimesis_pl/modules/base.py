@@ -7,7 +7,7 @@ import lightning.pytorch as pl
 import torch
 
 from ..model_paths import check_model_path
-from .hf import build_optimizer, load_causal_lm, shard_fsdp2
+from ..models import build_optimizer, load_causal_lm, shard_fsdp2
 from .settings import ModelSettings, OptimSettings
 
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import lightning.pytorch as pl
 import torch
 
-from ..chat import load_tokenizer
+from ..chat import load_tokenizer, pad_id_of
 from ..rl.losses import policy_loss
 from ..scale import per_rank_share, plan_minibatches
 from .base import HFCausalLMModule
@@ -120,13 +120,10 @@ class PPOModule(HFCausalLMModule):
         width = int(attn.sum(-1).max())
         ids, attn = ids[:, :width], attn[:, :width]
         targets = t["response_mask"][rows, 1:width].to(self.device)
-        logprobs, ent = model_token_logprobs(
-            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=True
-        ) if entropy else (
-            model_token_logprobs(self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets),
-            None,
+        out = model_token_logprobs(
+            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=entropy
         )
-        return logprobs, ent, width
+        return out.logprobs, out.entropy, width
 
     def _has_dropout(self) -> bool:
         """Train-mode forwards are stochastic with dropout: then old log-probs need their own eval pass."""
@@ -181,7 +178,9 @@ class PPOModule(HFCausalLMModule):
         """Log-probs of a two-token row: a forward that keeps ranks in step and trains nothing."""
         ids = torch.tensor([[self._pad_id()] * 2], device=self.device)
         ones = torch.ones_like(ids)
-        return model_token_logprobs(self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:])
+        return model_token_logprobs(
+            self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:]
+        ).logprobs
 
     def _empty_microbatch(self, extra: ExtraLoss | None) -> None:
         """A micro-batch with no trained trajectory on this rank while others have some: forward and
@@ -192,8 +191,7 @@ class PPOModule(HFCausalLMModule):
         self.manual_backward(self._dummy_logprobs().sum() * 0.0)
 
     def _pad_id(self) -> int:
-        tok = self.tokenizer
-        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        return pad_id_of(self.tokenizer)
 
     def _plan(self, n_slots: int, trained: list[int]) -> list[list[list[int]]]:
         share = per_rank_share(self.ppo.mini_batch_size, self._world_size(), "model.init_args.ppo.mini_batch_size")

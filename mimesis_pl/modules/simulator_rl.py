@@ -1,4 +1,4 @@
-"""``SimulatorRL``: stage 3 — the ThoughtTrace simulator trained by RL over the task mixture (spec §5).
+"""``SimulatorRL``: stage 3 — the ThoughtTrace simulator trained by RL over the task mixture.
 
 Each training step: the :class:`~mimesis_pl.modules.simulator_stage.TaskRolloutStage` runs the batch's rows
 through their tasks and folds the scored rollouts into an :class:`~mimesis_pl.rollout.step.RLStep` (FoldGRPO

@@ -21,12 +21,12 @@ from typing import Any, ClassVar
 import lightning.pytorch as pl
 import torch
 
+from ..chat import pad_id_of
 from ..rl.advantages import foldgrpo_advantages
 from ..rollout.engines import SamplingParams
 from ..rollout.engines.settings import EngineSettings, EngineTarget, HFEngineSettings
 from ..rollout.event_loop import shutdown_loop
 from ..rollout.experience import Experience
-from ..rollout.stage import pad_id
 from ..rollout.step import RLStep
 from ..rollout.trajectory import collate_trajectories
 from ..rollout.validation import BestCheckpoint, ValidationSettings, is_last_step, shard_rows, validation_due
@@ -239,7 +239,7 @@ class TaskRolloutStage:
             return RLStep(experience=Experience(trajectories=[], tensors={}, metrics={}, trained=[]), metrics=metrics)
         self._empty_batches = 0
         rows = [traj for r in scored for traj in [r.trajectory, *r.extra_trajectories]]
-        t = fold_experience(scored, pad_id(module.tokenizer), norm_by_std=self.advantage.norm_by_std,
+        t = fold_experience(scored, pad_id_of(module.tokenizer), norm_by_std=self.advantage.norm_by_std,
                             eps=self.advantage.eps)
         metrics["train/advantage_abs_mean"] = (t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)).item()
         experience = Experience(trajectories=rows, tensors=t, metrics={}, trained=list(range(len(rows))))

@@ -8,6 +8,8 @@ most one ``chunk_size × V`` float32 buffer lives at once in the forward *and* t
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from .fused_head import (
@@ -60,6 +62,19 @@ def chunked_token_entropy(hidden: torch.Tensor, lm_head: torch.nn.Linear, chunk_
     return entropy.view(hidden.shape[:-1])
 
 
+class TokenLogprobs(NamedTuple):
+    """What :func:`model_token_logprobs` returns; position ``i`` scores token ``i + 1``.
+
+    logprobs: ``[B, T-1]`` float32 log-probs (0 outside ``target_mask`` when one was given).
+    hidden: ``[B, T, H]`` final hidden states when ``return_hidden``, else ``None``.
+    entropy: ``[B, T-1]`` float32 next-token entropy, no gradient, when ``return_entropy``, else ``None``.
+    """
+
+    logprobs: torch.Tensor
+    hidden: torch.Tensor | None = None
+    entropy: torch.Tensor | None = None
+
+
 def model_token_logprobs(
     model: torch.nn.Module,
     input_ids: torch.Tensor,
@@ -69,33 +84,35 @@ def model_token_logprobs(
     return_hidden: bool = False,
     target_mask: torch.Tensor | None = None,
     return_entropy: bool = False,
-):
+) -> TokenLogprobs:
     """Log-prob of ``input_ids[:, 1:]`` under a HF causal LM (or a peft wrapper of one).
 
     Args:
+        input_ids: ``[B, T]`` long.
+        attention_mask, position_ids: ``[B, T]``, passed to the model.
         chunk_size: positions projected to the vocabulary at once (``None``: sized from the vocabulary).
+        return_hidden: also return the final hidden states.
         target_mask: ``[B, T-1]``; when given, only these positions are projected to the vocabulary
             (the rest of the output is 0). RL batches are mostly prompt and tool tokens, so this
             skips most of the head's work.
-        return_entropy: also return the next-token entropy ``[B, T-1]`` (no gradient) at the same
-            positions, computed from the same projection as the log-probs.
+        return_entropy: also return the next-token entropy at the same positions, computed from the
+            same projection as the log-probs.
 
-    Returns ``logprobs [B, T-1]`` float32 (position ``i`` scores token ``i + 1``), then the final hidden
-    states ``[B, T, H]`` when ``return_hidden`` and the entropy when ``return_entropy``.
+    FSDP2-sharded models take the full-logits path of :func:`_sharded_token_logprobs` (same outputs).
     """
     if _is_sharded(model):
-        return _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy)
+        return _sharded_token_logprobs(
+            model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy
+        )
     hidden, predicting, targets, where = _decode(model, input_ids, attention_mask, position_ids, target_mask)
     weight, bias = _head_params(model.get_output_embeddings())
     picked = linear_token_logprobs(predicting, weight, bias, targets, _chunk(chunk_size, weight), return_entropy)
     picked, entropy = picked if return_entropy else (picked, None)
-    logprobs = _scatter_back(picked, where, input_ids)
-    result = (logprobs,)
-    if return_hidden:
-        result += (hidden,)
-    if return_entropy:
-        result += (_scatter_back(entropy, where, input_ids),)
-    return result if len(result) > 1 else logprobs
+    return TokenLogprobs(
+        logprobs=_scatter_back(picked, where, input_ids),
+        hidden=hidden if return_hidden else None,
+        entropy=_scatter_back(entropy, where, input_ids) if return_entropy else None,
+    )
 
 
 def model_weighted_logprob_sum(
@@ -117,7 +134,7 @@ def model_weighted_logprob_sum(
         token_weights: ``[B, T-1]`` float weight of position ``i`` (which scores token ``i + 1``).
     """
     if _is_sharded(model):
-        logprobs = _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, False, None, False)
+        logprobs = _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, False, None, False).logprobs
         return (logprobs * token_weights.to(logprobs.dtype)).sum(), logprobs.detach()
     where = token_weights != 0
     _, predicting, targets, where = _decode(model, input_ids, attention_mask, position_ids, where)
@@ -147,17 +164,13 @@ def _scatter_back(values: torch.Tensor, where: torch.Tensor | None, input_ids: t
     return torch.zeros(shape, dtype=values.dtype, device=values.device).masked_scatter(where, values)
 
 
-def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``values`` where ``mask`` is 1 (0 when the mask is empty, never NaN)."""
-    mask = mask.to(values.dtype)
-    return (values * mask).sum() / mask.sum().clamp(min=1)
-
-
 def _is_sharded(model: torch.nn.Module) -> bool:
     return any(type(p).__name__ == "DTensor" for p in model.parameters())
 
 
-def _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy):
+def _sharded_token_logprobs(
+    model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy
+) -> TokenLogprobs:
     """The same outputs through the model's own forward, for FSDP2-sharded models.
 
     FSDP2 gathers a module's weights in that module's forward hook, so calling the decoder or reading
@@ -172,13 +185,10 @@ def _sharded_token_logprobs(model, input_ids, attention_mask, position_ids, retu
     logprobs = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)
     if target_mask is not None:
         logprobs = logprobs * target_mask.to(logprobs.dtype)
-    result = (logprobs,)
-    if return_hidden:
-        result += (out.hidden_states[-1],)
+    entropy = None
     if return_entropy:
         with torch.no_grad():
             entropy = -(logp.exp() * logp).sum(-1)
             if target_mask is not None:
                 entropy = entropy * target_mask.to(entropy.dtype)
-        result += (entropy,)
-    return result if len(result) > 1 else logprobs
+    return TokenLogprobs(logprobs, out.hidden_states[-1] if return_hidden else None, entropy)

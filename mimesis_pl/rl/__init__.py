@@ -12,7 +12,6 @@ from mimesis_pl.rl.losses import aggregate_loss, csd_loss, masked_mean, policy_l
 from mimesis_pl.rl.teacher import (
     PackedTeacherRows,
     TeacherRows,
-    TurnSpan,
     build_teacher_rows,
     gather_teacher_logprobs,
     pack_teacher_rows,
@@ -23,7 +22,6 @@ from mimesis_pl.rl.teacher import (
 __all__ = [
     "PackedTeacherRows",
     "TeacherRows",
-    "TurnSpan",
     "aggregate_loss",
     "build_teacher_rows",
     "csd_loss",

@@ -3,14 +3,14 @@
 Every output is float32. Group ids (``group_ids``, ``gen_uids``) may be an integer tensor ``[B]`` or any
 sequence of hashable ids such as prompt uid strings.
 
-Design decisions that differ from the reference (agent spec §2.9, §4 D8):
+Design decisions that differ from the reference (docs/decisions.md A8):
 - ``"sum"`` is a real sum; the reference's "Sum" was a rounded mean, available here as ``"mean"``.
 - Nothing is rounded (the reference rounded EM credits and mean scores to 4 decimals).
 - Credits act as non-negative *shares* of the trajectory's z-score: tokens get ``z·|c|/mean|c|``. For
   credits of one sign this is exactly the reference's ``c·z·n/Σc``; with mixed signs the reference could
-  divide by a sum near zero or flip the sign of every token (D8b), this form cannot.
+  divide by a sum near zero or flip the sign of every token, this form cannot.
 - All-zero credits fall back to spreading ``z`` evenly (``zero_credit="uniform"``) so failed trajectories
-  are still pushed down (D8a); ``"none"`` keeps the reference's zeros.
+  are still pushed down; ``"none"`` keeps the reference's zeros.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from collections.abc import Hashable, Sequence
 import torch
 from torch import Tensor
 
-from mimesis_pl.rl.teacher import TurnSpan
+from mimesis_pl.checks import check_choice
+from mimesis_pl.spans import TurnSpan
 
 CREDIT_METHODS = ("equalized", "r2g", "em")
 SCORE_METHODS = ("mean", "sum", "r2g")
@@ -31,11 +32,6 @@ GroupIds = Tensor | Sequence[Hashable]
 
 # EM maps a reward in [0, 1] onto a credit in [0.5, 1]; this constant makes r = 1 land exactly on 1.
 _EM_NORMALISER = 1.0 - math.exp(-2.0)
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not supported; allowed values: {', '.join(allowed)}")
 
 
 def _check_gamma(gamma: float) -> None:
@@ -111,7 +107,7 @@ def turn_credits(turn_rewards: Tensor | Sequence[float], method: str, gamma: flo
     Returns:
         [N] float32 credits.
     """
-    _check_choice("method", method, CREDIT_METHODS)
+    check_choice("method", method, CREDIT_METHODS)
     _check_gamma(gamma)
     rewards = _rewards_1d(turn_rewards)
     n_turns = torch.tensor([rewards.numel()])
@@ -131,7 +127,7 @@ def trajectory_score(turn_rewards: Tensor | Sequence[float], method: str, gamma:
     Returns:
         0-dim float32 tensor.
     """
-    _check_choice("method", method, SCORE_METHODS)
+    check_choice("method", method, SCORE_METHODS)
     _check_gamma(gamma)
     rewards = _rewards_1d(turn_rewards)
     padded = torch.zeros(1, max(1, rewards.numel()))
@@ -260,9 +256,9 @@ def grpo_multiturn_advantages(
         [B, T] float32 advantages, zero where ``turn_index < 0``. Over the tokens with non-zero credit
         the mean advantage equals the trajectory's z-score, whatever its number of turns or tokens.
     """
-    _check_choice("credit", credit, CREDIT_METHODS)
-    _check_choice("score", score, SCORE_METHODS)
-    _check_choice("zero_credit", zero_credit, ZERO_CREDIT_MODES)
+    check_choice("credit", credit, CREDIT_METHODS)
+    check_choice("score", score, SCORE_METHODS)
+    check_choice("zero_credit", zero_credit, ZERO_CREDIT_MODES)
     _check_gamma(gamma)
     _check_eps(eps)
     if turn_index.dim() != 2 or turn_index.is_floating_point():
@@ -328,14 +324,14 @@ def foldgrpo_advantages(
         response_mask: [B, T] 1 on trained tokens.
         norm_by_std, eps: as in `grpo_outcome_advantages`.
         singleton: a group with a single rollout has no baseline: ``"zero"`` gives it advantage 0
-            (the simulator spec's fix of D19: the reference fed the raw reward in as advantage);
+            (docs/decisions.md S19: the reference fed the raw reward in as advantage);
             ``"raw"`` keeps μ = 0, σ = 1 as `grpo_outcome_advantages` does.
 
     Returns:
         [B, T] float32: each row's own z-score on its masked tokens.
     """
     _check_eps(eps)
-    _check_choice("singleton", singleton, ("zero", "raw"))
+    check_choice("singleton", singleton, ("zero", "raw"))
     scores = torch.as_tensor(scores, dtype=torch.float32)
     if scores.dim() != 1:
         raise ValueError(f"scores must be 1-D [B]; got shape {tuple(scores.shape)}")

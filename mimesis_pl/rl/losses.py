@@ -7,11 +7,15 @@ of the compute dtype. Masks may be bool, integer or float ``[B, T]``.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
+from mimesis_pl.checks import check_choice
+
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
-CSD_ESTIMATORS = ("sdar", "ref", "k3", "distill")
 CSD_NORMS = ("masked", "full")
 
 # exp() of a log-ratio beyond ±20 overflows soon after; a ratio that far out is clipped anyway.
@@ -25,11 +29,6 @@ _TOPK_MASS_CAP = 1.0 - 1e-4
 def _compute_dtype(tensor: Tensor) -> torch.dtype:
     # Half-precision log-prob differences lose most of their digits; never compute below float32.
     return torch.promote_types(tensor.dtype, torch.float32)
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not supported; allowed values: {', '.join(allowed)}")
 
 
 def _check_shapes(reference_name: str, reference: Tensor, **others: Tensor | None) -> None:
@@ -56,7 +55,7 @@ def aggregate_loss(per_token: Tensor, mask: Tensor, agg: str = "token-mean") -> 
     sequences. The sequence means count only sequences with at least one selected token, so padding
     rows do not shrink the loss.
     """
-    _check_choice("agg", agg, AGG_MODES)
+    check_choice("agg", agg, AGG_MODES)
     mask = mask.to(per_token.dtype)
     if agg == "token-mean":
         return masked_mean(per_token, mask)
@@ -98,7 +97,7 @@ def policy_loss(
         (mean of ℓ_old − ℓ).
     """
     _check_shapes("logprobs", logprobs, old_logprobs=old_logprobs, advantages=advantages, mask=mask)
-    _check_choice("agg", agg, AGG_MODES)
+    check_choice("agg", agg, AGG_MODES)
     if not 0.0 <= clip_low < 1.0:
         raise ValueError(f"clip_low={clip_low!r} must lie in [0, 1)")
     if not clip_high >= 0.0:
@@ -153,6 +152,80 @@ def topk_reverse_kl(student_topk_logprobs: Tensor, teacher_topk_logprobs: Tensor
     return (student.exp() * (student - teacher)).sum(dim=-1)
 
 
+CSDEstimator = Callable[..., Tensor]
+_CSD_ESTIMATORS: dict[str, tuple[CSDEstimator, tuple[str, ...]]] = {}
+_CSD_ESTIMATOR_INPUTS = frozenset({
+    "student", "target", "mask", "beta", "agg", "norm", "response_mask", "student_topk_logprobs",
+    "teacher_topk_logprobs",
+})
+
+
+def register_csd_estimator(name: str) -> Callable[[CSDEstimator], CSDEstimator]:
+    """Register a CSD estimator under ``name`` for :func:`csd_loss`.
+
+    The function takes keyword-only arguments named like :func:`csd_loss`'s inputs after its common
+    preparation: ``student`` ([B, T] student log-probs in the compute dtype, with grad), ``target``
+    ([B, T] the placebo-corrected teacher t̃, no grad, finite), ``mask`` ([B, T] in the compute dtype),
+    and any of ``beta``, ``agg``, ``norm``, ``response_mask``, ``student_topk_logprobs``,
+    ``teacher_topk_logprobs``. It returns the scalar loss; ``csd_loss`` passes exactly the arguments
+    the signature names.
+    """
+
+    def register(fn: CSDEstimator) -> CSDEstimator:
+        if name in _CSD_ESTIMATORS:
+            raise ValueError(f"CSD estimator {name!r} is already registered")
+        wanted = tuple(inspect.signature(fn).parameters)
+        unknown = sorted(set(wanted) - _CSD_ESTIMATOR_INPUTS)
+        if unknown:
+            raise ValueError(
+                f"CSD estimator {name!r} asks for {unknown}, which csd_loss does not have; "
+                f"choose from {sorted(_CSD_ESTIMATOR_INPUTS)}"
+            )
+        _CSD_ESTIMATORS[name] = (fn, wanted)
+        return fn
+
+    return register
+
+
+@register_csd_estimator("sdar")
+def sdar_loss(*, student: Tensor, target: Tensor, mask: Tensor, beta: float) -> Tensor:
+    """(1/M) Σ m·g·(t̃ − s), gate g = sg(σ(β·Δ)), Δ = sg(t̃ − s): gradient −(1/M) Σ m·g·∇s (token-mean)."""
+    gate = torch.sigmoid(beta * (target - student.detach()))
+    return masked_mean(gate * (target - student), mask)
+
+
+@register_csd_estimator("ref")
+def ref_loss(*, student: Tensor, target: Tensor, mask: Tensor, norm: str, response_mask: Tensor | None) -> Tensor:
+    """(1/B) Σ_b Σ_t −Δ·s·m / max(1, n_b), n_b = Σ_t mask (``masked``) or Σ_t response_mask (``full``)."""
+    delta = target - student.detach()
+    n_b = (mask if norm == "masked" else response_mask.to(mask.dtype)).sum(dim=1)
+    return ((-delta * student * mask).sum(dim=1) / n_b.clamp_min(1.0)).mean()
+
+
+@register_csd_estimator("k3")
+def k3_loss(*, student: Tensor, target: Tensor, mask: Tensor, agg: str) -> Tensor:
+    """aggregate_loss(clamp(e^(t̃−s) − (t̃−s) − 1, −10, 10), mask, agg)."""
+    # Clamping the log-ratio first keeps exp() finite; the outer clamp already zeroes the gradient
+    # for x > 2.6 and x < −11, so the inner one changes neither value nor gradient.
+    x = (target - student).clamp(-_LOG_RATIO_LIMIT, _LOG_RATIO_LIMIT)
+    return aggregate_loss((torch.exp(x) - x - 1.0).clamp(-10.0, 10.0), mask, agg)
+
+
+@register_csd_estimator("distill")
+def distill_loss(
+    *,
+    mask: Tensor,
+    norm: str,
+    response_mask: Tensor | None,
+    student_topk_logprobs: Tensor,
+    teacher_topk_logprobs: Tensor,
+) -> Tensor:
+    """Σ KL_i·m_i / n, KL_i = `topk_reverse_kl`, n = Σ mask (``masked``) or Σ response_mask (``full``)."""
+    kl = topk_reverse_kl(student_topk_logprobs, teacher_topk_logprobs)
+    n = mask.sum() if norm == "masked" else response_mask.to(mask.dtype).sum()
+    return (kl * mask).sum() / n.clamp_min(_TINY)
+
+
 def csd_loss(
     student_logprobs: Tensor,
     teacher_logprobs: Tensor,
@@ -173,14 +246,16 @@ def csd_loss(
     With a placebo (not NaN), the teacher is replaced by t̃ = sg(s) + (t − p), so the gap t̃ − s = t − p
     cancels the content-free shift any inserted user turn causes; elsewhere t̃ = t. Δ = sg(t̃ − s).
 
-    Estimators (M = Σ mask):
-        ``sdar``: (1/M) Σ m·g·(t̃ − s) with gate g = sg(σ(β·Δ)); gradient −(1/M) Σ m·g·∇s, so tokens the
-            teacher prefers are imitated with weight → 1 and the rest with weight → 0 (always token-mean).
-        ``ref``: (1/B) Σ_b Σ_t −Δ·s·m / max(1, n_b), n_b = Σ_t mask (``norm="masked"``) or
-            Σ_t response_mask (``norm="full"``); B counts every sequence.
-        ``k3``: aggregate_loss(clamp(e^(t̃−s) − (t̃−s) − 1, −10, 10), mask, agg).
-        ``distill``: Σ KL_i·m_i / n with KL_i = `topk_reverse_kl` and n = M (``"masked"``) or
-            Σ response_mask (``"full"``); needs the two top-k tensors; no placebo correction exists for it.
+    Estimators (M = Σ mask), one function each, registered by name (:func:`register_csd_estimator`):
+        ``sdar`` (:func:`sdar_loss`): (1/M) Σ m·g·(t̃ − s) with gate g = sg(σ(β·Δ)); gradient
+            −(1/M) Σ m·g·∇s, so tokens the teacher prefers are imitated with weight → 1 and the rest
+            with weight → 0 (always token-mean).
+        ``ref`` (:func:`ref_loss`): (1/B) Σ_b Σ_t −Δ·s·m / max(1, n_b), n_b = Σ_t mask
+            (``norm="masked"``) or Σ_t response_mask (``norm="full"``); B counts every sequence.
+        ``k3`` (:func:`k3_loss`): aggregate_loss(clamp(e^(t̃−s) − (t̃−s) − 1, −10, 10), mask, agg).
+        ``distill`` (:func:`distill_loss`): Σ KL_i·m_i / n with KL_i = `topk_reverse_kl` and n = M
+            (``"masked"``) or Σ response_mask (``"full"``); needs the two top-k tensors; no placebo
+            correction exists for it.
 
     Args:
         student_logprobs: [B, T] student log-probs of the sampled tokens (with grad).
@@ -202,9 +277,9 @@ def csd_loss(
         ``placebo_token_frac`` (share of masked tokens with a placebo), ``frac_tokens`` (M / B·T); all
         means are over masked tokens.
     """
-    _check_choice("estimator", estimator, CSD_ESTIMATORS)
-    _check_choice("norm", norm, CSD_NORMS)
-    _check_choice("agg", agg, AGG_MODES)
+    check_choice("estimator", estimator, _CSD_ESTIMATORS)
+    check_choice("norm", norm, CSD_NORMS)
+    check_choice("agg", agg, AGG_MODES)
     _check_shapes(
         "student_logprobs",
         student_logprobs,
@@ -218,15 +293,7 @@ def csd_loss(
     if norm == "full" and estimator in ("ref", "distill") and response_mask is None:
         raise ValueError(f"estimator={estimator!r} with norm='full' needs response_mask [B, T]")
     if estimator == "distill":
-        if placebo_logprobs is not None:
-            raise ValueError("placebo_logprobs is not supported with estimator='distill'; pass None")
-        if student_topk_logprobs is None or teacher_topk_logprobs is None:
-            raise ValueError("estimator='distill' needs student_topk_logprobs and teacher_topk_logprobs [B, T, K]")
-        expected = (*student_logprobs.shape, teacher_topk_logprobs.shape[-1])
-        for name, topk in (("student_topk_logprobs", student_topk_logprobs),
-                           ("teacher_topk_logprobs", teacher_topk_logprobs)):
-            if tuple(topk.shape) != expected:
-                raise ValueError(f"{name} has shape {tuple(topk.shape)}; expected {expected}")
+        _check_distill_inputs(student_logprobs, placebo_logprobs, student_topk_logprobs, teacher_topk_logprobs)
 
     dtype = _compute_dtype(student_logprobs)
     m = mask.to(dtype)
@@ -242,25 +309,18 @@ def csd_loss(
         p = placebo_logprobs.detach().to(dtype)
         has_placebo = selected & ~torch.isnan(p)
         target = torch.where(has_placebo, s_sg + (t - p), t)
-    delta = target - s_sg
-    gate = torch.sigmoid(beta * delta)
 
-    if estimator == "sdar":
-        loss = masked_mean(gate * (target - s), m)
-    elif estimator == "ref":
-        n_b = (m if norm == "masked" else response_mask.to(dtype)).sum(dim=1)
-        loss = ((-delta * s * m).sum(dim=1) / n_b.clamp_min(1.0)).mean()
-    elif estimator == "k3":
-        # Clamping the log-ratio first keeps exp() finite; the outer clamp already zeroes the gradient
-        # for x > 2.6 and x < −11, so the inner one changes neither value nor gradient.
-        x = (target - s).clamp(-_LOG_RATIO_LIMIT, _LOG_RATIO_LIMIT)
-        loss = aggregate_loss((torch.exp(x) - x - 1.0).clamp(-10.0, 10.0), m, agg)
-    else:
-        kl = topk_reverse_kl(student_topk_logprobs, teacher_topk_logprobs)
-        n = m.sum() if norm == "masked" else response_mask.to(dtype).sum()
-        loss = (kl * m).sum() / n.clamp_min(_TINY)
+    fn, wanted = _CSD_ESTIMATORS[estimator]
+    available = {
+        "student": s, "target": target, "mask": m, "beta": beta, "agg": agg, "norm": norm,
+        "response_mask": response_mask, "student_topk_logprobs": student_topk_logprobs,
+        "teacher_topk_logprobs": teacher_topk_logprobs,
+    }
+    loss = fn(**{name: available[name] for name in wanted})
 
     with torch.no_grad():
+        delta = target - s_sg
+        gate = torch.sigmoid(beta * delta)
         raw_abs = masked_mean((t - s_sg).abs(), m)
         gap_abs = masked_mean(delta.abs(), m)
         metrics = {
@@ -274,3 +334,21 @@ def csd_loss(
             "frac_tokens": m.sum() / max(1, m.numel()),
         }
     return loss, metrics
+
+
+def _check_distill_inputs(
+    student_logprobs: Tensor,
+    placebo_logprobs: Tensor | None,
+    student_topk_logprobs: Tensor | None,
+    teacher_topk_logprobs: Tensor | None,
+) -> None:
+    if placebo_logprobs is not None:
+        raise ValueError("placebo_logprobs is not supported with estimator='distill'; pass None")
+    if student_topk_logprobs is None or teacher_topk_logprobs is None:
+        raise ValueError("estimator='distill' needs student_topk_logprobs and teacher_topk_logprobs [B, T, K]")
+    expected = (*student_logprobs.shape, teacher_topk_logprobs.shape[-1])
+    named = (("student_topk_logprobs", student_topk_logprobs), ("teacher_topk_logprobs", teacher_topk_logprobs))
+    for name, topk in named:
+        if tuple(topk.shape) != expected:
+            raise ValueError(f"{name} has shape {tuple(topk.shape)}; expected {expected}")
+

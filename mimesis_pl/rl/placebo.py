@@ -3,7 +3,7 @@
 Inserting *any* user turn shifts the teacher's log-probs; scoring the same tokens under a note written
 for another situation measures that shift, and CSD subtracts it. The reference drew placebos from any
 other note — possibly the same trajectory, a sibling rollout of the same task, or validation — so the
-"control" could carry the same information (its defect D6). Here a draw for a note of group ``g`` on
+"control" could carry the same information (docs/decisions.md A6). Here a draw for a note of group ``g`` on
 task ``k`` only comes from notes of *other* groups *and* other tasks, made during training.
 """
 

@@ -6,7 +6,7 @@ just before turn t's assistant header:
     input_ids[0:header_start] + note_ids + input_ids[header_start:end]
 
 so the teacher sees exactly the context the student saw (earlier tool calls and reasoning included; the
-reference re-rendered messages and lost them, agent spec §4 D1/D2) and scores the very tokens the student
+reference re-rendered messages and lost them: docs/decisions.md A1) and scores the very tokens the student
 generated. With a note that renders to no tokens the row is the student's prefix, token for token (the
 null probe). Placebo rows are built by the same function with the placebo notes; gather them with
 ``fill=NaN`` so tokens whose placebo row was skipped fall back to the raw teacher in `csd_loss`.
@@ -19,31 +19,13 @@ left-padded row).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
-
-@dataclass(frozen=True)
-class TurnSpan:
-    """One assistant turn in absolute token coordinates of the student's sequence.
-
-    ``header_start`` is the first token of the turn's assistant header (e.g. ``<|im_start|>assistant\\n``);
-    ``[start, end)`` are the tokens the policy generated in that turn.
-    """
-
-    header_start: int
-    start: int
-    end: int
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.header_start <= self.start < self.end:
-            raise ValueError(
-                f"TurnSpan{(self.header_start, self.start, self.end)} needs 0 ≤ header_start ≤ start < end"
-            )
+from mimesis_pl.spans import TurnSpan
 
 
 class TeacherRows(NamedTuple):

@@ -12,13 +12,13 @@ import asyncio
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..chat import ChatRenderer
-from ..envs import EnvironmentManager, GymTask, interact_tool_schema
+from ..envs import EnvironmentManager, EpisodeSummary, GymTask, PrivilegedTurn, interact_tool_schema
 from ..envs.base import Termination
-from ..rl.teacher import TurnSpan
+from ..spans import TurnSpan
 from .engines import RolloutEngine, SamplingParams
 from .trajectory import Trajectory
 
@@ -96,86 +96,118 @@ class MultiTurnRollout:
     async def run_episode(
         self, row: Mapping[str, Any] | GymTask, group_id: str, gen_uid: str, timings: RolloutTimings | None = None
     ) -> Trajectory:
+        """One episode: start it, alternate generated turns and environment steps, finish it."""
         timings = timings if timings is not None else RolloutTimings()
         episode_id = f"{gen_uid}-{uuid.uuid4().hex[:8]}"
         task = row if isinstance(row, GymTask) else GymTask.from_row(row, source=f"episode {episode_id}")
         episode = await self.manager.start(task, episode_id)
         renderer = self.renderer_for(episode.gym.choices)
-        messages: list[dict[str, Any]] = task.public_messages()
-        ids = renderer.prompt_ids(messages, sample=episode_id)
-        prompt_length = len(ids)
-        mask = [0] * len(ids)
-        logprobs: list[float] | None = [0.0] * len(ids)
-        header = renderer.header_ids("assistant")
-        spans: list[TurnSpan] = []
-        rewards: list[float] = []
-        finish_reasons: list[str] = []
-        status: str | None = None
+        state = _EpisodeState.start(renderer, task.public_messages(), episode_id)
         try:
             while not episode.done:
-                budget = self.max_length - len(ids)
-                if budget < 1:
-                    status = "truncated"
+                if self.max_length - len(state.ids) < 1:
+                    state.status = "truncated"
                     break
-                if ids[len(ids) - len(header) :] != header:
-                    raise RuntimeError(f"episode {episode_id}: the sequence does not end with the assistant header")
-                params = replace(self.sampling, max_new_tokens=min(self.sampling.max_new_tokens, budget))
-                t0 = time.perf_counter()
-                result = await self.engine.generate(ids, params)
-                timings.generate += time.perf_counter() - t0
-                start = len(ids)
-                ids.extend(result.token_ids)
-                mask.extend([1] * len(result.token_ids))
-                if logprobs is not None and result.logprobs is not None:
-                    logprobs.extend(result.logprobs)
-                else:
-                    logprobs = None
-                spans.append(TurnSpan(header_start=start - len(header), start=start, end=len(ids)))
-                finish_reasons.append(result.finish_reason)
-                text = self._text(result.token_ids, result.finish_reason)
-                messages.append({"role": "assistant", "content": text})
-                if result.finish_reason == "length":
+                text, finish_reason = await self._generate_turn(state, renderer, timings)
+                if finish_reason == "length":
                     # A cut turn is not a finished action: nothing is sent to the environment.
-                    rewards.append(0.0)
-                    status = "truncated"
+                    state.rewards.append(0.0)
+                    state.status = "truncated"
                     break
                 t0 = time.perf_counter()
                 turn = await episode.step(text)
                 timings.environment += time.perf_counter() - t0
-                rewards.append(turn.reward)
+                state.rewards.append(turn.reward)
                 if turn.done:
                     break
-                new = [{"role": "tool", "content": turn.observation}]
-                tail = renderer.continuation_ids(messages, new, sample=episode_id)
-                if len(ids) + len(tail) >= self.max_length:
-                    status = "truncated"
+                if not self._append_observation(state, renderer, turn.observation):
+                    state.status = "truncated"
                     break
-                ids.extend(tail)
-                mask.extend([0] * len(tail))
-                if logprobs is not None:
-                    logprobs.extend([0.0] * len(tail))
-                messages.extend(new)
         finally:
-            summary = await episode.finish(Termination.ABORTED if status is not None else None)
-        return Trajectory(
-            input_ids=ids,
-            response_mask=mask,
-            prompt_length=prompt_length,
-            turn_spans=spans,
-            turn_rewards=rewards,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            episode_id=episode_id,
-            status=status or summary.status.value,
-            rollout_logprobs=logprobs,
-            messages=messages,
-            privileged=list(episode.privileged),
-            finish_reasons=finish_reasons,
-            data_source=task.data_source,
-            task_key=task.key,
-            counters=dict(summary.counters),
-        )
+            summary = await episode.finish(Termination.ABORTED if state.status is not None else None)
+        return state.trajectory(task, group_id, gen_uid, summary, list(episode.privileged))
+
+    async def _generate_turn(
+        self, state: _EpisodeState, renderer: ChatRenderer, timings: RolloutTimings
+    ) -> tuple[str, str]:
+        """Sample one assistant turn onto the ids (mask 1, ids exactly as sampled); ``(text, finish_reason)``."""
+        header = renderer.header_ids("assistant")
+        if state.ids[len(state.ids) - len(header) :] != header:
+            raise RuntimeError(f"episode {state.episode_id}: the sequence does not end with the assistant header")
+        budget = self.max_length - len(state.ids)
+        params = replace(self.sampling, max_new_tokens=min(self.sampling.max_new_tokens, budget))
+        t0 = time.perf_counter()
+        result = await self.engine.generate(state.ids, params)
+        timings.generate += time.perf_counter() - t0
+        start = len(state.ids)
+        state.extend(result.token_ids, trained=True, logprobs=result.logprobs)
+        state.spans.append(TurnSpan(header_start=start - len(header), start=start, end=len(state.ids)))
+        state.finish_reasons.append(result.finish_reason)
+        text = self._text(result.token_ids, result.finish_reason)
+        state.messages.append({"role": "assistant", "content": text})
+        return text, result.finish_reason
+
+    def _append_observation(self, state: _EpisodeState, renderer: ChatRenderer, observation: str) -> bool:
+        """Append the rendered delta of the tool message (mask 0); ``False`` when it would pass ``max_length``."""
+        new = [{"role": "tool", "content": observation}]
+        tail = renderer.continuation_ids(state.messages, new, sample=state.episode_id)
+        if len(state.ids) + len(tail) >= self.max_length:
+            return False
+        state.extend(tail, trained=False, logprobs=[0.0] * len(tail))
+        state.messages.extend(new)
+        return True
 
     def _text(self, token_ids: list[int], finish_reason: str) -> str:
         body = token_ids[:-1] if finish_reason == "stop" and token_ids else token_ids
         return self.tokenizer.decode(body, skip_special_tokens=False)
+
+
+@dataclass
+class _EpisodeState:
+    """What one episode has built so far: the ids and their masks, turn spans and rewards, messages."""
+
+    episode_id: str
+    ids: list[int]
+    prompt_length: int
+    mask: list[int]
+    logprobs: list[float] | None  # None once a turn came without log-probs
+    messages: list[dict[str, Any]]
+    spans: list[TurnSpan] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    finish_reasons: list[str] = field(default_factory=list)
+    status: str | None = None  # set when the loop ends the episode itself (truncation)
+
+    @classmethod
+    def start(cls, renderer: ChatRenderer, messages: list[dict[str, Any]], episode_id: str) -> _EpisodeState:
+        ids = renderer.prompt_ids(messages, sample=episode_id)
+        return cls(episode_id, ids, len(ids), [0] * len(ids), [0.0] * len(ids), messages)
+
+    def extend(self, token_ids: Sequence[int], *, trained: bool, logprobs: Sequence[float] | None) -> None:
+        self.ids.extend(token_ids)
+        self.mask.extend([int(trained)] * len(token_ids))
+        if self.logprobs is not None and logprobs is not None:
+            self.logprobs.extend(logprobs)
+        else:
+            self.logprobs = None
+
+    def trajectory(
+        self, task: GymTask, group_id: str, gen_uid: str, summary: EpisodeSummary, privileged: list[PrivilegedTurn]
+    ) -> Trajectory:
+        return Trajectory(
+            input_ids=self.ids,
+            response_mask=self.mask,
+            prompt_length=self.prompt_length,
+            turn_spans=self.spans,
+            turn_rewards=self.rewards,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            episode_id=self.episode_id,
+            status=self.status or summary.status.value,
+            rollout_logprobs=self.logprobs,
+            messages=self.messages,
+            privileged=privileged,
+            finish_reasons=self.finish_reasons,
+            data_source=task.data_source,
+            task_key=task.key,
+            counters=dict(summary.counters),
+        )

@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 
 from ..shim.background import ServerThread
 from ..shim.service import PrivilegedShim
+from ..users import OpenAIUser
+from ..users.scripted_server import start_scripted_server
 
 
 class UserSimSettings:
@@ -117,8 +119,6 @@ class _ScriptedUserServer:
         self._runner = None
 
     async def start(self) -> str:
-        from ..users.scripted_server import start_scripted_server
-
         self._runner, url = await start_scripted_server()
         return url
 
@@ -177,8 +177,6 @@ class SimulatorServices:
             from ..users.scripted import ScriptedUser
 
             return ScriptedUser()
-        from ..users.openai_user import OpenAIUser
-
         base = self.shim_url or self.upstream_url
         # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
         key_env = s.shim_token_env if self.shim_url else getattr(s, "api_key_env", None)

@@ -26,6 +26,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
+from ..chat import pad_id_of
 from .engines import SamplingParams
 from .engines.settings import EngineTarget
 from .event_loop import shutdown_loop
@@ -180,7 +181,7 @@ class RolloutStage:
         timings.update({"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment})
         timings["time/user_simulator_s"] = self._users.seconds - user_seconds  # summed over concurrent episodes
         t0 = time.perf_counter()
-        experience = build_experience(trajectories, self.advantage, pad_id=pad_id(module.tokenizer))
+        experience = build_experience(trajectories, self.advantage, pad_id=pad_id_of(module.tokenizer))
         timings["time/reward_s"] = time.perf_counter() - t0
         metrics = {**experience.metrics, **timings, "rollout/prompts_global": float(len(batch) * trainer.world_size)}
         return RLStep(experience=experience, metrics=metrics)
@@ -235,7 +236,7 @@ def _generation_copy(module: pl.LightningModule) -> torch.nn.Module:
     if module.lora is not None:
         raise ValueError("the HF engine with several processes keeps a full copy for generation and cannot sync a "
                          "LoRA adapter into it; use VLLMEngineSettings (adapter sync) or train on one process")
-    from ..modules.hf import load_causal_lm
+    from ..models import load_causal_lm
 
     copy = load_causal_lm(module.model_path, dtype=module.dtype_name)
     return copy.to(module.device).eval().requires_grad_(False)
@@ -248,8 +249,3 @@ def _ranks_per_device(trainer: pl.Trainer | None) -> int:
     from lightning.pytorch.accelerators import CPUAccelerator
 
     return max(1, trainer.num_devices) if isinstance(trainer.accelerator, CPUAccelerator) else 1
-
-
-def pad_id(tokenizer: Any) -> int:
-    """The tokenizer's pad id, else its EOS id."""
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ..rl.teacher import TurnSpan
+from ..spans import TurnSpan
 
 #: Statuses that mean the infrastructure failed, not the policy: masked out of the loss by default.
 FAILURE_STATUSES = frozenset({"env_error", "user_error", "timeout", "judge_error"})

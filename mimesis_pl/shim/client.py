@@ -25,7 +25,7 @@ def shim_root(base_url: str) -> str:
     """Normalise a shim URL to ``scheme://host:port[/prefix]`` with no trailing slash or ``/v1``.
 
     Accepts what configs tend to hold (``http://127.0.0.1:8710/``, ``…:8710/v1/``), so that episode
-    URLs never come out as ``…/v1/ep/{id}/v1`` (spec/agent.md §4 D13).
+    URLs never come out as ``…/v1/ep/{id}/v1`` (docs/decisions.md A13).
     """
     parts = urlsplit(base_url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -3,7 +3,7 @@
 If the coach talked to the user's shim, its calls (and any gym judge calls sent there) would share the
 user's server and could land in the privileged buffer as if they were the user's thoughts. The
 reference compared raw strings once per process, so ``localhost`` vs ``127.0.0.1``, a default port
-written out, or a trailing ``/v1/`` slipped through (spec/agent.md §4 D12, D13). Here both URLs are
+written out, or a trailing ``/v1/`` slipped through (docs/decisions.md A12, A13). Here both URLs are
 reduced to the server they reach — ``(host, port)`` — before comparing.
 """
 

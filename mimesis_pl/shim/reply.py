@@ -3,7 +3,7 @@
 Servers put reasoning in two places: inline ``<think>…</think>`` in ``message.content`` (a model
 served without a reasoning parser) or out of band in ``message.reasoning_content`` (vLLM/SGLang
 reasoning parsers) or ``message.reasoning`` (newer vLLM). The reference only looked at
-``reasoning_content`` (spec/agent.md §4 D11); we take all three, so neither channel leaks or is lost.
+``reasoning_content`` (docs/decisions.md A11); we take all three, so neither channel leaks or is lost.
 """
 
 from __future__ import annotations

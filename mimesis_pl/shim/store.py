@@ -2,7 +2,7 @@
 
 Entry ``i`` of an episode is the user's ``i``-th reply in that episode. Every reply stores an entry,
 with ``reasoning == ""`` when the reply had none: the reference stored nothing for such replies, so a
-later read returned an older turn's thought and shifted every turn after it (spec/agent.md §4 D3).
+later read returned an older turn's thought and shifted every turn after it (docs/decisions.md A3).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A task runs one row with the policy and returns the rollout's trajectory, its reward, flat float
 metrics (logged per task), a status and the rollout's ``gen_uid``. Statuses other than ``ok`` and
 ``truncated`` mean the row cannot be scored fairly (``judge_failed``, ``no_turns``, ``task_error``):
-such rows are counted, logged as rates and kept out of the advantage (D3, D5, D22).
+such rows are counted, logged as rates and kept out of the advantage (docs/decisions.md S3, S5, S22).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def require(info: Mapping[str, Any], row: Mapping[str, Any], *names: str) -> Any
 
 
 def failed_result(row: Mapping[str, Any], gen_uid: str, error: BaseException) -> TaskResult:
-    """The result of a row whose task raised: counted, flagged, never trained on (D5)."""
+    """The result of a row whose task raised: counted, flagged, never trained on (S5)."""
     source = str(row.get("data_source", "?"))
     return TaskResult(
         data_source=source, gen_uid=gen_uid, status="task_error", reward=0.0, score=0.0,

@@ -1,4 +1,4 @@
-"""The judge / partner / support-agent clients of simulator RL (spec §2.4, defects D1, D3, D4, D29).
+"""The judge / partner / support-agent clients of simulator RL (docs/decisions.md S1, S3, S4, S29).
 
 One OpenAI-compatible client per role, each with its own endpoint and model (``RoleSettings``);
 every call goes through :class:`~mimesis_pl.llm.ChatCompletionsClient` (bounded retries with
@@ -48,7 +48,7 @@ class EndpointSettings:
         max_tokens: completion cap (``None``: the server's default).
         reasoning_effort: sent when set (``low`` for the judge, ``minimal`` for partners in the reference).
         timeout_s: per request.
-        max_retries: extra attempts after a retryable failure (bounded: D29).
+        max_retries: extra attempts after a retryable failure (bounded: S29).
         retry_backoff_s: first backoff; doubles each attempt.
         failure_rate: ``scripted`` only — the deterministic share of calls that fail (by a hash of the
             request), to exercise the failure path; 0 in real use.
@@ -69,7 +69,7 @@ class EndpointSettings:
 
 @dataclass
 class RoleSettings:
-    """The three external roles of simulator RL, each configured on its own (D4)."""
+    """The three external roles of simulator RL, each configured on its own (S4)."""
 
     judge: EndpointSettings = field(default_factory=EndpointSettings)
     partner: EndpointSettings = field(default_factory=EndpointSettings)
@@ -141,7 +141,7 @@ class _ClientError(RuntimeError):
 def reply_text(payload: Mapping[str, Any], who: str, keep_reasoning: bool = False) -> str:
     """The text of a chat-completion payload; with ``keep_reasoning`` a ``reasoning_content``/``reasoning``
     field is re-attached as a leading ``<think>`` block. No message, or an empty reply, is a
-    :class:`RetryableError` (an empty reply is an error, never a silent empty turn: spec §2.4)."""
+    :class:`RetryableError` (an empty reply is an error, never a silent empty turn)."""
     try:
         message = payload["choices"][0]["message"]
         content = message.get("content") or ""
@@ -245,7 +245,7 @@ class Judge(Protocol):
 
 
 class OpenAIJudge(OpenAIChatModel):
-    """A served judge: JSON mode, parsed and validated against the verdict dataclass (D1)."""
+    """A served judge: JSON mode, parsed and validated against the verdict dataclass (S1)."""
 
     async def judge(self, request: JudgeRequest, schema: type[V]) -> V | None:
         return await self.complete_json(request.messages, schema)

@@ -1,4 +1,4 @@
-"""``PolicyConversation``: the simulator being trained, talking token-in/token-out (spec §5.6).
+"""``PolicyConversation``: the simulator being trained, talking token-in/token-out.
 
 The same contract as the agent side's :class:`~mimesis_pl.rollout.MultiTurnRollout`: the prompt
 is rendered once by the shared :class:`~mimesis_pl.chat.ChatRenderer`; each policy turn appends the
@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..chat import ChatRenderer
-from ..rl.teacher import TurnSpan
 from ..rollout.engines import RolloutEngine, SamplingParams
 from ..rollout.trajectory import Trajectory
+from ..spans import TurnSpan
 from .think_format import GeneratedTurn
 
 

@@ -1,4 +1,4 @@
-"""CoSER (spec §7.2): multi-character role-play of a book scene (given-circumstance acting).
+"""CoSER: multi-character role-play of a book scene (given-circumstance acting).
 
 The simulator plays every speaking character, each in its own conversation (its own profile, plot,
 scenario and motivation); the partner plays the environment and the next-speaker predictor. Each

@@ -1,12 +1,14 @@
-"""Shared pieces of the judged families (spec §7.1, §7.2, §7.4, §7.6–§7.8): options, partner calls, the result.
+"""Shared pieces of the judged families: options, partner calls, the result.
+
+The judged families are Sotopia, CoSER, MirrorBench, Humanual, userLLM and SimulatorArena.
 
 Every judged family runs the simulator through one :class:`PolicyConversation` (its own turns mask 1,
 partner / environment / replayed turns mask 0, all from the shared renderer), asks the judge for a
 typed verdict, maps it to a score in [0, 1] with a pure function, and ends in :func:`finish`: the
 format gate, the status (``no_turns`` when nothing was generated, ``judge_failed`` when the verdict is
-missing — never a midpoint, D3), flat float metrics (D20) and the trajectory. The reported score
-and the training reward are the same number on the same [0, 1] scale (D23); only the format gate
-may zero the training reward.
+missing — never a midpoint, S3), flat float metrics (S20) and the trajectory. The reported score
+and the training reward are the same number on the same [0, 1] scale (S23); only the format gate
+may zero the training reward. (IDs are entries of docs/decisions.md.)
 """
 
 from __future__ import annotations

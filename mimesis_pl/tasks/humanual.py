@@ -1,4 +1,4 @@
-"""Humanual (spec §7.6): write the reply a given person would write, judged against their real reply.
+"""Humanual: write the reply a given person would write, judged against their real reply.
 
 One policy turn (the global thinking setting). The reply goes inside ``<response></response>``; a reply
 without the tag is judged on its public text and its score halved (the reference asked the judge to

@@ -1,10 +1,10 @@
-"""MirrorBench (spec §7.4): replay a real conversation with the simulator as the user.
+"""MirrorBench: replay a real conversation with the simulator as the user.
 
 The simulator writes each user turn (up to ``min(real user turns, max_turns)``, default 10); after each
 one the partner, shown the real conversation as a guide, answers as the assistant ("mirror assistant")
 and its reply comes back to the simulator as context (mask 0). The judge rates how close the simulated
 user turns are to the real ones in style, tone and realism, a number in [0, 1] that is the score.
-A failed judge call is ``judge_failed`` (the reference used 0.5, D3).
+A failed judge call is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Single-turn persona / prediction tasks (spec §7.5), each a prompt builder and a pure scorer.
+"""Single-turn persona / prediction tasks, each a prompt builder and a pure scorer.
 
-Extraction is strict everywhere: the ``<answer>`` tag of the public part only (D7, D8).
+Extraction is strict everywhere: the ``<answer>`` tag of the public part only (docs/decisions.md S7, S8).
 """
 
 from __future__ import annotations

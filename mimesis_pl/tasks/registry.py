@@ -1,4 +1,4 @@
-"""The task registry, keyed by ``data_source`` (spec §5.1, §5.4).
+"""The task registry, keyed by ``data_source``.
 
 Each key names the module and factory that build its task; modules are imported on first use,
 so one task's missing dependency or data never breaks another. An unknown key is an error that
@@ -41,11 +41,11 @@ ROUTES: dict[str, str] = {
     "userllm": "mimesis_pl.tasks.userllm:userllm",
     "sim_arena_math": "mimesis_pl.tasks.sim_arena:sim_arena_math",
     "sim_arena_doc": "mimesis_pl.tasks.sim_arena:sim_arena_doc",
-    "humanual": _HUMANUAL,  # generic, routed but not in the mixture (spec §5.1)
+    "humanual": _HUMANUAL,  # generic, routed but not in the mixture
     **{f"humanual-{kind}": _HUMANUAL for kind in ("book", "chat", "email", "news", "opinion", "politics")},
 }
 
-#: The mixture's 24 tasks (spec §5.1): task name → (train file, val file, val data_source).
+#: The mixture's 24 tasks: task name → (train file, val file, val data_source).
 MIXTURE: dict[str, tuple[str, str, str]] = {
     "sotopia": ("sotopia_clean_rl.parquet", "sotopia_hard_val.parquet", "sotopia"),
     "coser": ("coser_rl_train.parquet", "coser_val.parquet", "coser"),

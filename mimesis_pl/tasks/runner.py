@@ -1,8 +1,8 @@
-"""Run many rows concurrently, one failure never failing the batch (D5), and summarise the results.
+"""Run many rows concurrently, one failure never failing the batch (docs/decisions.md S5), and summarise the results.
 
 ``run_rows`` isolates every rollout: an exception or a per-rollout deadline becomes a ``task_error``
 result (counted, logged, never trained on). ``step_metrics`` and ``validation_metrics`` are pure
-summaries of a list of :class:`TaskResult` with the reference's metric keys (spec §5.10).
+summaries of a list of :class:`TaskResult` with the reference's metric keys.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ async def run_row(row: Mapping[str, Any], ctx: TaskContext, group_id: str, gen_u
         result = await asyncio.wait_for(task.run(row, ctx, group_id=group_id, gen_uid=gen_uid), timeout_s)
     except asyncio.CancelledError:
         raise
-    except Exception as err:  # noqa: BLE001 -- isolate the row (D5): counted as task_error, masked from the loss
+    except Exception as err:  # noqa: BLE001 -- isolate the row (S5): counted as task_error, masked from the loss
         log.warning("%s (%s): %s: %s", row_name(row), gen_uid, type(err).__name__, err)
         return failed_result(row, gen_uid, err if not isinstance(err, TimeoutError) else TimeoutError(f"over {timeout_s} s"))
     return result

@@ -1,4 +1,4 @@
-"""SimulatorArena (spec §7.8): the simulator plays the user against an assistant (the partner), ≤ 8 user turns.
+"""SimulatorArena: the simulator plays the user against an assistant (the partner), ≤ 8 user turns.
 
 - ``sim_arena_math``: a student with a profile works on a problem with a tutor. The student's message is the
   text after ``Query:``/``Response:`` when present; the first one is sent to the tutor with the problem.
@@ -9,7 +9,7 @@ The conversation ends when the user says so (:func:`wants_to_end`, tolerant of h
 "terminate conversation"), after ``max_user_turns`` (8), on an empty turn, or when the budget is spent.
 One judge call returns every term of the family's typed verdict; ``score`` is the mean of the terms each
 normalised to [0, 1] (:func:`arena_score`). A failed judge call is ``judge_failed`` (the reference counted a
-missing term as 0, D18).
+missing term as 0; docs/decisions.md S18).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``SingleTurnTask``: one prompt, one thinking turn, an ``<answer>`` scored by a pure function.
 
-Used by the theory-of-mind (§7.3) and persona/prediction (§7.5) families. Thinking is always on
-(the reference forces it for every family but BehaviorChain; we apply one policy, D8) and the
+Used by the theory-of-mind and persona/prediction families. Thinking is always on
+(the reference forces it for every family but BehaviorChain; we apply one policy, docs/decisions.md S8) and the
 answer is extracted from the strictly split public part, never from the reasoning.
 """
 

@@ -1,4 +1,4 @@
-"""Sotopia (spec §7.1): two-agent social role-play, scored on goals and relationship.
+"""Sotopia: two-agent social role-play, scored on goals and relationship.
 
 The simulator plays one side (``eval_position``: ``agent1`` — who speaks first — by default), the partner
 the other, each with its own character prompt. Both answer with a JSON action ``{"action_type", "argument"}``
@@ -6,10 +6,11 @@ the other, each with its own character prompt. Both answer with a JSON action ``
 Each action is shown to the other side as one line (:func:`render_action`). The episode stops after
 ``max_turns`` actions (15), an empty turn, a ``leave`` at action index ≥ 5, or more than two ``none`` in a row.
 
-Score (D23: the reported score *is* the training reward, on [0, 1]): the judge gives seven integer dimensions
+Score (the reported score *is* the training reward, on [0, 1]: docs/decisions.md S23): the judge gives
+seven integer dimensions
 on their own ranges; each is normalised to [0, 1] and averaged with weights (:data:`DIMENSIONS`):
 ``score = Σ w_d · (raw_d − lo_d) / (hi_d − lo_d) / Σ w_d``. Raw dimensions are logged as ``sotopia/<dim>``.
-A failed judge call is ``judge_failed`` (the reference filled midpoints, D3). The reference's hack judge is
+A failed judge call is ``judge_failed`` (the reference filled midpoints; S3). The reference's hack judge is
 not implemented.
 """
 

@@ -1,4 +1,4 @@
-"""The think-format gate (spec §5.7) in one place: strict reasoning split, token floor, truncation.
+"""The think-format gate in one place: strict reasoning split, token floor, truncation.
 
 A trained simulator turn must carry ``<think>reasoning</think>answer`` with at least
 ``min_think_tokens`` reasoning tokens and must have ended on its own (not cut by the length cap);
@@ -45,7 +45,7 @@ def check_think_format(
     count_tokens: Callable[[str], int],
     min_think_tokens: int = 4,
 ) -> FormatCheck:
-    """Spec §5.7 ``think_stats`` over the generated (never the injected) turns of one rollout.
+    """The reference's ``think_stats`` over the generated (never the injected) turns of one rollout.
 
     Thinking on: every turn must split strictly with a non-empty answer, reasoning of at least
     ``min_think_tokens`` tokens (``count_tokens``) and no truncation. Thinking off: no turn may

@@ -1,6 +1,6 @@
-"""Theory-of-mind QA (spec §7.3): FANToM, HiToM, ParaToMi — single thinking turn, ``<answer>`` scored 1/0.
+"""Theory-of-mind QA: FANToM, HiToM, ParaToMi — single thinking turn, ``<answer>`` scored 1/0.
 
-Dataset strings that hold lists are parsed with ``json`` or ``ast.literal_eval``, never ``eval`` (D6).
+Dataset strings that hold lists are parsed with ``json`` or ``ast.literal_eval``, never ``eval`` (docs/decisions.md S6).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Eval-only transcript files (spec §5.12): one JSON per validation row, ``<data_source>-<index>.json``."""
+"""Eval-only transcript files: one JSON per validation row, ``<data_source>-<index>.json``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""userLLM (spec §7.7): write the user's next turn given their intent and the conversation so far.
+"""userLLM: write the user's next turn given their intent and the conversation so far.
 
 One policy turn (the global thinking setting). The turn may end with :data:`END_TOKEN` (text after
 it is dropped). The score depends on the row's ``source`` (:func:`userllm_score`):

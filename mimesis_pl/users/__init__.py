@@ -1,20 +1,11 @@
-"""User simulators: the protocol, an OpenAI-compatible HTTP client and an offline scripted user."""
+"""User simulators: an OpenAI-compatible HTTP client and an offline scripted user.
 
-from typing import Any
+The protocol they implement (``UserReply``, ``UserSimulator``, ``UserProvider``, ``UserSimulatorError``)
+lives with the gyms that call it, in :mod:`mimesis_pl.envs.user_protocol`: this package imports
+``envs``, never the reverse.
+"""
 
-from mimesis_pl.users.base import UserProvider, UserReply, UserSimulator, UserSimulatorError
+from mimesis_pl.users.openai_user import OpenAIUser
+from mimesis_pl.users.scripted import ScriptedUser
 
-__all__ = ["OpenAIUser", "ScriptedUser", "UserProvider", "UserReply", "UserSimulator", "UserSimulatorError"]
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy: the scripted user imports the gym modules, which import this package's base module.
-    if name == "ScriptedUser":
-        from mimesis_pl.users.scripted import ScriptedUser
-
-        return ScriptedUser
-    if name == "OpenAIUser":
-        from mimesis_pl.users.openai_user import OpenAIUser
-
-        return OpenAIUser
-    raise AttributeError(f"module 'mimesis_pl.users' has no attribute {name!r}")
+__all__ = ["OpenAIUser", "ScriptedUser"]

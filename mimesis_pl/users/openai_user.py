@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mimesis_pl.chat.think import split_think, strip_reasoning
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
 from mimesis_pl.llm import ChatCompletionsClient, RetryableError
-from mimesis_pl.users.base import UserReply, UserSimulatorError
 
 
 class OpenAIUser:

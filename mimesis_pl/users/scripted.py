@@ -2,21 +2,10 @@
 
 Gyms put the hidden data in a ``<persona>{json}</persona>`` block of the system message they send to
 any simulator (an LLM reads it as part of its instructions); the scripted user parses that block
-and answers with the rule of the persona's gym (see :mod:`mimesis_pl.users.scripted_rules`). Every
-reply carries a private reasoning text naming the hidden facts it used, as a served MIMESIS
+and answers with the rule of the persona's gym: each built-in gym keeps its rule, ``scripted_reply``,
+next to its environment (:mod:`mimesis_pl.envs.gyms`; keywords as in :mod:`mimesis_pl.envs.text`).
+Every reply carries a private reasoning text naming the hidden facts it used, as a served MIMESIS
 simulator's ``<think>`` block would — the material the privileged channel and the leak tests need.
-
-The rules, in short (keywords as in :mod:`mimesis_pl.envs.text`):
-
-- Telepathy: "Yes." when at least half of the question's keywords describe the entity (name and
-  hidden description), "No." when none do, "Maybe, partly." in between.
-- Turtle: the same against the hidden story (title, surface and bottom), "Yes." from 60 %.
-- Intention: when the question is about a missing detail (the gym's own coverage rule), the user
-  states its wish for it ("About the budget for the trip: Low."); otherwise it has no preference.
-- Persuade: the private argument is cut into up to four points of five specific keywords each; an
-  argument naming three keywords of a point answers it. The stance moves from Strongly Agree towards
-  Strongly Disagree in proportion to the points answered, and each reply names the keywords of the
-  next open point ("you have not answered my point about …") and ends with ``Stance: <label>``.
 
 The user keeps no state, so one instance serves every episode, in process or behind HTTP
 (:mod:`mimesis_pl.users.scripted_server`).
@@ -30,8 +19,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mimesis_pl.chat.think import join_think
-from mimesis_pl.users.base import UserReply, UserSimulatorError
-from mimesis_pl.users.scripted_rules import RULES
+from mimesis_pl.envs.gyms import intention, persuade, telepathy, turtle
+from mimesis_pl.envs.gyms.rules import Rule
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
+
+RULES: dict[str, Rule] = {
+    telepathy.TelepathyGym.env_name: telepathy.scripted_reply,
+    turtle.TurtleGym.env_name: turtle.scripted_reply,
+    intention.IntentionGym.env_name: intention.scripted_reply,
+    persuade.PersuadeGym.env_name: persuade.scripted_reply,
+}
 
 _PERSONA = re.compile(r"<persona>\s*(\{.*?\})\s*</persona>", re.DOTALL)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mimesis_pl.users.base import UserSimulatorError
+from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.users.scripted import ScriptedUser
 
 MODEL_NAME = "scripted-user"

@@ -47,7 +47,7 @@ def test_join_round_trip():
     assert join_think(None, "x") == "x"
 
 
-# -- case variants, <seed:think>, strict mode (simulator spec §2.3) ------------------------------------
+# -- case variants, <seed:think>, strict mode ------------------------------------
 
 
 def test_tags_match_in_any_case():

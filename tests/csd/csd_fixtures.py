@@ -18,16 +18,13 @@ from mimesis_pl.envs import (
     GymTask,
     PrivilegedTurn,
     read_gym_tasks,
-)
-from mimesis_pl.envs.assets import bundled_gym_file
-from mimesis_pl.envs.experts import (
-    IntentionExpert,
-    PersuadeExpert,
-    TelepathyExpert,
-    TurtleExpert,
     run_expert_episode,
 )
-from mimesis_pl.envs.intention import load_details, preferred_option
+from mimesis_pl.envs.assets import bundled_gym_file
+from mimesis_pl.envs.gyms.intention import IntentionExpert, load_details, preferred_option
+from mimesis_pl.envs.gyms.persuade import PersuadeExpert
+from mimesis_pl.envs.gyms.telepathy import TelepathyExpert
+from mimesis_pl.envs.gyms.turtle import TurtleExpert
 from mimesis_pl.envs.tool import action_to_tool_call
 from mimesis_pl.rollout.trajectory import Trajectory
 from mimesis_pl.users.scripted import ScriptedUser

@@ -11,7 +11,6 @@ from rollout_fixtures import ScriptedEngine, say, telepathy_row
 from mimesis_pl.csd import (
     COUNTERS,
     CoachResult,
-    NoteBook,
     NoteRecord,
     OpenAICoach,
     ScriptedCoach,
@@ -149,13 +148,6 @@ def test_an_upstream_error_of_the_llm_coach_fails_one_note_not_the_batch():
     notes, counts = asyncio.run(go())
     assert notes == {(0, 1): "Ask about the inside."}
     assert (counts["made"], counts["failed"], counts["skipped_none"]) == (1, 1, 1)
-
-
-def test_notebook_keeps_records_and_totals():
-    book = NoteBook(ScriptedCoach(), k=1, style="corrective")
-    notes, counts = asyncio.run(book.coach_batch([three_question_episode()], [HIDDEN]))
-    assert counts["made"] == 1 and book.totals["made"] == 1 and len(book.last_records) == 1
-    assert NoteBook.notes_by_turn(notes, 0) == {1: notes[(0, 1)]}
 
 
 # ------------------------------------------------------------------------------ end to end, real shim

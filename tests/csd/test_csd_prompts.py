@@ -39,7 +39,7 @@ def test_both_styles_carry_the_reasoning_and_the_next_reply(style):
     system, user = request.messages()
     assert system["role"] == "system" and user["role"] == "user"
     assert REASONING in user["content"] and NEXT in user["content"]
-    assert "Is it an instrument?" in user["content"]  # the history shows what the agent did (D4)
+    assert "Is it an instrument?" in user["content"]  # the history shows what the agent did (decisions A4)
     assert "AGENT-SCRATCHPAD-0" not in user["content"]  # but not its scratchpad
     assert "NONE" in system["content"]
     if style == "prospective":

@@ -10,16 +10,12 @@ from typing import Any
 
 import pytest
 
-from mimesis_pl.envs import EnvironmentManager, GymTask, read_gym_tasks
-from mimesis_pl.envs.experts import (
-    Expert,
-    FunctionExpert,
-    IntentionExpert,
-    PersuadeExpert,
-    TelepathyExpert,
-    TurtleExpert,
-    run_expert_episode,
-)
+from mimesis_pl.envs import EnvironmentManager, Expert, GymTask, read_gym_tasks, run_expert_episode
+from mimesis_pl.envs.gyms.function import FunctionExpert
+from mimesis_pl.envs.gyms.intention import IntentionExpert
+from mimesis_pl.envs.gyms.persuade import PersuadeExpert
+from mimesis_pl.envs.gyms.telepathy import TelepathyExpert
+from mimesis_pl.envs.gyms.turtle import TurtleExpert
 from mimesis_pl.envs.text import word_ngrams, words
 from mimesis_pl.users.scripted import ScriptedUser
 

@@ -9,9 +9,9 @@ import pytest
 from gym_fixtures import make_row
 
 from mimesis_pl.envs import Action, GymTask, TaskDataError
-from mimesis_pl.envs.intention import IntentionGym, preferred_option
-from mimesis_pl.envs.persuade import STANCES, PersuadeGym, parse_stance
-from mimesis_pl.users.base import UserReply
+from mimesis_pl.envs.gyms.intention import IntentionGym, preferred_option
+from mimesis_pl.envs.gyms.persuade import STANCES, PersuadeGym, parse_stance
+from mimesis_pl.envs.user_protocol import UserReply
 from mimesis_pl.users.scripted import ScriptedUser
 
 TASK_TEXT = "Plan a weekend trip to the mountains."

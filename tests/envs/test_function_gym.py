@@ -9,7 +9,7 @@ import pytest
 from gym_fixtures import GYM_JSON, make_row, needs_userrl
 
 from mimesis_pl.envs import Action, EpisodeOverError, GymTask, TaskDataError
-from mimesis_pl.envs.function import FunctionGym, compile_rule, evaluate_rule, load_functions
+from mimesis_pl.envs.gyms.function import FunctionGym, compile_rule, evaluate_rule, load_functions
 
 
 @pytest.fixture()

@@ -9,8 +9,8 @@ import pytest
 from gym_fixtures import contains_words, make_row
 
 from mimesis_pl.envs import Action, GymTask, TaskDataError
-from mimesis_pl.envs.telepathy import TelepathyGym, guess_is_correct
-from mimesis_pl.envs.turtle import TurtleGym, grade_story, story_facts
+from mimesis_pl.envs.gyms.telepathy import TelepathyGym, guess_is_correct
+from mimesis_pl.envs.gyms.turtle import TurtleGym, grade_story, story_facts
 from mimesis_pl.users.scripted import ScriptedUser
 
 KIWI = "Kiwi - a small, brown, fuzzy fruit with bright green flesh and tiny black seeds, high in vitamin C."

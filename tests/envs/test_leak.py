@@ -16,11 +16,11 @@ from gym_fixtures import contains_words, expert_for, leaked_ngrams, needs_userrl
 
 from mimesis_pl.envs import Action, EnvironmentManager
 from mimesis_pl.envs.assets import bundled_gym_file
-from mimesis_pl.envs.experts import run_expert_episode
-from mimesis_pl.envs.function import load_functions
-from mimesis_pl.envs.intention import load_details, preferred_option
+from mimesis_pl.envs import run_expert_episode
+from mimesis_pl.envs.gyms.function import load_functions
+from mimesis_pl.envs.gyms.intention import load_details, preferred_option
 from mimesis_pl.envs.tool import action_to_tool_call
-from mimesis_pl.users.base import UserReply
+from mimesis_pl.envs.user_protocol import UserReply
 from mimesis_pl.users.scripted import ScriptedUser
 
 CANARY_REASONING = "CANARYREASONING"

@@ -19,9 +19,9 @@ from mimesis_pl.envs import (
     episode_base_url,
 )
 from mimesis_pl.envs.base import Gym
-from mimesis_pl.envs.telepathy import TelepathyGym
+from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.envs.tool import action_to_tool_call
-from mimesis_pl.users.base import UserSimulatorError
+from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.users.scripted import ScriptedUser
 
 KIWI = "Kiwi - a small, brown, fuzzy fruit with bright green flesh."

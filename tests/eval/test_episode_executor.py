@@ -10,15 +10,15 @@ import pytest
 from eval_episode_fixtures import KillAfter, Killed, ScriptedTokenEngine, val_tasks
 from mimesis_pl.envs import EnvironmentManager, GymRegistry, GymTask
 from mimesis_pl.envs.base import Gym
-from mimesis_pl.envs.function import FunctionGym
-from mimesis_pl.envs.telepathy import TelepathyGym
+from mimesis_pl.envs.gyms.function import FunctionGym
+from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.eval import RetryPolicy
 from mimesis_pl.eval.episodes import EngineEpisodeRunner, EpisodeExecutor, GymMetrics, episode_outcome, read_transcripts
 from mimesis_pl.eval.trials import RunIdentity, TrialCache, trial_matrix
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
 from mimesis_pl.rollout.services import ScriptedHTTPUserSettings, SimulatorServices
-from mimesis_pl.users.base import UserSimulatorError
+from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.users.scripted import ScriptedUser
 
 IDENTITY = RunIdentity("tiny-agent", "rev-a", "scripted-user")

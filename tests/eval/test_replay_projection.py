@@ -1,4 +1,4 @@
-"""The seven projection invariants of spec/eval.md §1, on generated cases and on worked examples."""
+"""The seven projection invariants (docs/decisions.md E3), on generated cases and on worked examples."""
 
 from __future__ import annotations
 

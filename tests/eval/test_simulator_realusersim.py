@@ -1,4 +1,4 @@
-"""RealUserSim suite: the tiny config through the CLI, kill and resume, D24 errors, protocol pieces."""
+"""RealUserSim suite: the tiny config through the CLI, kill and resume, errors as misses (decisions S24), protocol."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_tiny_realusersim_runs_is_killed_and_resumes_without_redoing_items(tmp_p
     assert len(mapping) == CASES and all(case != donor for case, donor in mapping.items())
     for condition in ("task_only", "correct_profile", "shuffled_profile"):
         summary = results["conditions"][condition]
-        # technology_it-3 makes the judge answer without JSON: 1 error in 6 cases, counted as 0 hits (D24).
+        # technology_it-3 makes the judge answer without JSON: 1 error in 6 cases, counted as 0 hits (S24).
         assert summary["n_cases"] == CASES and summary["error_rate"] == pytest.approx(100 / 6)
         assert summary["errors_by_kind"] == {"judge": 1}
         fi, judged = summary["fi"]["mean"], summary["fi_judged_only"]["mean"]

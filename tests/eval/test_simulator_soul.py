@@ -44,7 +44,7 @@ def test_scores_axes_headline_and_row_weighted_overall_by_hand():
     axes = axis_scores(dataset_scores(scores))
     # COG = (75 + 50) / 2; ROLE = 50; CONV has only userllm (None); SS and EVAL absent.
     assert axes == {"CONV": None, "SS": None, "COG": 62.5, "ROLE": 50.0, "EVAL": None}
-    assert soul_index(axes) == pytest.approx(56.25)  # (62.5 + 50) / 2: the D23 headline
+    assert soul_index(axes) == pytest.approx(56.25)  # (62.5 + 50) / 2: the S23 headline
     summary = seed_summary(scores)
     # Row-weighted (the paper's Overall): (3 + 0.5 + 1) / 7 rows = 64.2857...; it differs from the headline.
     assert summary["overall_row_weighted"] == pytest.approx(450 / 7)
@@ -123,7 +123,7 @@ def test_tiny_soul_runs_is_killed_and_resumes_without_redoing_items(tmp_path, mo
     md = (out / "results.md").read_text()
     assert "| Mistakes | ROLE | 3 |" in md and "| MIMESIS-9B | 75.1 |" in md and "Overall (row-weighted" in md
     assert (out / "charts" / "soul.png").read_bytes().startswith(b"\x89PNG")
-    dumped = json.loads((out / "conversations" / "seed1" / "hitom-0.json").read_text())  # spec §5.12
+    dumped = json.loads((out / "conversations" / "seed1" / "hitom-0.json").read_text())  # one transcript per row
     assert (dumped["data_source"], dumped["index"]) == ("hitom", 0) and dumped["messages"]
     assert dumped["status"] in ("ok", "truncated")  # scored statuses (24 new tokens cut the tiny model short)
 

@@ -1,4 +1,4 @@
-"""Turing suite: the tiny config through the CLI, kill and resume (D25), loud failure, the pure pieces."""
+"""Turing suite: the tiny config through the CLI, kill and resume (decisions S25), loud failure, the pure pieces."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_tiny_turing_runs_is_killed_and_resumes_without_redoing_items(tmp_path, 
     lines = cache_lines(out / "turing_items.jsonl")
     assert_no_scored_item_redone(first, lines[len(first):])
     results = json.loads((out / "results.json").read_text())
-    # D25: the summary counts the items scored before the kill and after it.
+    # S25: the summary counts the items scored before the kill and after it.
     assert sum(s["n_scored"] for s in results["per_seed"]) == SCORES - JUDGE_FAILS
     assert sum(s["judge_failures"] for s in results["per_seed"]) == JUDGE_FAILS
     assert all(s["comparable"] for s in results["per_seed"])

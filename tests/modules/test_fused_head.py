@@ -126,7 +126,7 @@ def test_model_weighted_sum_matches_plain_full_logits_path_on_tiny_model(tiny_mo
     (total * -1).backward()
     ours = {n: p.grad.clone() for n, p in model.named_parameters()}
     model.zero_grad()
-    ref_lp = _sharded_token_logprobs(model, ids, attn, None, False, None, False)  # full logits + log_softmax
+    ref_lp = _sharded_token_logprobs(model, ids, attn, None, False, None, False).logprobs  # full logits + log_softmax
     ref_total = (ref_lp * weights).sum()
     (ref_total * -1).backward()
     torch.testing.assert_close(total, ref_total, atol=1e-6, rtol=1e-6)
@@ -142,8 +142,8 @@ def test_model_token_logprobs_with_target_mask_matches_plain(tiny_model_path):
     model = _tiny(tiny_model_path)
     ids, attn, loss_mask = _batch()
     target = loss_mask[:, 1:]
-    lp, ent = model_token_logprobs(model, ids, attn, chunk_size=2, target_mask=target, return_entropy=True)
-    ref_lp, ref_ent = _sharded_token_logprobs(model, ids, attn, None, False, target, True)
+    lp, _, ent = model_token_logprobs(model, ids, attn, chunk_size=2, target_mask=target, return_entropy=True)
+    ref_lp, _, ref_ent = _sharded_token_logprobs(model, ids, attn, None, False, target, True)
     torch.testing.assert_close(lp, ref_lp, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(ent, ref_ent, atol=1e-5, rtol=1e-5)
     params = list(model.parameters())

@@ -7,7 +7,7 @@ from transformers import AutoModelForCausalLM
 
 from mimesis_pl.data import JsonlChatSFTDataModule
 from mimesis_pl.modules import CausalLMSFT, LoraSettings, OptimSettings, export_hf
-from mimesis_pl.modules.hf import lr_multiplier
+from mimesis_pl.models import lr_multiplier
 from mimesis_pl.modules.token_ops import chunked_token_logprobs, model_token_logprobs
 
 from ..conftest import ASSETS
@@ -93,4 +93,4 @@ def test_lora_export_reloads_with_the_trained_behaviour(tmp_path, tiny_model_pat
 def test_model_token_logprobs_shape(tiny_model_path):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
     ids = torch.tensor([[5, 9, 13, 2]])
-    assert model_token_logprobs(model, ids).shape == (1, 3)
+    assert model_token_logprobs(model, ids).logprobs.shape == (1, 3)

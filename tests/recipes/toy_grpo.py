@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
-from mimesis_pl.rl.teacher import TurnSpan
+from mimesis_pl.spans import TurnSpan
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
 from mimesis_pl.rollout.stage import RolloutStage

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mimesis_pl.rl import (
-    TurnSpan,
     foldgrpo_advantages,
     grpo_multiturn_advantages,
     grpo_outcome_advantages,
@@ -16,6 +15,7 @@ from mimesis_pl.rl import (
     turn_credits,
     turn_index_from_spans,
 )
+from mimesis_pl.spans import TurnSpan
 
 EPS = 1e-6
 
@@ -325,7 +325,7 @@ def test_foldgrpo_counts_each_rollout_once():
     #   (counting rows instead would give μ = 0.75)
     # group h: v1 rows score 2 then 0 (the first row, 2, is its representative), v2 score 1
     #   stats over [2, 1]: μ = 1.5, σ = √0.5 → rows (2 − 1.5)/σ, (0 − 1.5)/σ, (1 − 1.5)/σ
-    # group k: one rollout w1 in two rows → no baseline → advantage 0 (D19); "raw" keeps 3/(1 + ε)
+    # group k: one rollout w1 in two rows → no baseline → advantage 0 (decisions S19); "raw" keeps 3/(1 + ε)
     scores = torch.tensor([1.0, 1.0, 1.0, 0.0, 2.0, 0.0, 1.0, 3.0, 3.0])
     groups = ["g", "g", "g", "g", "h", "h", "h", "k", "k"]
     gen = ["u1", "u1", "u1", "u2", "v1", "v1", "v2", "w1", "w1"]

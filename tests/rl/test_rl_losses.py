@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mimesis_pl.rl import aggregate_loss, csd_loss, policy_loss, topk_reverse_kl
+from mimesis_pl.rl import aggregate_loss, csd_loss, losses, policy_loss, topk_reverse_kl
 
 LN = math.log
 
@@ -209,7 +209,7 @@ def test_placebo_equal_to_teacher_gives_zero_gap():
         close(metrics["placebo_token_frac"], 1.0)
         (grad,) = torch.autograd.grad(loss, s)
         if estimator == "sdar":
-            close(grad, torch.full((1, 3), -0.5 / 3))  # zero gap → gate ½: the D7 self-imitation
+            close(grad, torch.full((1, 3), -0.5 / 3))  # zero gap → gate ½: the self-imitation of docs/decisions.md A7
         else:
             close(grad, torch.zeros(1, 3))  # a zero gap carries no signal
 
@@ -359,3 +359,45 @@ def test_csd_bad_input(kwargs, needle):
 def test_csd_shape_mismatch_names_the_argument():
     with pytest.raises(ValueError, match="teacher_logprobs"):
         csd_loss(torch.zeros(1, 2), torch.zeros(1, 3), torch.ones(1, 2))
+
+
+# ---------------------------------------------------------------- CSD estimator registry
+
+
+def test_each_registered_estimator_is_callable_on_its_own_and_matches_csd_loss():
+    s = torch.tensor([[-1.0, -2.0, -0.5]], dtype=torch.float64)
+    t = torch.tensor([[-0.5, -2.5, -0.5]], dtype=torch.float64)
+    m = torch.tensor([[1.0, 1.0, 0.0]], dtype=torch.float64)
+    # sdar by hand: Δ = (0.5, −0.5); g = σ(2.5), σ(−2.5); loss = (g₀·0.5 + g₁·(−0.5)) / 2
+    g0, g1 = 1 / (1 + math.exp(-2.5)), 1 / (1 + math.exp(2.5))
+    close(losses.sdar_loss(student=s, target=t, mask=m, beta=5.0), (g0 * 0.5 - g1 * 0.5) / 2)
+    direct = {
+        "sdar": losses.sdar_loss(student=s, target=t, mask=m, beta=5.0),
+        "ref": losses.ref_loss(student=s, target=t, mask=m, norm="masked", response_mask=None),
+        "k3": losses.k3_loss(student=s, target=t, mask=m, agg="token-mean"),
+    }
+    for name, value in direct.items():
+        close(csd_loss(s, t, m, estimator=name)[0], value)
+
+
+def test_a_registered_estimator_is_dispatched_with_exactly_the_arguments_it_names():
+    seen = {}
+
+    @losses.register_csd_estimator("probe")
+    def probe(*, target, mask, norm):
+        seen.update(target=target, mask=mask, norm=norm)
+        return (target * mask).sum()
+
+    try:
+        s, t, m = torch.zeros(1, 2), torch.tensor([[1.0, 2.0]]), torch.tensor([[1.0, 0.0]])
+        loss, _ = csd_loss(s, t, m, estimator="probe", norm="full", response_mask=torch.ones(1, 2))
+        close(loss, 1.0)
+        assert seen["norm"] == "full" and seen["mask"].tolist() == [[1.0, 0.0]]
+        with pytest.raises(ValueError, match="'probe' is already registered"):
+            losses.register_csd_estimator("probe")(probe)
+        with pytest.raises(ValueError, match=r"'other' asks for \['temperature'\]"):
+            losses.register_csd_estimator("other")(lambda *, student, temperature: student.sum())
+    finally:
+        losses._CSD_ESTIMATORS.pop("probe")
+    with pytest.raises(ValueError, match="estimator='probe' is not supported"):
+        csd_loss(s, t, m, estimator="probe")

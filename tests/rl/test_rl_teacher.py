@@ -7,13 +7,13 @@ from hypothesis import strategies as st
 
 from mimesis_pl.rl import (
     TeacherRows,
-    TurnSpan,
     build_teacher_rows,
     gather_teacher_logprobs,
     pack_teacher_rows,
     teacher_logits_to_keep,
     token_logprobs_from_logits,
 )
+from mimesis_pl.spans import TurnSpan
 
 # A fake chat vocabulary: 10 system, 60 user/tool header, 50 51 assistant header, 99 end of message.
 # Student sequence (absolute positions):

@@ -55,7 +55,7 @@ def test_note_is_spliced_at_the_header_and_the_turn_is_copied(tiny_tokenizer):
     assert tok.decode(row[span.header_start : span.header_start + n]) == f"<|im_start|>user\n{NOTE}<|im_end|>\n"
     assert row[span.header_start + n :] == ids[span.header_start : span.end]  # header + sampled ids, unchanged
     assert rows.teacher_mask.nonzero().squeeze(-1).tolist() == list(range(span.start, span.end))
-    assert "Is it a fruit?" in tok.decode(row[: span.header_start])  # turn 0's tool call stays in context (D1 fixed)
+    assert "Is it a fruit?" in tok.decode(row[: span.header_start])  # turn 0's tool call stays (A1)
 
 
 def test_teacher_logprobs_are_gathered_at_the_right_positions(tiny_tokenizer, model):
@@ -73,7 +73,7 @@ def test_teacher_logprobs_are_gathered_at_the_right_positions(tiny_tokenizer, mo
             span = traj.turn_spans[t]
             row = traj.input_ids[: span.header_start] + render(note) + traj.input_ids[span.header_start : span.end]
             with torch.no_grad():
-                lp = model_token_logprobs(model, torch.tensor([row]))[0]  # lp[j] scores row[j + 1]
+                lp = model_token_logprobs(model, torch.tensor([row])).logprobs[0]  # lp[j] scores row[j + 1]
             shift = len(render(note))
             want = torch.stack([lp[j + shift - 1] for j in range(span.start, span.end)])
             assert torch.allclose(got[b, span.start : span.end], want, atol=1e-4)
@@ -87,7 +87,7 @@ def test_null_probe_teacher_equals_student(tiny_tokenizer, model):
     packed = pack_teacher_rows([rows], response_length=len(traj.input_ids), pad_id=tok.pad_token_id)
     teacher = teacher_logprobs(model, packed)[0, 1:]
     with torch.no_grad():
-        student = model_token_logprobs(model, torch.tensor([traj.input_ids]))[0]
+        student = model_token_logprobs(model, torch.tensor([traj.input_ids])).logprobs[0]
     mask = packed.teacher_mask[0, 1:]
     assert mask.sum() > 0
     assert torch.allclose(teacher[mask], student[mask], atol=1e-5)

@@ -10,7 +10,7 @@ import torch
 from rollout_fixtures import ScriptedEngine, say, telepathy_row
 
 from mimesis_pl.envs import EnvironmentManager, GymRegistry
-from mimesis_pl.envs.telepathy import TelepathyGym
+from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.rollout.engines import SamplingParams
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.loop import MultiTurnRollout

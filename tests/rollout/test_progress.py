@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 
-from mimesis_pl.rl.teacher import TurnSpan
 from mimesis_pl.rollout.progress import (
     RLProgressPrinter,
     format_eta,
@@ -12,6 +11,7 @@ from mimesis_pl.rollout.progress import (
     progress_line,
 )
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 
 
 def traj(group: str, reward: float, status: str = "finished", turns: int = 1) -> Trajectory:

@@ -111,7 +111,7 @@ def test_cut_off_upstream_reply_leaks_no_reasoning_to_caller_or_log(make_shim, c
 def test_user_simulator_error_carries_no_reasoning(make_shim, mode, status):
     import asyncio
 
-    from mimesis_pl.users.base import UserSimulatorError
+    from mimesis_pl.envs.user_protocol import UserSimulatorError
     from mimesis_pl.users.openai_user import OpenAIUser
 
     shim = make_shim()

@@ -1,5 +1,6 @@
-"""The partner/judge families (§7.1, §7.2, §7.4, §7.6-§7.8): hand-worked reward mappings, exact masks, and
-every one of the 24 mixture keys running its sample row through a scripted engine with scripted doubles."""
+"""The partner/judge families (Sotopia, CoSER, MirrorBench, Humanual, userLLM, SimulatorArena): hand-worked
+reward mappings, exact masks, and every one of the 24 mixture keys running its sample row through a scripted
+engine with scripted doubles."""
 
 from __future__ import annotations
 

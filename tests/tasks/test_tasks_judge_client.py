@@ -1,4 +1,4 @@
-"""The judge client: JSON parsed and validated against a schema, bounded retries, failures counted (D1, D3)."""
+"""The judge client: JSON parsed and validated against a schema, bounded retries, failures counted (S1, S3)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import torch
 
 from mimesis_pl.data.simulator_rl import read_task_rows
 from mimesis_pl.modules.simulator_stage import fold_experience
-from mimesis_pl.rl.teacher import TurnSpan
+from mimesis_pl.spans import TurnSpan
 from mimesis_pl.rollout.trajectory import Trajectory
 from mimesis_pl.tasks import UnknownTaskError
 from mimesis_pl.tasks.base import TaskResult
@@ -41,7 +41,7 @@ def result(group: str, k: int, reward: float, n_tokens: int = 2) -> TaskResult:
 
 
 def test_fold_experience_zscores_within_rows_and_zeroes_single_rollout_groups():
-    # group a: rewards 1 and 0 → mean 0.5, unbiased std 0.7071 → ±0.7071; group b: one scored rollout → 0 (D19)
+    # group a: rewards 1 and 0 → mean 0.5, unbiased std 0.7071 → ±0.7071; group b: one scored rollout → 0 (S19)
     t = fold_experience([result("a", 0, 1.0), result("a", 1, 0.0), result("b", 0, 1.0)], pad_id=0)
     adv = t["advantages"]
     assert adv.shape == (3, 5)

@@ -47,7 +47,7 @@ def test_hitom_and_paratomi():
     info = ROW["extra_info"]
     assert hitom_score("A", info, ROW).reward == 1.0 and hitom_score("B", info, ROW).reward == 0.0
     assert hitom_score("box", info, ROW).reward == 0.0  # a letter is required
-    para = {"correct_answer": "crate", "cands": "['crate', 'basket']"}  # literal string, parsed without eval (D6)
+    para = {"correct_answer": "crate", "cands": "['crate', 'basket']"}  # literal string, parsed without eval (S6)
     assert paratomi_score("the crate", para, {}).reward == 1.0
     assert paratomi_score("crate or basket", para, {}).reward == 0.0
 

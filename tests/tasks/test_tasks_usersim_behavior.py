@@ -113,7 +113,7 @@ def test_several_behaviours_in_one_row_are_a_row_error(tiny_tokenizer):
 
 @pytest.mark.parametrize("enable_think", [True, False])
 def test_the_trajectory_is_token_for_token_the_served_render(tiny_tokenizer, enable_think):
-    """Prompt, replayed seed turns, generated turns and agent replies equal one full render (D13)."""
+    """Prompt, replayed seed turns, generated turns and agent replies equal one full render (docs/decisions.md S13)."""
     from mimesis_pl.chat import ChatRenderer
 
     respond = reply_with_thought if enable_think else (lambda p, k: "i am a gold member, my jeans are too small")

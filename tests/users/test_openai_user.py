@@ -11,7 +11,7 @@ from aiohttp import web
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, Termination
 from mimesis_pl.envs.tool import action_to_tool_call
-from mimesis_pl.users.base import UserSimulatorError
+from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.users.openai_user import OpenAIUser
 from mimesis_pl.users.scripted import ScriptedUser
 

@@ -1,4 +1,4 @@
-"""An OpenAI user simulator's turn loses untagged prose reasoning when asked (simulator spec §2.5, §8.2)."""
+"""An OpenAI user simulator's turn loses untagged prose reasoning when asked."""
 
 from mimesis_pl.users.openai_user import _reply_from
 

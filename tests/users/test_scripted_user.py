@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mimesis_pl.chat.think import split_think
-from mimesis_pl.users.base import UserSimulatorError
+from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.users.scripted import ScriptedUser, parse_persona
 
 

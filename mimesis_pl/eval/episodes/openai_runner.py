@@ -18,6 +18,7 @@ from typing import Any, Literal, Mapping
 
 import openai
 
+from mimesis_pl.checks import check_choice
 from mimesis_pl.envs import EnvironmentManager, GymTask, interact_tool_schema
 from mimesis_pl.envs.base import Termination
 from mimesis_pl.eval.episodes.records import EpisodeRecord, EpisodeStep
@@ -70,8 +71,7 @@ class OpenAIChatEpisodeRunner:
             if not api_key:
                 raise ValueError(f"OpenAIChatEpisodeRunner: environment variable {api_key_env!r} (api_key_env) "
                                  "is not set")
-        if tool_choice not in ("auto", "required"):
-            raise ValueError(f"tool_choice must be 'auto' or 'required', got {tool_choice!r}")
+        check_choice("tool_choice", tool_choice, ("auto", "required"))
         self.manager = manager
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.tool_choice = tool_choice

@@ -1,4 +1,4 @@
-"""The v1 replay test case as immutable objects (see ``spec/eval.md`` §1 "Test-case format").
+"""The v1 replay test case as immutable objects (a public interface: docs/decisions.md E2).
 
 A case is a conversation the agent under test is replayed through: each turn starts with a user
 utterance and may be satisfied by several *paths* (one preferred, others alternative), each a list of

@@ -10,6 +10,7 @@ import openai
 
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.chat.tool_calls import ToolCall
+from mimesis_pl.checks import check_choice
 from mimesis_pl.eval.failures import AgentTransportFailure
 from mimesis_pl.eval.replay.agent import AgentDecision, decision_from_text
 from mimesis_pl.eval.replay.plan import ReplayRequest
@@ -24,8 +25,7 @@ def render_context_message(context: Mapping[str, Any]) -> dict[str, str]:
 def request_messages(request: ReplayRequest, context_mode: Literal["system", "none"] = "system") -> list[dict[str, Any]]:
     """The request's messages as fresh dicts, with the request context as a system message after the
     case's own system prompt (``context_mode="system"``). Every agent kind sends the same messages."""
-    if context_mode not in ("system", "none"):
-        raise ValueError(f"context_mode must be 'system' or 'none', got {context_mode!r}")
+    check_choice("context_mode", context_mode, ("system", "none"))
     payload = request.to_openai()
     messages = payload["messages"]
     if context_mode == "system" and payload["context"]:
@@ -90,8 +90,7 @@ class OpenAIChatAgent:
                  tool_choice: Literal["auto", "required", "none"] = "auto",
                  context_mode: Literal["system", "none"] = "system", timeout_s: float = 120.0,
                  extra_body: Mapping[str, Any] | None = None) -> None:
-        if context_mode not in ("system", "none"):
-            raise ValueError(f"context_mode must be 'system' or 'none', got {context_mode!r}")
+        check_choice("context_mode", context_mode, ("system", "none"))
         if api_key is None and api_key_env is not None:
             api_key = os.environ.get(api_key_env)
             if not api_key:

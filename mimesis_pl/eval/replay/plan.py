@@ -1,4 +1,4 @@
-"""Projection of a replay case into an immutable :class:`ExecutionPlan` (``spec/eval.md`` §1).
+"""Projection of a replay case into an immutable :class:`ExecutionPlan` (invariants: docs/decisions.md E3).
 
 The plan splits what the agent may see from what only the scorer may see:
 

@@ -1,6 +1,6 @@
 """Score one actual decision against every oracle of its request (any-of).
 
-Alternatives are oracles for one trial, not extra tries (``spec/eval.md`` §1): the agent is asked
+Alternatives are oracles for one trial, not extra tries (docs/decisions.md E4): the agent is asked
 once, and that one decision passes when it matches the preferred step or any alternative's. A request
 is *unscored* — not failed — when no oracle matched and some oracle could not be judged (no judge
 configured, or the judge kept failing).

@@ -1,4 +1,4 @@
-"""Loaders of the suites' real input formats (spec/simulator.md (c) C3, C6, C8).
+"""Loaders of the suites' real input formats (SOUL parquets, RealUserSim PT3 cases, turing-rl rows).
 
 Every loader checks what the suites need and fails with an error naming the file, the row and the field.
 The tau-USI formats are in :mod:`mimesis_pl.eval.simulator.tau_data`.
@@ -145,7 +145,7 @@ def _demographics(profile: Mapping[str, Any], where: str) -> dict[str, str]:
 
 
 def load_realusersim_cases(paths: Sequence[str]) -> list[RealUserSimCase]:
-    """PT3 cases from ``test_sets/<split>.jsonl`` files (C6), in file then line order.
+    """PT3 cases from ``test_sets/<split>.jsonl`` files, in file then line order.
 
     Required non-empty: ``test_id``, ``user_ip``, ``problem_desc``, ``solution_conditions``,
     ``user_profile.linguistic_profile``, and ``original_messages`` with at least one user turn (the judge
@@ -228,7 +228,7 @@ class TuringRow:
 
 
 def load_turing_rows(paths: Sequence[str]) -> list[TuringRow]:
-    """turing-rl PRISM rows (C8) from parquet or JSONL: ``prompt``, ``reward_model.ground_truth``,
+    """turing-rl PRISM rows from parquet or JSONL: ``prompt``, ``reward_model.ground_truth``,
     ``extra_info{user_id, post_id, target_idx, user_history, context | thread_context}``.
 
     ``user_history`` may be empty (such rows are generated but skipped at scoring, as the reference).
@@ -263,8 +263,8 @@ def load_turing_rows(paths: Sequence[str]) -> list[TuringRow]:
 
 # ---------------------------------------------------------------------------------------------- SOUL (loader only)
 
-# The single SOUL axis map (D23: the reference's two scorers disagreed on ROLE), keyed by the router keys
-# of the simulator-RL tasks (spec §5.1: the AlignX splits are ``alignx_<split>``).
+# The single SOUL axis map (S23 in docs/decisions.md: the reference's two scorers disagreed on ROLE), keyed
+# by the router keys of the simulator-RL tasks (the AlignX splits are ``alignx_<split>``).
 SOUL_AXES: Mapping[str, tuple[str, ...]] = {
     "CONV": ("userllm", "mirrorbench", "humanual-chat", "sim_arena_doc"),
     "SS": ("sotopia",),
@@ -285,7 +285,7 @@ class SoulRow:
 
 
 def load_soul_validation(paths: Sequence[str]) -> dict[str, list[SoulRow]]:
-    """SOUL validation parquets (C3) grouped by ``data_source``; every source must be one of the 27 of
+    """SOUL validation parquets grouped by ``data_source``; every source must be one of the 27 of
     :data:`SOUL_AXES`, every row needs ``prompt`` and ``extra_info.index`` (unique per source)."""
     known = {source for sources in SOUL_AXES.values() for source in sources}
     out: dict[str, list[SoulRow]] = {}

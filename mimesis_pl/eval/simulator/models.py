@@ -49,7 +49,7 @@ class ChatModelSettings:
         api_key_env: name of the environment variable holding the API key (``None``: no auth header).
         revision: what was served (checkpoint tag / hash): part of every cache key, so a new checkpoint
             never reuses old results.
-        temperature, max_tokens: sampling settings sent with every request (always sent: D24).
+        temperature, max_tokens: sampling settings sent with every request (always sent: docs/decisions.md S24).
         timeout_s, max_retries, retry_backoff_s: per request, extra attempts after a retryable failure, and
             the first wait between them (doubling).
         enable_thinking: forwarded as ``chat_template_kwargs.enable_thinking`` when set.

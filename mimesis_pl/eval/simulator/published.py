@@ -1,11 +1,11 @@
-"""The paper's published rows (spec/simulator.md §9), shown beside ours where the protocol is comparable.
+"""The paper's published rows, shown beside ours where the protocol is comparable.
 
 Our runs use other models (and, offline, scripted ones), so the numbers are context, not targets.
 """
 
 from __future__ import annotations
 
-# §9.2 RealUserSim PT3, correct-profile condition: FI, persona, style, technical, interaction, pacing (%).
+# RealUserSim PT3, correct-profile condition: FI, persona, style, technical, interaction, pacing (%).
 REALUSERSIM = {
     "MIMESIS-9B": (94.0, 99.4, 89.5, 98.8, 91.3, 91.2),
     "MIMESIS-4B": (89.7, 98.7, 83.5, 96.5, 85.0, 84.9),
@@ -24,7 +24,7 @@ REALUSERSIM = {
 # The dataset card's own reference (gpt-4o as simulator, assistant and judge): profile and task-only FI.
 REALUSERSIM_CARD = {"correct_profile": 45.3, "task_only": 24.2}
 
-# §9.3 tau-USI: D1, D2, D3, D4, ECE, USI5 (human inter-annotator USI5: 91.75).
+# tau-USI: D1, D2, D3, D4, ECE, USI5 (human inter-annotator USI5: 91.75).
 TAU_USI = {
     "MIMESIS-9B": (51.75, 87.60, 75.84, 92.54, 0.069, 80.17),
     "MIMESIS-4B": (56.33, 92.40, 78.13, 77.04, 0.137, 78.03),
@@ -41,8 +41,8 @@ TAU_USI = {
 }
 TAU_USI_HUMAN = 91.75
 
-# §9.1 SOUL-Index (mean of 3 seeded runs): CONV, SS, COG, ROLE, EVAL, Overall (the paper's Overall is the
-# row-weighted ``val-core/all/score``, not the mean of the axes: D23).
+# SOUL-Index (mean of 3 seeded runs): CONV, SS, COG, ROLE, EVAL, Overall (the paper's Overall is the
+# row-weighted ``val-core/all/score``, not the mean of the axes: docs/decisions.md S23).
 SOUL = {
     "MIMESIS-9B": (75.1, 66.4, 86.2, 61.1, 69.7, 65.7),
     "MIMESIS-4B": (74.4, 65.2, 79.8, 58.8, 68.6, 63.7),

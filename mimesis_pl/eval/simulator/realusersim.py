@@ -1,9 +1,10 @@
-"""RealUserSim PT3 suite (spec/simulator.md §8.2): three conditions, conversations with a fixed assistant,
+"""RealUserSim PT3 suite: three conditions, conversations with a fixed assistant,
 two-call judging of five fidelity dimensions, the Fidelity Index with a user-clustered bootstrap CI.
 
 Two cached stages: ``realusersim/converse`` (simulator + assistant, keyed without the judge) and
 ``realusersim/judge`` (keyed by the transcript's hash as well). A case whose conversation or judging
-failed counts as 0 hits and enters the error rate (D24); the FI over judged cases only is shown beside it.
+failed counts as 0 hits and enters the error rate (docs/decisions.md S24); the FI over judged cases only
+is shown beside it.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ class RealUserSimSuite(FidelitySuite):
         markdown = (f"# RealUserSim PT3: {self._models['simulator'].name}\n\n" + table(head, rows) +
                     "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
                     "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
-                    "## Published (paper §9.2, correct profile; other assistant/judge models: context only)\n\n"
+                    "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
                     + table(["model", "FI", *FIDELITY_DIMENSIONS], published) +
                     f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
                     f"task only {REALUSERSIM_CARD['task_only']}.\n")

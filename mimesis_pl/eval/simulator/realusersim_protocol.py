@@ -1,4 +1,4 @@
-"""RealUserSim PT3 protocol (spec/simulator.md §8.2): the simulator prompt per condition, the conversation
+"""RealUserSim PT3 protocol: the simulator prompt per condition, the conversation
 (≤ 4 assistant turns, ``/close``), and the two-call judging with strict parsing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SOUL (spec/simulator.md §8.1): the simulator under test runs the validation rows of the 27 SOUL sets
+"""SOUL: the simulator under test runs the validation rows of the 27 SOUL sets
 through the simulator-RL tasks, in validation mode, once per seed.
 
 Every row goes through :func:`mimesis_pl.tasks.runner.run_row` (the task registered for its
@@ -9,7 +9,7 @@ calls stay whatever their endpoints do. Each row × seed is one cached item keye
 its revision, the judge/partner/support-agent models, the suite version, the set, the row index and the
 seed (plus a hash of the sampling settings). Rows a task could not score (``judge_failed``,
 ``task_error``, ``no_turns``) are retried, then stored unscored and counted per set — never a 0.
-Scoring (per-set × 100, axes, the D23 headline, the degenerate-seed rule) is :mod:`.soul_scoring`.
+Scoring (per-set × 100, axes, the headline of docs/decisions.md S23, the degenerate-seed rule) is :mod:`.soul_scoring`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ FAILURE_STATUS = {"judge": "judge_failed", "environment": "task_error", "simulat
 
 
 def task_row(row: SoulRow) -> dict[str, Any]:
-    """The row as the simulator-RL tasks read it (spec C3)."""
+    """The row as the simulator-RL tasks read it."""
     return {"data_source": row.data_source, "prompt": [dict(m) for m in row.prompt], "extra_info": dict(row.extra_info)}
 
 
@@ -83,7 +83,7 @@ class SoulSuite(FidelitySuite):
         task_options: per data_source task settings, as in ``SimulatorRL``.
         row_timeout_s: deadline per row; past it the row is a ``task_error``.
         dump_transcripts: write ``<out_dir>/conversations/seed<N>/<data_source>-<index>.json`` for every row
-            run (spec §5.12; rows reused from the cache keep the file of the run that made them).
+            run (rows reused from the cache keep the file of the run that made them).
         degenerate_min_zero_sets, degenerate_gap: the degenerate-seed rule (≥ 8 sets at 0.0 and Overall more
             than 15 points below the median).
     """
@@ -264,12 +264,12 @@ def soul_markdown(r: dict[str, Any]) -> str:
     missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
     unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
     notes = (f"\nScores are task scores × 100 (validation mode: greedy unless the temperature says otherwise, no "
-             f"format gate). **{HEADLINE}** (D23, our headline) = mean of the axes that have a score, each axis "
+             f"format gate). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
              f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
              f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
              f"every mean and counted: {unscored}. Dropped seeds: "
              f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n")
-    published = ("\n## Published (paper §9.1; other models and data — context, not a target; its Overall is "
+    published = ("\n## Published (the paper; other models and data — context, not a target; its Overall is "
                  "row-weighted over all 27 sets)\n\n" + table(["model", *SOUL_AXES, "Overall"], pub_rows))
     return (f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
             + table(head, rows) + notes + published)

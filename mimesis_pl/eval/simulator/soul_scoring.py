@@ -1,8 +1,8 @@
-"""SOUL scoring (spec/simulator.md §8.1, D23): pure functions over per-item task scores.
+"""SOUL scoring (docs/decisions.md S23): pure functions over per-item task scores.
 
 Per seed: each data set's score is the mean task score of its scored rows × 100; each axis is the mean
 of its data sets that have a score; the headline is **SOUL-Index (axis mean)** = the mean of the axes
-that have a score (D23: one documented headline, every axis weighted equally, so a 1,000-row set does not
+that have a score (S23: one documented headline, every axis weighted equally, so a 1,000-row set does not
 outweigh a 50-row one). The paper's "Overall" is a row-weighted mean over every scored row (× 100); we
 report it beside ours, named ``overall_row_weighted``, never as the headline. Across seeds: a seed is
 *degenerate* (an infrastructure failure, not a bad model) when there are ≥ 2 seeds, it has ≥ 8 data sets
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from mimesis_pl.eval.simulator.loaders import SOUL_AXES
 
-#: Display names of the 27 SOUL sets (spec §8.1), keyed by ``data_source``.
+#: Display names of the 27 SOUL sets, keyed by ``data_source``.
 SOUL_NAMES: Mapping[str, str] = {
     "userllm": "UserLLM", "mirrorbench": "MirrorBench", "humanual-chat": "Humanual-Chat",
     "sim_arena_doc": "SimArena-Doc", "sotopia": "Sotopia-Hard", "fantom": "Fantom", "hitom": "Hitom",
@@ -50,7 +50,7 @@ def axis_scores(datasets: Mapping[str, float | None]) -> dict[str, float | None]
 
 
 def soul_index(axes: Mapping[str, float | None]) -> float | None:
-    """The headline (D23): the mean of the axes that have a score."""
+    """The headline (S23): the mean of the axes that have a score."""
     return _mean([v for v in axes.values() if v is not None])
 
 
@@ -72,7 +72,7 @@ def seed_summary(scores: Mapping[str, Sequence[float]]) -> dict[str, object]:
 
 def degenerate_seeds(per_seed: Mapping[int, Mapping[str, object]], min_zero_sets: int = 8,
                      gap: float = 15.0) -> dict[int, str]:
-    """``{seed: reason}`` of the seeds to drop (spec §8.1): ≥ 2 seeds, ≥ ``min_zero_sets`` data sets at
+    """``{seed: reason}`` of the seeds to drop (the reference's rule): ≥ 2 seeds, ≥ ``min_zero_sets`` data sets at
     exactly 0.0, and a row-weighted Overall more than ``gap`` points below the seeds' median."""
     if len(per_seed) < 2:
         return {}

@@ -1,4 +1,4 @@
-"""tau-USI input formats (spec/simulator.md (c) C7): tau-bench task sets, human annotation batches, the
+"""tau-USI input formats: tau-bench task sets, human annotation batches, the
 difficulty map and survey answers. Errors name the file, the entry and the field."""
 
 from __future__ import annotations

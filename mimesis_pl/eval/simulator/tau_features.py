@@ -1,4 +1,4 @@
-"""tau-USI behavioural features D1–D4 of a conversation's user turns (spec/simulator.md §8.3).
+"""tau-USI behavioural features D1–D4 of a conversation's user turns.
 
 Pure functions over the transcript. Meta messages (``###STOP###``) are removed first and turns left empty
 dropped. Rates are fractions of user turns in [0, 1]. The phrase lists are ours (the published extractor's

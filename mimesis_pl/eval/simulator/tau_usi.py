@@ -1,4 +1,4 @@
-"""tau-USI suite (spec/simulator.md §8.3): the simulator plays tau-bench customers against a fixed agent
+"""tau-USI suite: the simulator plays tau-bench customers against a fixed agent
 that uses a tool runtime over HTTP; behavioural features, success and survey answers are compared with
 each human annotation batch: D1–D4, ECE, USI₅ (USI₆ with a survey file), mean ± std over batches.
 
@@ -264,7 +264,7 @@ class TauUSISuite(FidelitySuite):
                     + table(head, rows) +
                     f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
                     "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds Eval (survey).\n\n"
-                    f"## Published (paper §9.3, USI₅; humans {TAU_USI_HUMAN})\n\n"
+                    f"## Published (the paper, USI₅; humans {TAU_USI_HUMAN})\n\n"
                     + table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published))
         scalars = {f"tau_usi/{k}": float(v["mean"]) for k, v in summary.items() if v["mean"] is not None}
         scalars["tau_usi/rollouts_unscored"] = float(results["rollouts_unscored"])

@@ -1,4 +1,4 @@
-"""tau-USI scoring of simulator runs against one human annotation batch (spec/simulator.md §8.3).
+"""tau-USI scoring of simulator runs against one human annotation batch.
 
 Pure: per batch, the human summary row and the model row (mean over runs of each run's row, every row
 restricted to the tasks both sides have), Dice–Sørensen per feature → D1–D4, ECE per run against the

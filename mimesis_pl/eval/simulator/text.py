@@ -1,7 +1,7 @@
 """Strict text handling of the suites: cleaning a simulator turn, finding and checking judge JSON.
 
 Pure functions. A judge reply that does not hold what was asked for raises :class:`JudgeFailure` — it is
-never read as a default verdict (spec/simulator.md D1, D24).
+never read as a default verdict (docs/decisions.md S1, S24).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ FIDELITY_KEYS = (
 FIDELITY_DIMENSIONS = ("persona", "style", "technical", "interaction", "pacing")
 
 def strip_reasoning(text: str, *, strict: bool = False) -> str:
-    """The public part of a simulator turn (spec §8.2): :func:`mimesis_pl.chat.think.strip_reasoning`.
+    """The public part of a simulator turn: :func:`mimesis_pl.chat.think.strip_reasoning`.
 
     With ``strict``, a turn left empty raises :class:`SimulatorFailure` (an unscored, counted failure of
     the suite) instead of becoming an empty message.

@@ -1,9 +1,9 @@
-"""Turing evaluation (spec/simulator.md §8.4): the simulator writes a held-out user turn, a judge rates
+"""Turing evaluation: the simulator writes a held-out user turn, a judge rates
 which of A/B a human wrote; canonical ratings, capped reward, tie rate, ground-truth accuracy, penalties.
 
 Two cached stages: ``turing/generate`` (keyed without the judge, so a new judge re-scores the same
 generations) and ``turing/score`` (keyed by the generated text's hash as well). Resume merges cached
-and new results (D25). If every judge call failed the report raises instead of writing a NaN summary.
+and new results (docs/decisions.md S25). If every judge call failed the report raises instead of writing a NaN summary.
 """
 
 from __future__ import annotations

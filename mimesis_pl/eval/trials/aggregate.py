@@ -24,7 +24,7 @@ from mimesis_pl.metrics.estimators import avg_at_n, mean_over_tasks, pass_at_k, 
 @dataclass(frozen=True)
 class SuccessRule:
     """When a scored trial counts as a success: ``score >= threshold`` where ``score`` is the reward
-    clipped to ``bounds`` (episode sums of some gyms exceed 1; spec/eval.md §2.4)."""
+    clipped to ``bounds`` (episode sums of some gyms exceed 1; docs/decisions.md E5)."""
 
     threshold: float = 1.0
     bounds: tuple[float, float] | None = (0.0, 1.0)
@@ -40,7 +40,7 @@ class SuccessRule:
 
 
 _BINARY = SuccessRule()
-# Per gym, what "success" means in evaluation (spec/gyms.md §2, spec/eval.md §2.4):
+# Per gym, what "success" means in evaluation (docs/decisions.md E5):
 GYM_SUCCESS_RULES: Mapping[str, SuccessRule] = MappingProxyType({
     "function": _BINARY,    # 0/1 reward: the hidden rule was found
     "telepathy": _BINARY,   # 0/1: the entity was guessed

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator, Literal, Mapping
 
+from mimesis_pl.checks import check_choice
 from mimesis_pl.eval.io import append_line_durable, repair_torn_tail
 from mimesis_pl.eval.replay.values import freeze, json_value_problem, thaw
 from mimesis_pl.eval.trials.keys import RunIdentity, TrialKey
@@ -48,8 +49,7 @@ class TrialRecord:
     finished_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
-        if self.status not in ("scored", "unscored"):
-            raise ValueError(f"trial {self.key.describe()}: status must be 'scored' or 'unscored', got {self.status!r}")
+        check_choice("status", self.status, ("scored", "unscored"), where=f"trial {self.key.describe()}")
         if self.status == "scored" and (self.reward is None or not math.isfinite(self.reward)):
             raise ValueError(f"trial {self.key.describe()}: a scored trial needs a finite reward, got {self.reward!r}")
         problem = json_value_problem(dict(self.info))

@@ -2,7 +2,7 @@
 
 A finished trial is reused only when everything that could change its result is the same: the task,
 the trial index, the agent (model *and* revision), the simulator, the gym configuration and the harness
-version (``spec/eval.md`` §2.7). The reference keyed by a hash of the prompt alone, so a new checkpoint
+version (docs/decisions.md E7). The reference keyed by a hash of the prompt alone, so a new checkpoint
 silently reused old results.
 """
 

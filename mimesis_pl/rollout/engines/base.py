@@ -18,10 +18,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 
+from ...checks import check_choice
+
 FinishReason = Literal["stop", "length"]
 
 # One per-turn budget of the agent for training rollouts, RL validation and evaluation (the reference
-# trains with 8192 and evaluates with 2048, a mismatch: spec D24b). A config may set its own.
+# trains with 8192 and evaluates with 2048, a mismatch: docs/decisions.md A24b). A config may set its own.
 AGENT_TURN_TOKENS = 8192
 
 
@@ -82,8 +84,7 @@ class GenerationResult:
     def __post_init__(self) -> None:
         if self.logprobs is not None and len(self.logprobs) != len(self.token_ids):
             raise ValueError(f"GenerationResult: {len(self.logprobs)} logprobs for {len(self.token_ids)} token ids")
-        if self.finish_reason not in ("stop", "length"):
-            raise ValueError(f"GenerationResult.finish_reason must be 'stop' or 'length', got {self.finish_reason!r}")
+        check_choice("GenerationResult.finish_reason", self.finish_reason, ("stop", "length"))
 
 
 @runtime_checkable

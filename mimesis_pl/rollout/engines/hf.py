@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
+from ...chat import pad_id_of
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
 from .batching import MicroBatcher
 from .hf_rows import RowSampler, RowStops
@@ -59,7 +60,7 @@ class HFEngine:
                 f"HFEngine needs a model with .generate (a transformers causal LM), got {type(model).__name__}"
             )
         self.model = model
-        self.pad_id = _pad_id(tokenizer_or_pad_id)
+        self.pad_id = pad_id_of(tokenizer_or_pad_id)
         self._lock = threading.Lock()  # one generate at a time, and no weight copy during one
         self._batcher = MicroBatcher(self._generate_batch, max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms)
 
@@ -152,14 +153,3 @@ def _device_of(model: nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
-def _pad_id(tokenizer_or_pad_id: Any) -> int:
-    if isinstance(tokenizer_or_pad_id, int):
-        return tokenizer_or_pad_id
-    pad = getattr(tokenizer_or_pad_id, "pad_token_id", None)
-    if pad is None:
-        pad = getattr(tokenizer_or_pad_id, "eos_token_id", None)
-    if pad is None:
-        raise ValueError(
-            f"HFEngine: {type(tokenizer_or_pad_id).__name__} has neither pad_token_id nor eos_token_id; pass a pad id"
-        )
-    return int(pad)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...checks import check_choice
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
 from .weights import hf_state_dict
 
@@ -144,8 +145,7 @@ class VLLMEngine:
             raise ImportError(
                 f"VLLMEngine needs vLLM, which is not importable here ({error}); {INSTALL_HINT}"
             ) from error
-        if sleep_level not in (1, 2):
-            raise ValueError(f"VLLMEngine: sleep_level must be 1 or 2, got {sleep_level}")
+        check_choice("sleep_level", sleep_level, (1, 2), where="VLLMEngine")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         kwargs = vllm_llm_kwargs(
             model_path, dtype=dtype, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,

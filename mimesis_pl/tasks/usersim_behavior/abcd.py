@@ -1,6 +1,6 @@
-"""ABCD environment data for usersim-behavior (spec §6.2): procedures, required fields, the verification prefix.
+"""ABCD environment data for usersim-behavior: procedures, required fields, the verification prefix.
 
-``AbcdData.load(folder)`` reads ``guidelines.json`` and ``kb.json`` in ABCD's format (spec (c) C5). The
+``AbcdData.load(folder)`` reads ``guidelines.json`` and ``kb.json`` in ABCD's format. The
 real files are not available offline; ``standin_abcd/`` ships a small synthetic stand-in in the same
 format (three subflows), which is the default.
 """
@@ -119,7 +119,7 @@ class AbcdData:
         return f"{title} (this store handles that under {description})" if description else title
 
     def verification_prefix(self, scenario: Mapping[str, Any], flow: str, subflow: str) -> list[tuple[str, str]]:
-        """Seeded identity-check turns ``[(role, text)]`` (role ``user`` / ``agent``), spec §6.2; [] if none."""
+        """Seeded identity-check turns ``[(role, text)]`` (role ``user`` / ``agent``); [] if none."""
         values = flatten_scenario(scenario)
         fields: list[str] = []
         for action in self.kb.get(subflow, []):

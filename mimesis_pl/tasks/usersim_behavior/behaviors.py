@@ -1,7 +1,7 @@
-"""The 13 frictional user behaviours of usersim-behavior (spec §6.7): applicability, kwargs, hint, rule.
+"""The 13 frictional user behaviours of usersim-behavior: applicability, kwargs, hint, rule.
 
 The reference loads definitions and hints from a taxonomy JSON that was never published; the texts
-below are our paraphrases of the spec's table. Rules are deterministic diagnostics, **logged and never
+below are our paraphrases of the reference's table. Rules are deterministic diagnostics, **logged and never
 rewarded** (they agree with the judge about once in seven); behaviours without a rule return ``None``.
 """
 

@@ -1,4 +1,4 @@
-"""Prompts and transcript renderers of usersim-behavior (spec §6.3, paraphrased)."""
+"""Prompts and transcript renderers of usersim-behavior (the reference's, paraphrased)."""
 
 from __future__ import annotations
 

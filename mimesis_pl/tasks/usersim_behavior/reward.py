@@ -1,4 +1,4 @@
-"""usersim-behavior reward (spec §6.6): pure functions of a validated verdict."""
+"""usersim-behavior reward: pure functions of a validated verdict."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The frozen ABCD support agent (spec §6.4): rebuilt from the public transcript every turn.
+"""The frozen ABCD support agent: rebuilt from the public transcript every turn.
 
 It never sees the simulator's reasoning structurally: its only input is the public transcript
 (customer turns as ``user``, its own as ``assistant``). ``ScriptedSupportAgent`` is the offline

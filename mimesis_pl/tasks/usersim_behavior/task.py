@@ -1,4 +1,4 @@
-"""The usersim-behavior rollout and reward (spec §6.5, §6.6), with D22 fixed.
+"""The usersim-behavior rollout and reward, with the reference's defects fixed (docs/decisions.md S22).
 
 Rows name one behaviour (several are a row error, not silently truncated) or none (control).
 Seeded verification turns are replayed as context (mask 0), shown to the judge as context only and

@@ -1,13 +1,20 @@
-"""Loading HF causal LMs (optionally with LoRA), building AdamW + schedule, and sharding with FSDP2."""
+"""Loading HF causal LMs (optionally with LoRA), building AdamW + schedule, and sharding with FSDP2.
+
+No Lightning here: the LightningModules (:mod:`mimesis_pl.modules`), the rollout callbacks and the
+agent eval backend all load models through these helpers.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .settings import LoraSettings, OptimSettings
+from mimesis_pl.checks import check_choice
+
+if TYPE_CHECKING:
+    from mimesis_pl.modules.settings import LoraSettings, OptimSettings
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -54,16 +61,12 @@ def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str,
     """Learning-rate factor at optimiser ``step`` (0-based): linear warm-up, then the decay."""
     if warmup_steps > 0 and step < warmup_steps:
         return (step + 1) / warmup_steps
+    check_choice("schedule", schedule, ("cosine", "linear", "constant"))
     if schedule == "constant":
         return 1.0
     decay_steps = max(1, total_steps - warmup_steps)
     progress = min(1.0, (step - warmup_steps) / decay_steps)
-    if schedule == "cosine":
-        shape = 0.5 * (1.0 + math.cos(math.pi * progress))
-    elif schedule == "linear":
-        shape = 1.0 - progress
-    else:
-        raise ValueError(f"schedule must be 'cosine', 'linear' or 'constant', got {schedule!r}")
+    shape = 0.5 * (1.0 + math.cos(math.pi * progress)) if schedule == "cosine" else 1.0 - progress
     return min_lr_ratio + (1.0 - min_lr_ratio) * shape
 
 

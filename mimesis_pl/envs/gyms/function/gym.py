@@ -1,5 +1,7 @@
 """FunctionGym: guess a hidden arithmetic rule ``f(a, b, c, d)`` by probing it; no user, no LLM.
 
+(Its expert, which solves the gym by probing, is in :mod:`.expert` and :mod:`.solver`.)
+
 Data: UserRL's ``functions.json`` (a list of ``{id, rule, test_case, expected_result}``), passed as
 ``functions_path`` (default: the copy in ``assets/gyms/functions.json``). A row names its function by
 ``create_kwargs.id``; its ``reward_model.ground_truth`` (the expected result) is cross-checked.
@@ -29,7 +31,7 @@ from typing import Any
 from mimesis_pl.envs.assets import bundled_gym_file
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.tasks import GymTask
-from mimesis_pl.users.base import UserSimulator
+from mimesis_pl.envs.user_protocol import UserSimulator
 
 # Results beyond this magnitude are reported as "too large": it bounds the work of probing power
 # towers such as ``c ** d ** b ** a`` and is shared with the expert's solver so both agree.

@@ -13,18 +13,27 @@ Reward per ``answer`` = improvement over the best score so far (``max(0, score -
 questions, so the episode score (sum) equals the best answer's score and stays in [0, 1]. The
 episode ends when an answer reaches ``success_threshold`` (default 1.0, as in UserRL's training).
 Feedback says how many facts an answer covered, never which text they hold.
+
+Scripted user (:func:`scripted_reply`): the same keyword rule as Telepathy against the hidden story
+(title, surface and bottom), "Yes." from 60 %. Expert (:class:`TurtleExpert`): a player who knows a
+list of classic stories and narrows them down by asking.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, require
+from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
+from mimesis_pl.envs.gyms.cards import CardExpert, make_card
+from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import content_words, overlap_fraction, question_keywords, sentences
-from mimesis_pl.users.base import UserSimulator
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 
 FULL_MATCH = 0.6
 PARTIAL_MATCH = 0.3
@@ -134,3 +143,77 @@ class TurtleGym(Gym):
             reward,
             score=score,
         )
+
+
+def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:
+    """The scripted host's answer to the last utterance, with reasoning quoting the hidden story."""
+    surface, story = str(persona.get("surface", "")), str(persona_field(persona, "story"))
+    question = utterances[-1]
+    verdict, asked, matched = yes_no_for(question, surface, story)
+    known = f"The hidden story: {story}"
+    if not verdict:
+        return UserReply(NOT_A_QUESTION, f"{known} The message asks nothing I can check against the story.")
+    reasoning = (
+        f"{known} The question is about {named(asked, question)}; the story contains "
+        f"{named(matched, question) if matched else 'none of that'}, so I answer {verdict}."
+    )
+    return UserReply(VERDICT_TEXT[verdict], reasoning)
+
+
+_TITLE = re.compile(r"^Title:\s*(.*)$", re.MULTILINE)
+_SURFACE = re.compile(r"^Surface:\s*(.*?)\n(?:Try to uncover|$)", re.MULTILINE | re.DOTALL)
+
+
+class TurtleExpert(CardExpert):
+    """Turtle-soup player who knows a list of classic stories (title, surface, solution).
+
+    Narrows the stories it knows by title and surface, asks keyword questions while more than one
+    fits, confirms distinctive facts of the remaining story, then tells it.
+    """
+
+    def __init__(self, cards: Sequence[tuple[str, str, str]], *, confirmations: int = 2) -> None:
+        super().__init__(
+            [make_card(t, b, s, not_keywords=content_words(f"{t} {s}")) for t, s, b in cards], confirmations
+        )
+
+    @classmethod
+    def from_tasks(cls, tasks: Iterable[GymTask], **kwargs) -> TurtleExpert:
+        cards = [
+            (str(t.hidden.get("title", "")), str(t.hidden.get("surface", "")), str(t.hidden["bottom"]))
+            for t in tasks
+            if t.env_name == "TurtleGym"
+        ]
+        return cls(cards, **kwargs)
+
+    def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
+        opening = opening_text(prompt)
+        title_match, surface_match = _TITLE.search(opening), _SURFACE.search(opening)
+        title = title_match.group(1).strip() if title_match else ""
+        surface = surface_match.group(1).strip() if surface_match else ""
+        known = [c for c in self.cards if c.title == title] or [c for c in self.cards if c.cue and c.cue == surface]
+        asked: set[str] = set(content_words(opening))
+        cards, questions = self._narrow(
+            known or list(self.cards),
+            history,
+            asked,
+            lambda q, c: yes_no_for(q, c.cue, c.text)[0],
+            lambda story, c: story == c.text,
+        )
+        if not cards:
+            return ExpertMove(
+                Action("answer", "I cannot work out what happened."), "No story I know fits these answers."
+            )
+        split = self._split_keyword(cards, asked) if len(cards) > 1 else None
+        if split is not None:
+            return ExpertMove(
+                Action("action", f"Does the story involve {split[1]}?"),
+                f"Several explanations fit; whether {split[1]} plays a part tells them apart.",
+            )
+        card = cards[0]
+        confirm = self._distinctive(card, asked, 2)
+        if questions < self.confirmations and len(confirm) == 2:
+            return ExpertMove(
+                Action("action", f"Does the story involve {confirm[0]} and {confirm[1]}?"),
+                f"I suspect what happened; checking whether {confirm[0]} and {confirm[1]} matter.",
+            )
+        return ExpertMove(Action("answer", card.text), "The answers fit together; I tell the whole story.")

@@ -1,5 +1,8 @@
 """The user-simulator protocol shared by every gym that talks to a user.
 
+It lives with the gyms, which call it; :mod:`mimesis_pl.users` implements it (``users`` may import
+``envs``, never the reverse).
+
 A gym sends the simulator OpenAI-style chat messages *from the simulator's point of view*: a system
 message (the persona, with the task's hidden data), then the agent's utterances as ``user`` messages
 and the simulator's own earlier public replies as ``assistant`` messages. The simulator answers with a

@@ -9,19 +9,27 @@ does not match ``Albert Einstein``).
 
 Reward: 1.0 for the first correct guess (the episode ends), 0.0 for questions and wrong guesses.
 Episode score = 0 or 1.
+
+Scripted user (:func:`scripted_reply`): "Yes." when at least half of the question's keywords describe
+the entity (name and hidden description), "No." when none do, "Maybe, partly." in between.
+Expert (:class:`TelepathyExpert`): twenty questions against a list of known entities.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
+from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
+from mimesis_pl.envs.gyms.cards import CardExpert, make_card
+from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import STOPWORDS, content_words, overlap_fraction, question_keywords, stem, words
-from mimesis_pl.users.base import UserSimulator
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 
 _ARTICLES = frozenset({"a", "an", "the"})
 
@@ -118,3 +126,73 @@ class TelepathyGym(Gym):
         if guess_is_correct(action.content, self._title):
             return self._result(f"Correct! I was thinking of {self._title}.", 1.0, done=True)
         return self._result("No, that is not what I am thinking of. Ask more questions or guess again.")
+
+
+def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:
+    """The scripted user's answer to the last utterance, with reasoning naming the entity."""
+    title, description = str(persona_field(persona, "entity")), str(persona_field(persona, "description"))
+    question = utterances[-1]
+    verdict, asked, matched = yes_no_for(question, title, description)
+    known = f"I am thinking of {title}: {description}."
+    if not verdict:
+        return UserReply(
+            NOT_A_QUESTION, f"{known} The message asks nothing I can check, so I ask for a yes-or-no question."
+        )
+    reasoning = (
+        f"{known} The question is about {named(asked, question)}; what I am thinking of matches "
+        f"{named(matched, question) if matched else 'none of that'}, so the answer is {verdict}."
+    )
+    return UserReply(VERDICT_TEXT[verdict], reasoning)
+
+
+_ENTITY_QUESTIONS = (
+    "Is it associated with {w}?",
+    "Does it have anything to do with {w}?",
+    "Is {w} part of a description of it?",
+)
+
+
+class TelepathyExpert(CardExpert):
+    """Twenty questions against a list of known entities (title, hidden description, opening line)."""
+
+    def __init__(self, cards: Sequence[tuple[str, str, str]], *, confirmations: int = 2) -> None:
+        super().__init__(
+            [make_card(t, f"{t} {d}", cue, not_keywords=content_words(t)) for t, d, cue in cards], confirmations
+        )
+
+    @classmethod
+    def from_tasks(cls, tasks: Iterable[GymTask], **kwargs) -> TelepathyExpert:
+        cards = [
+            (str(t.hidden["title"]), str(t.hidden.get("ground_truth", "")), t.opening_text.split("\n")[0].strip())
+            for t in tasks
+            if t.env_name == "TelepathyGym"
+        ]
+        return cls(cards, **kwargs)
+
+    def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
+        opening = opening_text(prompt)
+        asked: set[str] = set(content_words(opening))
+        cards, questions = self._narrow(
+            [c for c in self.cards if c.cue and c.cue in opening] or list(self.cards),
+            history,
+            asked,
+            lambda q, c: yes_no_for(q, c.title, c.text)[0],
+            lambda guess, c: guess_is_correct(guess, c.title),
+        )
+        template = _ENTITY_QUESTIONS[questions % len(_ENTITY_QUESTIONS)]
+        if not cards:
+            return ExpertMove(Action("answer", "I give up"), "None of the things I know fits these answers.")
+        split = self._split_keyword(cards, asked) if len(cards) > 1 else None
+        if split is not None:
+            return ExpertMove(
+                Action("action", template.format(w=split[1])),
+                f"{len(cards)} possibilities remain; asking about {split[1]} splits them roughly in half.",
+            )
+        card = cards[0]
+        confirm = self._distinctive(card, asked, 1)
+        if questions < self.confirmations and confirm:
+            return ExpertMove(
+                Action("action", template.format(w=confirm[0])),
+                f"I have a strong guess; asking about {confirm[0]} will confirm it.",
+            )
+        return ExpertMove(Action("answer", card.title), f"Every answer so far fits {card.title}.")

@@ -15,13 +15,18 @@ over the task's details, a question that newly covers the set ``N`` earns
 question therefore earns the full share, bundling k details loses 20 % per extra detail (UserRL's
 incentive), and the episode score (sum) is at most 1, reached by covering every detail one by one.
 The episode ends once every detail is covered. Questions covering nothing earn 0.
+
+Scripted user (:func:`scripted_reply`): when the question is about a missing detail (the coverage rule
+above), the user states its wish for it ("About the budget for the trip: Low."); otherwise it has no
+preference. Expert (:class:`IntentionExpert`): asks about one aspect per turn, most important first.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,9 +34,11 @@ from typing import Any
 
 from mimesis_pl.envs.assets import bundled_gym_file
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
+from mimesis_pl.envs.expert import Expert, ExpertMove, Turn, opening_text
+from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import QUESTION_FILLER, content_words, question_keywords, stem
-from mimesis_pl.users.base import UserSimulator
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 
 IMPORTANCE_WEIGHT = {3: 1.0, 2: 0.7, 1: 0.4}
 # Words that say nothing about *which* detail is meant.
@@ -209,3 +216,103 @@ class IntentionGym(Gym):
         reply = await self._ask_user(action.content)
         done = len(self._covered) == len(self._details)
         return self._result(reply.public, reward, done=done, user=reply, covered=sorted(new))
+
+
+def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:
+    """The user's wish for each detail the last question newly covers, or that it has no preference."""
+    task = str(persona_field(persona, "task"))
+    details = list(persona_field(persona, "details"))
+    keysets = detail_keysets(task, [(str(d["aspect"]), [str(o) for o in d.get("options", [])]) for d in details])
+    covered: set[int] = set()
+    for earlier in utterances[:-1]:
+        covered.update(covered_details(earlier, keysets, covered))
+    new = covered_details(utterances[-1], keysets, covered)
+    wishes = "; ".join(f"{d['aspect']}: {d['preference']}" for d in details)
+    reasoning = f"My request: {task} What I have in mind but did not say: {wishes}."
+    if new:
+        answers = " ".join(f"About {_as_mine(details[i]['aspect'])}: {details[i]['preference']}." for i in new)
+        told = ", ".join(str(details[i]["aspect"]) for i in new)
+        return UserReply(answers, f"{reasoning} This question is about {told}, so I tell them what I want there.")
+    if not question_keywords(utterances[-1]):
+        return UserReply(
+            "Could you ask me something more specific about what I need?",
+            f"{reasoning} The message asks nothing concrete.",
+        )
+    return UserReply(
+        "I don't have a particular preference about that.",
+        f"{reasoning} The question does not touch any of these details, so I have nothing to add.",
+    )
+
+
+def _as_mine(aspect: str) -> str:
+    text = aspect.strip()
+    for prefix in ("User's ", "user's ", "The user's ", "the user's "):
+        if text.startswith(prefix):
+            return "my " + text[len(prefix) :]
+    return "the " + text[:1].lower() + text[1:]
+
+
+_VAGUE_TASK = re.compile(r"initial vague task description:\s*(.+)", re.IGNORECASE)
+
+
+class IntentionExpert(Expert):
+    """Asks about one aspect per turn, most important first, offering the usual options as examples.
+
+    Knows the aspects to clarify (description + usual options), as a domain expert would; never the
+    user's preferences. It words each question so that, under the gym's coverage rule, it touches
+    exactly the one aspect it is about (examples that would also touch another aspect are left out).
+    """
+
+    def __init__(self, aspects: Sequence[tuple[str, Sequence[str]]]) -> None:
+        self.aspects = [(str(d), [str(o) for o in opts]) for d, opts in aspects]
+
+    @classmethod
+    def for_task(cls, task: GymTask, *, details_paths: Sequence[str | Path] | None = None) -> IntentionExpert:
+        paths = list(details_paths) if details_paths else [bundled_gym_file("intention_details.json")]
+        details = load_details(paths).get(str(require(task.hidden, "id", where=task.source)), ())
+        ordered = sorted(details, key=lambda d: -d.importance)
+        return cls([(d.description, d.options) for d in ordered])
+
+    def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
+        opening = opening_text(prompt)
+        match = _VAGUE_TASK.search(opening)
+        keysets = detail_keysets(match.group(1) if match else opening, self.aspects)
+        covered: set[int] = set()
+        for action, _ in history:
+            covered.update(covered_details(action.content, keysets, covered))
+        for i, (description, options) in enumerate(self.aspects):
+            if i in covered:
+                continue
+            question = self._question(i, description, options, keysets, covered)
+            if question is not None:
+                phrase = _aspect_phrase(description)
+                return ExpertMove(
+                    Action("action", question), f"The request leaves {phrase} open; I ask about that one thing."
+                )
+        return ExpertMove(
+            Action("action", "Is there anything else about your request I should know?"),
+            "I have asked about every aspect I can think of.",
+        )
+
+    @staticmethod
+    def _question(i: int, description: str, options: Sequence[str], keysets, covered: set[int]) -> str | None:
+        phrase = _aspect_phrase(description)
+        safe = [o for o in options if set(covered_details(o, keysets, covered)) <= {i}]
+        drafts = [f"Could you tell me about {phrase}?"]
+        if len(safe) > 1:
+            drafts.insert(0, f"Could you tell me about {phrase}? For example: {', '.join(safe[:-1])} or {safe[-1]}?")
+        elif safe:
+            drafts.insert(0, f"Could you tell me about {phrase}? For example: {safe[0]}?")
+        exact = [q for q in drafts if covered_details(q, keysets, covered) == [i]]
+        if exact:
+            return exact[0]
+        touching = [q for q in drafts if i in covered_details(q, keysets, covered)]
+        return min(touching, key=lambda q: len(covered_details(q, keysets, covered))) if touching else None
+
+
+def _aspect_phrase(description: str) -> str:
+    text = description.strip().rstrip(".")
+    for prefix in ("The user's ", "the user's ", "User's ", "user's "):
+        if text.startswith(prefix):
+            return "your " + text[len(prefix) :]
+    return "the " + text[:1].lower() + text[1:]

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from mimesis_pl.envs.function import RESULT_LIMIT, evaluate_rule
+from mimesis_pl.envs.gyms.function.gym import RESULT_LIMIT, evaluate_rule
 
 # The probes the expert makes, in order. The first five vary one input at a time from (1, 2, 3, 4),
 # as the gym's system prompt suggests; the rest are spares to break remaining ties.

@@ -1,0 +1,80 @@
+"""Scripted experts: what an expert sees and returns, and a runner that records its episodes.
+
+Each built-in gym keeps its expert next to its environment (:mod:`mimesis_pl.envs.gyms`). An expert
+sees what an agent sees — the public prompt and the (action, observation) history — and returns an
+:class:`ExpertMove`: a natural :class:`Action` plus a short thought for the ``<think>`` block. Experts
+recompute everything from the history on every call (no hidden state), so a trace can be resumed
+anywhere. What each expert knows beyond the conversation is stated on its class.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mimesis_pl.chat.think import join_think
+from mimesis_pl.envs.base import Action
+from mimesis_pl.envs.tool import action_to_tool_call
+
+if TYPE_CHECKING:
+    # Annotations only: the manager imports the gym registry, whose gyms import this module.
+    from mimesis_pl.envs.manager import EnvironmentManager, EpisodeSummary, PrivilegedTurn
+    from mimesis_pl.envs.tasks import GymTask
+
+Turn = tuple[Action, str]  # (what the agent did, what it observed)
+
+
+@dataclass(frozen=True)
+class ExpertMove:
+    action: Action
+    thought: str
+
+    def assistant_text(self) -> str:
+        """The assistant turn as the policy would write it: ``<think>`` block, then the tool call."""
+        return join_think(self.thought, action_to_tool_call(self.action))
+
+
+class Expert(abc.ABC):
+    """Plays one gym from the public conversation only (plus the knowledge its class documents)."""
+
+    @abc.abstractmethod
+    def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove: ...
+
+
+def opening_text(prompt: Sequence[Mapping[str, str]]) -> str:
+    return next((str(m["content"]) for m in reversed(prompt) if m.get("role") == "user"), "")
+
+
+@dataclass(frozen=True)
+class ExpertTurn:
+    move: ExpertMove
+    observation: str
+    reward: float
+
+
+@dataclass(frozen=True)
+class ExpertTrace:
+    """A played episode: the expert's turns, the episode summary and the simulator's privileged records."""
+
+    turns: list[ExpertTurn]
+    summary: EpisodeSummary
+    privileged: list[PrivilegedTurn]
+
+
+async def run_expert_episode(
+    manager: EnvironmentManager, task: GymTask, expert: Expert, *, episode_id: str
+) -> ExpertTrace:
+    """Play ``task`` with ``expert`` through the manager, exactly as an agent's turns would be run."""
+    episode = await manager.start(task, episode_id)
+    turns: list[ExpertTurn] = []
+    history: list[Turn] = []
+    prompt = task.public_messages()
+    while not episode.done:
+        move = expert.act(prompt, history)
+        observation, reward, _ = await episode.step(move.assistant_text())
+        turns.append(ExpertTurn(move, observation, reward))
+        history.append((move.action, observation))
+    summary = await episode.finish()
+    return ExpertTrace(turns, summary, list(episode.privileged))

@@ -1,0 +1,9 @@
+"""The built-in offline gyms, one home each: environment, scripted user rule (``scripted_reply``) and expert.
+
+- :mod:`.function` (a folder: gym, expert, the expert's rule solver; no user),
+- :mod:`.telepathy`, :mod:`.turtle` (guessing gyms; their experts share :mod:`.cards`),
+- :mod:`.intention`, :mod:`.persuade`.
+
+What the scripted rules share is in :mod:`.rules`; the registry of gym classes is
+:mod:`mimesis_pl.envs.registry`, the user that applies the rules :class:`mimesis_pl.users.ScriptedUser`.
+"""

@@ -1,0 +1,24 @@
+"""FunctionGym's home: the gym (:mod:`.gym`), its expert (:mod:`.expert`) and the expert's rule solver
+(:mod:`.solver`). The gym needs no user simulator, so it has no scripted user rule."""
+
+from mimesis_pl.envs.gyms.function.expert import FunctionExpert
+from mimesis_pl.envs.gyms.function.gym import (
+    ANSWER_TOLERANCE,
+    RESULT_LIMIT,
+    FunctionGym,
+    compile_rule,
+    evaluate_rule,
+    format_number,
+    load_functions,
+)
+
+__all__ = [
+    "ANSWER_TOLERANCE",
+    "RESULT_LIMIT",
+    "FunctionExpert",
+    "FunctionGym",
+    "compile_rule",
+    "evaluate_rule",
+    "format_number",
+    "load_functions",
+]
