@@ -124,7 +124,7 @@ def test_training_validation_and_evaluation_share_one_turn_budget_and_reference_
         assert "max_new_tokens" not in agent, name
     grpo = yaml.safe_load((REPO / "configs" / "agent_grpo.yaml").read_text())
     assert grpo["model"]["init_args"]["rollout"]["max_new_tokens"] == 8192
-    # spec §2.10 / §2.19: torch AdamW betas and eps in both references; RL lr 1e-6 constant, wd 0.01, no warm-up
+    # reference optimiser: torch AdamW betas and eps; RL lr 1e-6 constant, weight decay 0.01, no warm-up
     assert (OptimSettings().betas, OptimSettings().eps) == ((0.9, 0.999), 1e-8)
     rl = REFERENCE_RL_OPTIM
     assert (rl.lr, rl.weight_decay, rl.schedule, rl.warmup_ratio, rl.warmup_steps) == (1e-6, 0.01, "constant", 0.0, None)
