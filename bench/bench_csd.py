@@ -106,8 +106,16 @@ def make_experience(model_path: str, n_episodes: int):
         mine = {turn: note for (j, turn), note in notes.items() if j == i}
         real.append(build_teacher_rows(t.input_ids, t.turn_spans, mine, render, len(t.input_ids) + 1024, prompt_len=0))
         drawn = {turn: pool.draw(note, t.group_id, t.task_key) for turn, note in mine.items()}
-        placebo.append(build_teacher_rows(t.input_ids, t.turn_spans, {k: v for k, v in drawn.items() if v}, render,
-                                          len(t.input_ids) + 1024, prompt_len=0))
+        placebo.append(
+            build_teacher_rows(
+                t.input_ids,
+                t.turn_spans,
+                {k: v for k, v in drawn.items() if v},
+                render,
+                len(t.input_ids) + 1024,
+                prompt_len=0,
+            )
+        )
     teacher = TeacherBatch(real, placebo, {}, spans=[trajs[i].turn_spans for i in exp.trained])
     return RLStep(experience=exp, teacher=teacher, metrics=dict(exp.metrics)), counts, tok
 
@@ -117,8 +125,14 @@ def run(module, step: RLStep, steps: int) -> list[float]:
     timer = StepTimer()
     data = GymPromptDataModule(files=["assets/data/gyms/train/*.parquet"], batch_size=1)
     trainer = pl.Trainer(
-        accelerator="cpu", max_steps=steps + 1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, callbacks=[timer], use_distributed_sampler=False,
+        accelerator="cpu",
+        max_steps=steps + 1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[timer],
+        use_distributed_sampler=False,
     )
     trainer.fit(module, datamodule=data)
     return timer.times[1:]  # the first step includes optimiser state allocation
@@ -133,8 +147,10 @@ def main() -> None:
     args = parser.parse_args()
     step, counts, tok = make_experience(args.model, args.episodes)
     exp = step.experience
-    kwargs = {"policy": ModelSettings(model_path=args.model),
-              "ppo": PPOSettings(mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False)}
+    kwargs = {
+        "policy": ModelSettings(model_path=args.model),
+        "ppo": PPOSettings(mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False),
+    }
     modules = {
         "grpo": lambda: AgentGRPO(**kwargs),
         "csd_prefix_cache": lambda: AgentCSD(**kwargs),
@@ -147,12 +163,16 @@ def main() -> None:
     real = pack_teacher_rows(step.teacher.real, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     plac = pack_teacher_rows(step.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
-    print(f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo")
+    print(
+        f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo"
+    )
     rounds.print_table("step_ms", "{:.1f}")
     rounds.print_ratio("csd_prefix_cache", "grpo", "step_ms")
     rounds.print_ratio("csd_packed", "grpo", "step_ms")
-    print(f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
-          f"   ({REFERENCE_BYTES / (row_bytes / n):.0f}x less)")
+    print(
+        f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
+        f"   ({REFERENCE_BYTES / (row_bytes / n):.0f}x less)"
+    )
 
 
 if __name__ == "__main__":

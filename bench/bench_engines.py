@@ -121,8 +121,10 @@ def measure_vllm(requests, rounds: int) -> None:
     try:
         timed(batched, engine, requests[:4])
         rates = [tokens / seconds for seconds, tokens in (timed(batched, engine, requests) for _ in range(rounds))]
-        print(f"VLLMEngine concurrent: {statistics.median(rates):9.0f} tok/s  (median of {rounds}; "
-              f"min {min(rates):.0f}, max {max(rates):.0f})")
+        print(
+            f"VLLMEngine concurrent: {statistics.median(rates):9.0f} tok/s  (median of {rounds}; "
+            f"min {min(rates):.0f}, max {max(rates):.0f})"
+        )
     finally:
         engine.close()
 

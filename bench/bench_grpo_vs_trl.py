@@ -59,19 +59,25 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
-from mimesis_pl.spans import TurnSpan
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
 from mimesis_pl.rollout.stage import RolloutStage
 from mimesis_pl.rollout.step import RLStep
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 
 TINY = REPO / "assets" / "tiny-qwen3"
 SYSTEM = "You are a helpful support agent. Answer briefly."
 TOPICS = [
-    "a refund", "a table for two", "a late train", "a broken kettle",
-    "a lost parcel", "a hotel room", "a bill", "a password",
+    "a refund",
+    "a table for two",
+    "a late train",
+    "a broken kettle",
+    "a lost parcel",
+    "a hotel room",
+    "a bill",
+    "a password",
 ]
 
 
@@ -226,9 +232,16 @@ def run_ours(module: TimedAgentGRPO, prompts, args, clock: PhaseClock) -> None:
     steps = 1 + args.steps
     loader = DataLoader(prompts * steps, batch_size=len(prompts), shuffle=False, collate_fn=list)
     trainer = pl.Trainer(
-        accelerator="cpu", devices=1, precision="32-true", max_steps=steps, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        num_sanity_val_steps=0, limit_val_batches=0,
+        accelerator="cpu",
+        devices=1,
+        precision="32-true",
+        max_steps=steps,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
     )
     clock.mark_round()
     trainer.fit(module, loader)
@@ -305,8 +318,12 @@ def build_trl(prompts, args, clock: PhaseClock, output_dir: str):
     dataset = Dataset.from_list([{"prompt": p} for p in prompts * steps])
     tokenizer = AutoTokenizer.from_pretrained(TINY)
     trainer = TimedGRPOTrainer(
-        model=model, reward_funcs=[trl_reward], args=config, train_dataset=dataset,
-        processing_class=tokenizer, callbacks=[Stamps()],
+        model=model,
+        reward_funcs=[trl_reward],
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[Stamps()],
     )
     trainer.remove_callback(PrinterCallback)  # it prints the end-of-run summary dict of every round
     return trainer
@@ -352,9 +369,16 @@ def summarise(clock: PhaseClock, per_round: int) -> dict[str, float]:
     update = [s - g - r for s, g, r in zip(in_step, gen, score)]
     old = timed_only(clock.phases["old_logprobs"], per_round)
     return {
-        "step": med(steps), "step_min": min(steps), "step_max": max(steps), "timed_steps": len(steps),
-        "generate": med(gen), "reward_adv": med(score), "update": med(update), "old_logprobs": med(old) if old else 0.0,
-        "loop": med(steps) - med(in_step), "tokens": med(timed_only(clock.tokens, per_round)),
+        "step": med(steps),
+        "step_min": min(steps),
+        "step_max": max(steps),
+        "timed_steps": len(steps),
+        "generate": med(gen),
+        "reward_adv": med(score),
+        "update": med(update),
+        "old_logprobs": med(old) if old else 0.0,
+        "loop": med(steps) - med(in_step),
+        "tokens": med(timed_only(clock.tokens, per_round)),
         "width": med(clock.widths),
     }
 
@@ -402,7 +426,9 @@ def main() -> None:
     parser.add_argument("--stop-at-eos", action="store_true", help="stop at <|im_end|> instead of forcing full length")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--threads", type=int, default=1,
+        "--threads",
+        type=int,
+        default=1,
         help="torch threads of both sides (1: two spinning OpenMP threads on shared cores made steps 10x noisier)",
     )
     args = parser.parse_args()
@@ -418,8 +444,13 @@ def main() -> None:
     module = TimedAgentGRPO(
         policy=ModelSettings(model_path=str(TINY)),
         optim=OptimSettings(lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95), schedule="constant"),
-        ppo=PPOSettings(mini_batch_size=args.prompts * args.n, micro_batch_size=args.prompts * args.n, epochs=1,
-                        loss_agg="token-mean", grad_clip=1.0),
+        ppo=PPOSettings(
+            mini_batch_size=args.prompts * args.n,
+            micro_batch_size=args.prompts * args.n,
+            epochs=1,
+            loss_agg="token-mean",
+            grad_clip=1.0,
+        ),
     )
     ours, trl = PhaseClock(), PhaseClock()
     module.clock = ours

@@ -20,8 +20,23 @@ from transformers import AutoTokenizer
 from mimesis_pl.chat import ChatRenderer
 
 WORDS = [
-    "the", "user", "asks", "about", "a", "flight", "to", "paris", "on", "friday", "and", "the", "agent", "searches",
-    "options", "with", "care",
+    "the",
+    "user",
+    "asks",
+    "about",
+    "a",
+    "flight",
+    "to",
+    "paris",
+    "on",
+    "friday",
+    "and",
+    "the",
+    "agent",
+    "searches",
+    "options",
+    "with",
+    "care",
 ]
 
 
@@ -35,7 +50,9 @@ def conversation(turns: int, rng: random.Random) -> list[dict]:
 
 def reprefix_baseline(tokenizer, messages: list[dict], role: str = "assistant") -> tuple[list[int], list[int]]:
     """Render and tokenise ``messages[:k+1]`` for every k; mask the trained role's tokens after its header."""
-    header = tokenizer.apply_chat_template([{"role": "user", "content": ""}], add_generation_prompt=True, tokenize=True, return_dict=False)
+    header = tokenizer.apply_chat_template(
+        [{"role": "user", "content": ""}], add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     base = tokenizer.apply_chat_template([{"role": "user", "content": ""}], tokenize=True, return_dict=False)
     header_len = len(header) - len(base)
     ids: list[int] = []

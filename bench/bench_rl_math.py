@@ -38,7 +38,10 @@ def timed(fn, repeats: int) -> tuple[str, object]:
         start = time.perf_counter()
         result = fn()
         times.append((time.perf_counter() - start) * 1e3)
-    return f"{min(times):.1f} / {statistics.median(times):.1f} / {max(times):.1f} ms (min / median / max of {repeats})", result
+    return (
+        f"{min(times):.1f} / {statistics.median(times):.1f} / {max(times):.1f} ms (min / median / max of {repeats})",
+        result,
+    )
 
 
 def once_ms(fn) -> float:
@@ -88,16 +91,15 @@ def main() -> None:
 
     def build():
         return [
-            build_teacher_rows(seq, spans, {t: "note" for t in ts}, lambda _: note_ids, width=P + L + 1024,
-                               prompt_len=P)
+            build_teacher_rows(
+                seq, spans, {t: "note" for t in ts}, lambda _: note_ids, width=P + L + 1024, prompt_len=P
+            )
             for seq, spans, ts in zip(sequences, layouts, noted)
         ]
 
     took_build, trajs = timed(build, max(1, args.repeats // 2))
     print(f"build_teacher_rows x{B}: {took_build}")
-    took_pack, packed = timed(
-        lambda: pack_teacher_rows(trajs, response_length=L, pad_id=0), max(1, args.repeats // 2)
-    )
+    took_pack, packed = timed(lambda: pack_teacher_rows(trajs, response_length=L, pad_id=0), max(1, args.repeats // 2))
     rows, width = packed.input_ids.shape
     print(f"pack_teacher_rows -> [{rows}, {width}] (no empty rows): {took_pack}")
     keep = teacher_logits_to_keep(packed)
@@ -115,8 +117,10 @@ def main() -> None:
     print(f"gather_teacher_logprobs -> [{B}, {L}]: window [{rows}, {keep}] vs full rows [{rows}, {width}]")
     rounds.print_table("ms", "{:.1f}")
     rounds.print_ratio("window", "full_rows", "ms")
-    print(f"masked tokens: {int(packed.teacher_mask.sum())} of {B * L}; advantages finite: "
-          f"{bool(torch.isfinite(adv).all())}; teacher finite: {bool(torch.isfinite(teacher).all())}")
+    print(
+        f"masked tokens: {int(packed.teacher_mask.sum())} of {B * L}; advantages finite: "
+        f"{bool(torch.isfinite(adv).all())}; teacher finite: {bool(torch.isfinite(teacher).all())}"
+    )
 
 
 if __name__ == "__main__":

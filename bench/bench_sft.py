@@ -32,10 +32,16 @@ def build(args):
 
     torch.manual_seed(0)
     config = Qwen3Config(
-        vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
-        intermediate_size=args.intermediate or 3 * args.hidden, num_attention_heads=args.heads,
-        num_key_value_heads=max(1, args.heads // 2), head_dim=args.head_dim, tie_word_embeddings=args.tie,
-        max_position_embeddings=max(4096, args.seq), attn_implementation="sdpa",
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        intermediate_size=args.intermediate or 3 * args.hidden,
+        num_attention_heads=args.heads,
+        num_key_value_heads=max(1, args.heads // 2),
+        head_dim=args.head_dim,
+        tie_word_embeddings=args.tie,
+        max_position_embeddings=max(4096, args.seq),
+        attn_implementation="sdpa",
     )
     with torch.device(args.device):  # initialise on the device: a 0.6B model initialises slowly on CPU
         model = AutoModelForCausalLM.from_config(config).train()
@@ -64,6 +70,7 @@ def step_fn(variant: str, model, args):
 
     variant = variant.removesuffix("_gc")  # the suffix only switches gradient checkpointing on
     if variant == "hf":
+
         def loss_of(batch):
             labels = batch["input_ids"].masked_fill(batch["loss_mask"] == 0, -100)
             return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels).loss
@@ -74,6 +81,7 @@ def step_fn(variant: str, model, args):
         def loss_of(batch):
             return module._nll(batch)[0]
     elif variant == "logprobs":
+
         def loss_of(batch):
             target = batch["loss_mask"][:, 1:]
             logprobs = model_token_logprobs(
@@ -121,8 +129,12 @@ def child(args) -> dict:
         times.append(time.perf_counter() - start)
     peak = torch.cuda.max_memory_allocated() if cuda else peak_rss_bytes()
     return {
-        "variant": args.child, "seconds": min(times), "peak_bytes": peak, "growth_bytes": peak - base,
-        "loss": loss, "tokens": args.batch * args.seq,
+        "variant": args.child,
+        "seconds": min(times),
+        "peak_bytes": peak,
+        "growth_bytes": peak - base,
+        "loss": loss,
+        "tokens": args.batch * args.seq,
     }
 
 
@@ -152,7 +164,18 @@ def parser() -> argparse.ArgumentParser:
 
 def child_argv(args, variant: str) -> list[str]:
     argv = [__file__, "--child", variant]
-    for name in ("vocab", "hidden", "layers", "heads", "head_dim", "batch", "seq", "trained_fraction", "steps", "device"):
+    for name in (
+        "vocab",
+        "hidden",
+        "layers",
+        "heads",
+        "head_dim",
+        "batch",
+        "seq",
+        "trained_fraction",
+        "steps",
+        "device",
+    ):
         argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     if args.intermediate:
         argv += ["--intermediate", str(args.intermediate)]
@@ -167,13 +190,19 @@ def compare(args) -> dict:
     losses: dict[str, float] = {}
     for variant in rounds:
         out = run_child(child_argv(args, variant))
-        rounds.record(variant, seconds=out["seconds"], peak_gib=out["peak_bytes"] / 2**30,
-                      growth_gib=out["growth_bytes"] / 2**30)
+        rounds.record(
+            variant, seconds=out["seconds"], peak_gib=out["peak_bytes"] / 2**30, growth_gib=out["growth_bytes"] / 2**30
+        )
         losses[variant] = out["loss"]
-        print(f"round {rounds.round}: {variant:>9} {out['seconds']:8.2f} s  peak {out['peak_bytes'] / 2**30:6.2f} GiB  "
-              f"growth {out['growth_bytes'] / 2**30:6.2f} GiB  loss {out['loss']:.6f}", flush=True)
-    print(f"B{args.batch} x T{args.seq}, vocab {args.vocab}, hidden {args.hidden}, {args.layers} layers, "
-          f"trained fraction {args.trained_fraction}, device {args.device}")
+        print(
+            f"round {rounds.round}: {variant:>9} {out['seconds']:8.2f} s  peak {out['peak_bytes'] / 2**30:6.2f} GiB  "
+            f"growth {out['growth_bytes'] / 2**30:6.2f} GiB  loss {out['loss']:.6f}",
+            flush=True,
+        )
+    print(
+        f"B{args.batch} x T{args.seq}, vocab {args.vocab}, hidden {args.hidden}, {args.layers} layers, "
+        f"trained fraction {args.trained_fraction}, device {args.device}"
+    )
     for measure in ("seconds", "peak_gib", "growth_gib"):
         rounds.print_table(measure)
     result = {"args": vars(args), "losses": losses, **rounds.summary(), "ratios": {}}

@@ -22,7 +22,36 @@ from pathlib import Path
 from rounds import Rounds, current_rss_bytes, peak_rss_bytes, run_child
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ["the", "user", "asks", "about", "a", "flight", "to", "paris", "on", "friday", "and", "the", "agent", "searches", "options", "with", "care", "refund", "kettle", "parcel", "table", "booking", "late", "train", "password", "hotel", "room", "bill"]
+WORDS = [
+    "the",
+    "user",
+    "asks",
+    "about",
+    "a",
+    "flight",
+    "to",
+    "paris",
+    "on",
+    "friday",
+    "and",
+    "the",
+    "agent",
+    "searches",
+    "options",
+    "with",
+    "care",
+    "refund",
+    "kettle",
+    "parcel",
+    "table",
+    "booking",
+    "late",
+    "train",
+    "password",
+    "hotel",
+    "room",
+    "bill",
+]
 
 
 def write_rows(path: Path, rows: int) -> Path:
@@ -34,8 +63,12 @@ def write_rows(path: Path, rows: int) -> Path:
         for k in range(rows):
             user = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40)))
             reply = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 60)))
-            out.write(json.dumps({"messages": [{"role": "user", "content": f"{k}: {user}"},
-                                               {"role": "assistant", "content": reply}]}) + "\n")
+            out.write(
+                json.dumps(
+                    {"messages": [{"role": "user", "content": f"{k}: {user}"}, {"role": "assistant", "content": reply}]}
+                )
+                + "\n"
+            )
     tmp.rename(path)
     return path
 
@@ -47,8 +80,13 @@ def child(args) -> dict:
 
     base = current_rss_bytes()
     start = time.perf_counter()
-    dm = JsonlChatSFTDataModule(files=[args.file], tokenizer_path=str(REPO / "assets/tiny-qwen3"), batch_size=8,
-                                streaming=args.child == "streaming", shuffle_window=args.window)
+    dm = JsonlChatSFTDataModule(
+        files=[args.file],
+        tokenizer_path=str(REPO / "assets/tiny-qwen3"),
+        batch_size=8,
+        streaming=args.child == "streaming",
+        shuffle_window=args.window,
+    )
     dm.setup("fit")
     loader = dm.train_dataloader()
     batches = iter(loader)
@@ -59,8 +97,12 @@ def child(args) -> dict:
         rows += batch["input_ids"].shape[0]
     total = time.perf_counter() - start
     rendered = rows if args.child == "streaming" else len(dm.train_samples) + rows
-    return {"startup_s": startup, "rows_per_s": rendered / total, "growth_mib": (peak_rss_bytes() - base) / 2**20,
-            "rows_rendered": rendered}
+    return {
+        "startup_s": startup,
+        "rows_per_s": rendered / total,
+        "growth_mib": (peak_rss_bytes() - base) / 2**20,
+        "rows_rendered": rendered,
+    }
 
 
 def main() -> None:
@@ -79,15 +121,31 @@ def main() -> None:
         return
     Path(args.cache).mkdir(parents=True, exist_ok=True)
     files = {n: write_rows(Path(args.cache) / f"rows_{n}.jsonl", n) for n in args.rows}
-    labels = [f"{v}@{n}" for n in args.rows for v in ("eager", "streaming") if v == "streaming" or n <= args.eager_max_rows]
+    labels = [
+        f"{v}@{n}" for n in args.rows for v in ("eager", "streaming") if v == "streaming" or n <= args.eager_max_rows
+    ]
     rounds = Rounds(labels, args.rounds)
     for label in rounds:
         variant, n = label.split("@")
-        out = run_child([__file__, "--child", variant, "--file", str(files[int(n)]), "--batches", str(args.batches),
-                         "--window", str(args.window)])
+        out = run_child(
+            [
+                __file__,
+                "--child",
+                variant,
+                "--file",
+                str(files[int(n)]),
+                "--batches",
+                str(args.batches),
+                "--window",
+                str(args.window),
+            ]
+        )
         rounds.record(label, **{k: v for k, v in out.items()})
-        print(f"round {rounds.round}: {label:>18} start-up {out['startup_s']:8.2f} s  rows/s {out['rows_per_s']:8.0f}  "
-              f"RSS growth {out['growth_mib']:8.1f} MiB", flush=True)
+        print(
+            f"round {rounds.round}: {label:>18} start-up {out['startup_s']:8.2f} s  rows/s {out['rows_per_s']:8.0f}  "
+            f"RSS growth {out['growth_mib']:8.1f} MiB",
+            flush=True,
+        )
     for measure, fmt in (("growth_mib", "{:.1f}"), ("startup_s", "{:.2f}"), ("rows_per_s", "{:.0f}")):
         rounds.print_table(measure, fmt)
     for n in args.rows:

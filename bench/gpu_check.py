@@ -45,17 +45,39 @@ TOKENIZER_FROM = REPO / "assets" / "tiny-agent"
 
 # Qwen3-0.6B's shape; the dry run keeps the structure at toy sizes.
 SHAPES = {
-    "0.6b": {"hidden": 1024, "intermediate": 3072, "layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128,
-             "vocab": 151_936, "tie": True},
-    "tiny": {"hidden": 64, "intermediate": 128, "layers": 2, "heads": 2, "kv_heads": 1, "head_dim": 32,
-             "vocab": 2048, "tie": True},
+    "0.6b": {
+        "hidden": 1024,
+        "intermediate": 3072,
+        "layers": 28,
+        "heads": 16,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "vocab": 151_936,
+        "tie": True,
+    },
+    "tiny": {
+        "hidden": 64,
+        "intermediate": 128,
+        "layers": 2,
+        "heads": 2,
+        "kv_heads": 1,
+        "head_dim": 32,
+        "vocab": 2048,
+        "tie": True,
+    },
 }
 SECTION_LIMITS_S = {"sft": 230, "grpo": 75, "csd": 90, "fsdp1": 60}  # + ~25 s building the model: < 8 min
 
 
 # import name -> what pip installs for it
-NEEDED = {"jsonargparse": "jsonargparse[signatures]", "docstring_parser": "docstring-parser",
-          "typeshed_client": "typeshed-client", "aiohttp": "aiohttp", "yaml": "pyyaml", "jinja2": "jinja2"}
+NEEDED = {
+    "jsonargparse": "jsonargparse[signatures]",
+    "docstring_parser": "docstring-parser",
+    "typeshed_client": "typeshed-client",
+    "aiohttp": "aiohttp",
+    "yaml": "pyyaml",
+    "jinja2": "jinja2",
+}
 
 
 def missing_modules() -> list[str]:
@@ -69,8 +91,21 @@ def ensure_dependencies(wheels: str | None) -> dict:
     missing = missing_modules()
     record = {"section": "dependencies", "missing_before": missing}
     if missing and wheels:
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--find-links", wheels,
-                               *(NEEDED[m] for m in missing)], capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--no-index",
+                "--find-links",
+                wheels,
+                *(NEEDED[m] for m in missing),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         record["pip_tail"] = (done.stdout + done.stderr)[-1500:]
         missing = missing_modules()
     record.update(ok=not missing, missing=missing)
@@ -88,10 +123,18 @@ def build_model_folder(shape: dict, out: Path, device: str) -> Path:
             shutil.copy(f, out / f.name)
     tiny = json.loads((TOKENIZER_FROM / "config.json").read_text())
     config = Qwen3Config(
-        vocab_size=shape["vocab"], hidden_size=shape["hidden"], intermediate_size=shape["intermediate"],
-        num_hidden_layers=shape["layers"], num_attention_heads=shape["heads"], num_key_value_heads=shape["kv_heads"],
-        head_dim=shape["head_dim"], tie_word_embeddings=shape["tie"], max_position_embeddings=40_960,
-        eos_token_id=tiny["eos_token_id"], pad_token_id=tiny["pad_token_id"], bos_token_id=tiny.get("bos_token_id"),
+        vocab_size=shape["vocab"],
+        hidden_size=shape["hidden"],
+        intermediate_size=shape["intermediate"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"],
+        head_dim=shape["head_dim"],
+        tie_word_embeddings=shape["tie"],
+        max_position_embeddings=40_960,
+        eos_token_id=tiny["eos_token_id"],
+        pad_token_id=tiny["pad_token_id"],
+        bos_token_id=tiny.get("bos_token_id"),
     )
     torch.manual_seed(0)
     with torch.device(device):
@@ -107,11 +150,18 @@ def cli_config(name: str, model_dir: Path, work: Path, gpu: bool) -> Path:
     cfg = yaml.safe_load((REPO / "configs" / "tiny" / f"{name}.yaml").read_text())
     trainer = cfg["trainer"]
     trainer.update(
-        accelerator="gpu" if gpu else "cpu", devices=1, precision="bf16-mixed" if gpu else "32-true", max_steps=1,
-        limit_val_batches=0, enable_checkpointing=False, num_sanity_val_steps=0,
+        accelerator="gpu" if gpu else "cpu",
+        devices=1,
+        precision="bf16-mixed" if gpu else "32-true",
+        max_steps=1,
+        limit_val_batches=0,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
     )
-    trainer["logger"] = {"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
-                         "init_args": {"save_dir": str(work / "runs"), "name": name}}
+    trainer["logger"] = {
+        "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+        "init_args": {"save_dir": str(work / "runs"), "name": name},
+    }
     trainer["callbacks"] = []  # no checkpoints or exports: the RL stages belong to the module
     init_args = cfg["model"]["init_args"]
     if "rollout" in init_args:
@@ -155,11 +205,36 @@ def section(name: str, args) -> dict:
     model_dir = work / "model"
     if name == "sft":
         shape = SHAPES[args.shape]
-        argv = [str(BENCH / "bench_sft.py"), "--vocab", str(shape["vocab"]), "--hidden", str(shape["hidden"]),
-                "--intermediate", str(shape["intermediate"]), "--layers", str(shape["layers"]),
-                "--heads", str(shape["heads"]), "--head-dim", str(shape["head_dim"]), "--batch", "1",
-                "--seq", str(args.seq), "--steps", str(args.sft_steps), "--rounds", str(args.sft_rounds),
-                "--device", args.device, "--optim", "--variants", *args.sft_variants, "--json", str(work / "sft.json")]
+        argv = [
+            str(BENCH / "bench_sft.py"),
+            "--vocab",
+            str(shape["vocab"]),
+            "--hidden",
+            str(shape["hidden"]),
+            "--intermediate",
+            str(shape["intermediate"]),
+            "--layers",
+            str(shape["layers"]),
+            "--heads",
+            str(shape["heads"]),
+            "--head-dim",
+            str(shape["head_dim"]),
+            "--batch",
+            "1",
+            "--seq",
+            str(args.seq),
+            "--steps",
+            str(args.sft_steps),
+            "--rounds",
+            str(args.sft_rounds),
+            "--device",
+            args.device,
+            "--optim",
+            "--variants",
+            *args.sft_variants,
+            "--json",
+            str(work / "sft.json"),
+        ]
         if shape["tie"]:
             argv.append("--tie")
         if args.device == "cuda":
@@ -178,11 +253,15 @@ def section(name: str, args) -> dict:
     if name in ("grpo", "csd"):
         return run_fit(cli_config(f"agent_{name}", model_dir, work, gpu), [], gpu)
     if name == "fsdp1":
-        strategy = {"class_path": "lightning.pytorch.strategies.ModelParallelStrategy",
-                    "init_args": {"data_parallel_size": 1, "tensor_parallel_size": 1}}
+        strategy = {
+            "class_path": "lightning.pytorch.strategies.ModelParallelStrategy",
+            "init_args": {"data_parallel_size": 1, "tensor_parallel_size": 1},
+        }
         if not gpu:
             strategy["init_args"]["process_group_backend"] = "gloo"
-        return run_fit(cli_config("chat_sft", model_dir, work, gpu), [f"--trainer.strategy={json.dumps(strategy)}"], gpu)
+        return run_fit(
+            cli_config("chat_sft", model_dir, work, gpu), [f"--trainer.strategy={json.dumps(strategy)}"], gpu
+        )
     raise ValueError(f"unknown section {name!r}")
 
 
@@ -190,9 +269,15 @@ def machine(args) -> dict:
     import torch
     import transformers
 
-    info = {"section": "machine", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "torch": torch.__version__, "transformers": transformers.__version__, "dry_run": args.dry_run,
-            "shape": args.shape, "seq": args.seq}
+    info = {
+        "section": "machine",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "dry_run": args.dry_run,
+        "shape": args.shape,
+        "seq": args.seq,
+    }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
         info["gpu_memory_gib"] = torch.cuda.get_device_properties(0).total_memory / 2**30
@@ -209,8 +294,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sft-steps", type=int, default=None)
     p.add_argument("--sft-variants", nargs="+", default=None)
     p.add_argument("--wheels", default=None, help="folder of carried wheels for missing pure-Python dependencies")
-    p.add_argument("--in-process", action="store_true",
-                   help="run the sections in this process (the dry run's default: fewer imports, no time limits)")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the sections in this process (the dry run's default: fewer imports, no time limits)",
+    )
     p.add_argument("--section", default=None, help=argparse.SUPPRESS)  # run one section (child process)
     p.add_argument("--work", default=None, help=argparse.SUPPRESS)
     p.add_argument("--device", default=None, help=argparse.SUPPRESS)
@@ -229,9 +317,25 @@ def resolve(args) -> None:
 
 
 def child_argv(args, name: str) -> list[str]:
-    argv = [__file__, "--section", name, "--work", args.work, "--device", args.device, "--shape", args.shape,
-            "--seq", str(args.seq), "--sft-rounds", str(args.sft_rounds), "--sft-steps", str(args.sft_steps),
-            "--sft-variants", *args.sft_variants]
+    argv = [
+        __file__,
+        "--section",
+        name,
+        "--work",
+        args.work,
+        "--device",
+        args.device,
+        "--shape",
+        args.shape,
+        "--seq",
+        str(args.seq),
+        "--sft-rounds",
+        str(args.sft_rounds),
+        "--sft-steps",
+        str(args.sft_steps),
+        "--sft-variants",
+        *args.sft_variants,
+    ]
     return argv + (["--dry-run"] if args.dry_run else [])
 
 
@@ -263,14 +367,21 @@ def main() -> int:
                 if args.in_process or args.dry_run:
                     record.update(ok=True, **section(name, args))
                 else:
-                    done = subprocess.run([sys.executable, *child_argv(args, name)], capture_output=True, text=True,
-                                          timeout=SECTION_LIMITS_S[name], check=False)
+                    done = subprocess.run(
+                        [sys.executable, *child_argv(args, name)],
+                        capture_output=True,
+                        text=True,
+                        timeout=SECTION_LIMITS_S[name],
+                        check=False,
+                    )
                     if done.returncode != 0:
                         raise RuntimeError(f"exit {done.returncode}: {done.stderr[-4000:]}")
                     record.update(ok=True, **json.loads(done.stdout.strip().splitlines()[-1]))
             except Exception as err:  # noqa: BLE001 - every failure is recorded, the next section still runs
                 failures += 1
-                record.update(ok=False, error=f"{type(err).__name__}: {err}"[-4000:], trace=traceback.format_exc()[-2000:])
+                record.update(
+                    ok=False, error=f"{type(err).__name__}: {err}"[-4000:], trace=traceback.format_exc()[-2000:]
+                )
             record["seconds"] = time.perf_counter() - start
             sink.write(json.dumps(record) + "\n")
             sink.flush()

@@ -33,11 +33,18 @@ REPO = Path(__file__).resolve().parents[1]
 ARMS = ("sft", "grpo", "csd", "csd_placebo")
 MAIN_CONFIG = REPO / "configs" / "agent_csd.yaml"
 EVAL_CONFIG = REPO / "configs" / "eval_persuade.yaml"
-CURVE_TAGS = ("rollout/episode_reward_mean", "rollout/groups_with_signal", "train/csd/gate_mean",
-              "train/csd/teacher_gap_mean", "train/csd/gate_active_ratio", "train/csd/placebo_share")
+CURVE_TAGS = (
+    "rollout/episode_reward_mean",
+    "rollout/groups_with_signal",
+    "train/csd/gate_mean",
+    "train/csd/teacher_gap_mean",
+    "train/csd/gate_active_ratio",
+    "train/csd/placebo_share",
+)
 
 
 # -- pure pieces -----------------------------------------------------------------------------------
+
 
 def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: str) -> dict[str, Any]:
     """The main job's config changed only where the arm differs (a new dict; ``base`` is unchanged)."""
@@ -93,8 +100,11 @@ def summarise(per_seed: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
             got = [s[task][metric] for s in per_seed if task in s]
             values.append(sum(got) / len(got))
         mean = sum(values) / len(values) if values else math.nan
-        out[metric] = {"mean": mean, "ci95": bootstrap_ci(values),
-                       "per_seed": [sum(s[t][metric] for t in s) / max(1, len(s)) for s in per_seed]}
+        out[metric] = {
+            "mean": mean,
+            "ci95": bootstrap_ci(values),
+            "per_seed": [sum(s[t][metric] for t in s) / max(1, len(s)) for s in per_seed],
+        }
     return out
 
 
@@ -107,6 +117,7 @@ def quarter_means(values: list[float]) -> tuple[float, float]:
 
 
 # -- running ---------------------------------------------------------------------------------------
+
 
 def _run(cmd: list[str], log: Path) -> float:
     started = time.perf_counter()
@@ -123,17 +134,28 @@ def train(arm: str, seed: int, steps: int, out: Path) -> tuple[Path, float]:
     path = out / "configs" / f"{arm}_seed{seed}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    seconds = _run([sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", str(path)], out / f"fit_{arm}_seed{seed}.log")
+    seconds = _run(
+        [sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", str(path)], out / f"fit_{arm}_seed{seed}.log"
+    )
     run = max((out / "runs" / f"{arm}_seed{seed}").iterdir())
     return run, seconds
 
 
 def evaluate(model: str | Path, out_dir: Path, seed: int, tasks: int | None, trials: int) -> tuple[dict, float]:
-    cmd = [sys.executable, "-m", "mimesis_pl.cli", "test", "--config", str(EVAL_CONFIG),
-           f"--seed_everything={seed}", f"--model.init_args.agent.model_path={model}",
-           f"--model.init_args.out_dir={out_dir}", f"--model.init_args.n_trials={trials}",
-           f"--model.init_args.ks=[1,{trials}]" if trials > 1 else "--model.init_args.ks=[1]",
-           f"--trainer.logger.init_args.save_dir={out_dir / 'tb'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mimesis_pl.cli",
+        "test",
+        "--config",
+        str(EVAL_CONFIG),
+        f"--seed_everything={seed}",
+        f"--model.init_args.agent.model_path={model}",
+        f"--model.init_args.out_dir={out_dir}",
+        f"--model.init_args.n_trials={trials}",
+        f"--model.init_args.ks=[1,{trials}]" if trials > 1 else "--model.init_args.ks=[1]",
+        f"--trainer.logger.init_args.save_dir={out_dir / 'tb'}",
+    ]
     if tasks is not None:
         cmd.append(f"--data.init_args.tasks_per_gym={tasks}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -170,8 +192,11 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
             scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
             per_seed.append(scores)
             results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(fit_s, 1), "eval": round(eval_s, 1)}
-            print(f"[{time.perf_counter() - began:7.0f}s] {arm} seed {seed}: fit {fit_s:.0f}s eval {eval_s:.0f}s "
-                  f"reward {sum(s['reward'] for s in scores.values()) / max(1, len(scores)):.3f}", flush=True)
+            print(
+                f"[{time.perf_counter() - began:7.0f}s] {arm} seed {seed}: fit {fit_s:.0f}s eval {eval_s:.0f}s "
+                f"reward {sum(s['reward'] for s in scores.values()) / max(1, len(scores)):.3f}",
+                flush=True,
+            )
         results["arms"][arm] = summarise(per_seed)
     results["seconds"]["total"] = round(time.perf_counter() - began, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -181,9 +206,12 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- report ----------------------------------------------------------------------------------------
 
+
 def markdown_table(results: dict[str, Any]) -> str:
-    header = ("| arm | held-out avg@n reward [95% CI] | held-out success [95% CI] | per-seed reward | "
-              "train reward first → last quarter | gate mean | teacher gap |")
+    header = (
+        "| arm | held-out avg@n reward [95% CI] | held-out success [95% CI] | per-seed reward | "
+        "train reward first → last quarter | gate mean | teacher gap |"
+    )
     lines = [header, "|---|---|---|---|---|---|---|"]
     for arm, s in results["arms"].items():
         r, c = s["reward"], s["success"]
@@ -199,22 +227,37 @@ def markdown_table(results: dict[str, Any]) -> str:
         gate = f"{sum(gates) / len(gates):.3f}" if gates else "—"
         gap = f"{sum(gaps) / len(gaps):+.3f}" if gaps else "—"
         seeds = ", ".join(f"{v:.3f}" for v in r["per_seed"])
-        lines.append(f"| {arm} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | "
-                     f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} |")
+        lines.append(
+            f"| {arm} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | "
+            f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} |"
+        )
     return "\n".join(lines)
 
 
 def write_report(results: dict[str, Any], out: Path) -> None:
     st = results["settings"]
-    setup = (f"Date: {st['date']}. Start: `{st['start_model']}`. Seeds {st['seeds']}, {st['steps']} RL steps per run "
-             f"(the main job's config otherwise), held-out: {st['tasks'] or 'all'} PersuadeGym test tasks × "
-             f"{st['trials']} sampled trials per seed. Wall time {results['seconds']['total'] / 60:.1f} min.")
+    setup = (
+        f"Date: {st['date']}. Start: `{st['start_model']}`. Seeds {st['seeds']}, {st['steps']} RL steps per run "
+        f"(the main job's config otherwise), held-out: {st['tasks'] or 'all'} PersuadeGym test tasks × "
+        f"{st['trials']} sampled trials per seed. Wall time {results['seconds']['total'] / 60:.1f} min."
+    )
     seeds = " ".join(map(str, st["seeds"]))
-    command = (f"Command: `python bench/learning_study.py run --seeds {seeds} --steps {st['steps']} "
-               f"--tasks {st['tasks']} --trials {st['trials']} --out {st['out']}`")
-    text = ["# Learning study", "", setup, "",
-            "Intervals: percentile bootstrap over tasks (per-task means over seeds and trials).", "",
-            markdown_table(results), "", command, ""]
+    command = (
+        f"Command: `python bench/learning_study.py run --seeds {seeds} --steps {st['steps']} "
+        f"--tasks {st['tasks']} --trials {st['trials']} --out {st['out']}`"
+    )
+    text = [
+        "# Learning study",
+        "",
+        setup,
+        "",
+        "Intervals: percentile bootstrap over tasks (per-task means over seeds and trials).",
+        "",
+        markdown_table(results),
+        "",
+        command,
+        "",
+    ]
     (out / "results.md").write_text("\n".join(text))
     plot(results, out / "learning_study.png")
 
@@ -230,14 +273,21 @@ def plot(results: dict[str, Any], path: Path) -> None:
     for key, curve in sorted(results["curves"].items()):
         arm = key.split("/")[0]
         ys = curve.get("rollout/episode_reward_mean", [])
-        ax1.plot(range(1, len(ys) + 1), ys, color=colours.get(arm), alpha=0.6,
-                 label=arm if key.endswith("seed" + str(results["settings"]["seeds"][0])) else None)
+        ax1.plot(
+            range(1, len(ys) + 1),
+            ys,
+            color=colours.get(arm),
+            alpha=0.6,
+            label=arm if key.endswith("seed" + str(results["settings"]["seeds"][0])) else None,
+        )
     ax1.set(xlabel="RL step", ylabel="rollout/episode_reward_mean", title="Training reward (each seed)")
     ax1.legend()
     arms = list(results["arms"])
     means = [results["arms"][a]["reward"]["mean"] for a in arms]
-    errs = [[m - results["arms"][a]["reward"]["ci95"][0] for a, m in zip(arms, means)],
-            [results["arms"][a]["reward"]["ci95"][1] - m for a, m in zip(arms, means)]]
+    errs = [
+        [m - results["arms"][a]["reward"]["ci95"][0] for a, m in zip(arms, means)],
+        [results["arms"][a]["reward"]["ci95"][1] - m for a, m in zip(arms, means)],
+    ]
     ax2.bar(arms, means, yerr=errs, capsize=6, color=[colours.get(a) for a in arms])
     ax2.set(ylabel="held-out avg@n reward", title="Held-out score, 95% bootstrap CI over tasks")
     fig.tight_layout()
@@ -248,12 +298,15 @@ def compare(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     rows = []
     for model in args.models:
-        scores, seconds = evaluate(Path(model).resolve(), out / Path(model).as_posix().replace("/", "_"), args.seed,
-                                   args.tasks, args.trials)
+        scores, seconds = evaluate(
+            Path(model).resolve(), out / Path(model).as_posix().replace("/", "_"), args.seed, args.tasks, args.trials
+        )
         s = summarise([scores])
-        rows.append(f"| `{model}` | {s['reward']['mean']:.3f} [{s['reward']['ci95'][0]:.3f}, {s['reward']['ci95'][1]:.3f}] | "
-                    f"{s['success']['mean']:.3f} [{s['success']['ci95'][0]:.3f}, {s['success']['ci95'][1]:.3f}] | "
-                    f"{s['tasks']} | {seconds:.0f}s |")
+        rows.append(
+            f"| `{model}` | {s['reward']['mean']:.3f} [{s['reward']['ci95'][0]:.3f}, {s['reward']['ci95'][1]:.3f}] | "
+            f"{s['success']['mean']:.3f} [{s['success']['ci95'][0]:.3f}, {s['success']['ci95'][1]:.3f}] | "
+            f"{s['tasks']} | {seconds:.0f}s |"
+        )
     print("| model | held-out avg@n reward [95% CI] | success [95% CI] | tasks | eval time |\n|---|---|---|---|---|")
     print("\n".join(rows))
 

@@ -79,8 +79,11 @@ class Rounds:
         for v in self.variants:
             xs = self.values[v].get(measure)
             if xs:
-                print(f"{measure:>18} {v:>14}: " + " / ".join(fmt.format(x) for x in (min(xs), statistics.median(xs), max(xs)))
-                      + "  (min / median / max)")
+                print(
+                    f"{measure:>18} {v:>14}: "
+                    + " / ".join(fmt.format(x) for x in (min(xs), statistics.median(xs), max(xs)))
+                    + "  (min / median / max)"
+                )
 
     def summary(self) -> dict:
         return {"rounds": self.n_rounds, "values": self.values}

@@ -1,9 +1,9 @@
 """``mimesis-pl``: LightningCLI for fit / validate / test, plus helper subcommands.
 
-    mimesis-pl fit --config configs/tiny/chat_sft.yaml
-    mimesis-pl data show --config configs/tiny/chat_sft.yaml --n 2
-    mimesis-pl assets build --out assets
-    mimesis-pl shim --upstream http://127.0.0.1:8000/v1
+mimesis-pl fit --config configs/tiny/chat_sft.yaml
+mimesis-pl data show --config configs/tiny/chat_sft.yaml --n 2
+mimesis-pl assets build --out assets
+mimesis-pl shim --upstream http://127.0.0.1:8000/v1
 """
 
 from __future__ import annotations

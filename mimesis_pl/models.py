@@ -47,7 +47,10 @@ def load_causal_lm(
         from peft import LoraConfig, get_peft_model
 
         config = LoraConfig(
-            r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=lora.target_modules,
             task_type="CAUSAL_LM",
         )
         if gradient_checkpointing:

@@ -29,8 +29,15 @@ def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_p
     assert sum(first["coach/made"]) > 0
     assert max(first["train/csd/tokens"]) > 0
     assert max(first["train/csd/gate_mean"]) > 0
-    for tag in ("train/csd/gate_active_ratio", "train/csd/teacher_gap_mean", "csd/coached_token_fraction",
-                "train/csd/placebo_share", "coach/leaked", "coach/skipped_none", "rollout/episode_reward_mean"):
+    for tag in (
+        "train/csd/gate_active_ratio",
+        "train/csd/teacher_gap_mean",
+        "csd/coached_token_fraction",
+        "train/csd/placebo_share",
+        "coach/leaked",
+        "coach/skipped_none",
+        "rollout/episode_reward_mean",
+    ):
         assert tag in first, tag
 
     ckpt = next((run / "checkpoints").glob("*step=2*.ckpt"))
@@ -39,8 +46,16 @@ def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_p
     saved_pool = len(coach_state["placebo_pool"]["notes"])
     assert saved_pool == first["coach/placebo_pool"][-1] > 0
 
-    main(["fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path / 'b'}", "--trainer.max_steps=3",
-          f"--ckpt_path={ckpt}"])
+    main(
+        [
+            "fit",
+            "--config",
+            CONFIG,
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'b'}",
+            "--trainer.max_steps=3",
+            f"--ckpt_path={ckpt}",
+        ]
+    )
     resumed = scalars(next((tmp_path / "b" / "tiny_agent_csd").iterdir()))
     assert len(resumed["train/updates"]) == 1  # only step 3 ran
     # the pool came back from the checkpoint and grew by this step's notes

@@ -20,8 +20,15 @@ def _no_step(config: Path, *extra: str) -> None:
     """Set-up only (config saving happens there), no optimiser step."""
     main(
         [
-            "fit", "--config", str(config), "--trainer.logger", "false", "--trainer.max_steps", "0",
-            f"--model.init_args.model_path={REPO / 'assets' / 'tiny-qwen3'}", f"--data.init_args.files=[{TRAIN_JSONL}]",
+            "fit",
+            "--config",
+            str(config),
+            "--trainer.logger",
+            "false",
+            "--trainer.max_steps",
+            "0",
+            f"--model.init_args.model_path={REPO / 'assets' / 'tiny-qwen3'}",
+            f"--data.init_args.files=[{TRAIN_JSONL}]",
             *extra,
         ]
     )
@@ -63,10 +70,14 @@ def test_data_show_merges_stacked_configs_like_fit(tmp_path, monkeypatch, capsys
     monkeypatch.chdir(REPO)  # the config names assets/ relative to the repository root
     head = "  class_path: mimesis_pl.data.chat_sft.JsonlChatSFTDataModule\n" if with_class_path else ""
     second = tmp_path / "my_data.yaml"
-    second.write_text(f"data:\n{head}  init_args:\n    files: [{_long_and_short_jsonl(tmp_path)}]\n    val_fraction: 0.0\n")
+    second.write_text(
+        f"data:\n{head}  init_args:\n    files: [{_long_and_short_jsonl(tmp_path)}]\n    val_fraction: 0.0\n"
+    )
     assert main(["data", "show", "--config", str(CHAT_SFT), "--config", str(second), "--n", "5", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert [s["sample_id"].rsplit(":", 1)[1] for s in shown] == ["2"]  # line 1 (~4.5k tokens) is over the first file's 1024 limit, not over the defaults
+    assert [s["sample_id"].rsplit(":", 1)[1] for s in shown] == [
+        "2"
+    ]  # line 1 (~4.5k tokens) is over the first file's 1024 limit, not over the defaults
 
 
 def test_help_lists_the_helper_commands_and_no_predict(capsys):

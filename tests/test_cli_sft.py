@@ -17,7 +17,9 @@ CONFIG = str(REPO / "configs" / "tiny" / "chat_sft.yaml")
 def fit(tmp_path: Path, *extra: str) -> None:
     main(
         [
-            "fit", "--config", CONFIG,
+            "fit",
+            "--config",
+            CONFIG,
             f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
             f"--trainer.default_root_dir={tmp_path}",
             f"--model.init_args.model_path={REPO / 'assets' / 'tiny-qwen3'}",
@@ -64,7 +66,10 @@ def test_fit_writes_config_logs_and_loadable_hf_export(tmp_path, in_tmp):
     tok = AutoTokenizer.from_pretrained(export)
     assert tok.chat_template and "<think>" in tok.chat_template
     prompt = tok.apply_chat_template(
-        [{"role": "user", "content": "What is 2 plus 3?"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+        [{"role": "user", "content": "What is 2 plus 3?"}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
     )
     out = model.generate(**prompt, max_new_tokens=8, do_sample=False)
     assert out.shape[1] > prompt["input_ids"].shape[1]
@@ -72,18 +77,35 @@ def test_fit_writes_config_logs_and_loadable_hf_export(tmp_path, in_tmp):
 
 def test_resume_continues_with_the_same_next_batches(tmp_path, in_tmp):
     straight = tmp_path / "straight.jsonl"
-    fit(tmp_path / "a", "--trainer.max_steps=9", f"--trainer.callbacks+={_audit_cb(straight)}", "--trainer.val_check_interval=100")
+    fit(
+        tmp_path / "a",
+        "--trainer.max_steps=9",
+        f"--trainer.callbacks+={_audit_cb(straight)}",
+        "--trainer.val_check_interval=100",
+    )
     first = tmp_path / "first.jsonl"
     ckpt_cb = json.dumps(
-        {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-         "init_args": {"dirpath": str(tmp_path / "ckpt"), "every_n_train_steps": 4, "save_top_k": -1}}
+        {
+            "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+            "init_args": {"dirpath": str(tmp_path / "ckpt"), "every_n_train_steps": 4, "save_top_k": -1},
+        }
     )
-    fit(tmp_path / "b", "--trainer.max_steps=4", f"--trainer.callbacks+={_audit_cb(first)}", f"--trainer.callbacks+={ckpt_cb}",
-        "--trainer.val_check_interval=100")
+    fit(
+        tmp_path / "b",
+        "--trainer.max_steps=4",
+        f"--trainer.callbacks+={_audit_cb(first)}",
+        f"--trainer.callbacks+={ckpt_cb}",
+        "--trainer.val_check_interval=100",
+    )
     ckpt = next((tmp_path / "ckpt").glob("*step=4*.ckpt"))
     second = tmp_path / "second.jsonl"
-    fit(tmp_path / "c", "--trainer.max_steps=9", f"--trainer.callbacks+={_audit_cb(second)}", "--trainer.val_check_interval=100",
-        f"--ckpt_path={ckpt}")
+    fit(
+        tmp_path / "c",
+        "--trainer.max_steps=9",
+        f"--trainer.callbacks+={_audit_cb(second)}",
+        "--trainer.val_check_interval=100",
+        f"--ckpt_path={ckpt}",
+    )
     want = [r["digest"] for r in audit(straight)]
     got = [r["digest"] for r in audit(first)] + [r["digest"] for r in audit(second)]
     assert len(want) == 9
@@ -115,8 +137,16 @@ def test_data_show_text_uses_brackets_off_terminal(capsys, in_repo):
 @pytest.mark.parametrize("name", ["simulator_roleswap_sft", "simulator_thoughttrace_sft"])
 def test_tiny_simulator_sft_learns(name, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
-    main(["fit", "--config", str(REPO / "configs" / "tiny" / f"{name}.yaml"), f"--trainer.logger.init_args.save_dir={tmp_path}",
-          "--trainer.max_steps=40", "--trainer.val_check_interval=40" if "roleswap" in name else "--trainer.log_every_n_steps=5"])
+    main(
+        [
+            "fit",
+            "--config",
+            str(REPO / "configs" / "tiny" / f"{name}.yaml"),
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+            "--trainer.max_steps=40",
+            "--trainer.val_check_interval=40" if "roleswap" in name else "--trainer.log_every_n_steps=5",
+        ]
+    )
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run = next((tmp_path / f"tiny_{name.removeprefix('simulator_')}").iterdir())

@@ -21,9 +21,18 @@ def scalars(run):
 
 def test_simulator_rl_trains_one_step_and_validates_before_and_after(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
-    main(["fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path}", "--trainer.max_steps=1",
-          "--model.init_args.rollout.max_new_tokens=16", "--model.init_args.validation.val_every_n_steps=1",
-          "--trainer.enable_checkpointing=false"])
+    main(
+        [
+            "fit",
+            "--config",
+            CONFIG,
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+            "--trainer.max_steps=1",
+            "--model.init_args.rollout.max_new_tokens=16",
+            "--model.init_args.validation.val_every_n_steps=1",
+            "--trainer.enable_checkpointing=false",
+        ]
+    )
     run = next((tmp_path / "tiny_simulator_rl").iterdir())
     logged = scalars(run)
     assert len(logged["train/updates"]) == 1  # one RL step
@@ -34,8 +43,14 @@ def test_simulator_rl_trains_one_step_and_validates_before_and_after(tmp_path, m
         assert len(failed) == 2, source
         if not any(failed):  # a row whose judge call failed (20% on purpose) is counted, not scored
             assert len(logged[f"val-core/{source}/reward/mean@1"]) == 2, source
-    for key in ("val-core/all/score", "val-core/all/format_correct", "val-core/all/judge_failed_rate",
-                "rollout/judge_failed_rate", "all/format_correct", "train/advantage_abs_mean"):
+    for key in (
+        "val-core/all/score",
+        "val-core/all/format_correct",
+        "val-core/all/judge_failed_rate",
+        "rollout/judge_failed_rate",
+        "all/format_correct",
+        "train/advantage_abs_mean",
+    ):
         assert key in logged, key
     dumped = {p.name for p in (run / "conversations").glob("*.json")}
     # 23 val rows: fantom 2, usersim-behavior 3, userllm 2, every other data_source 1

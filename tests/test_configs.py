@@ -48,9 +48,15 @@ def test_bad_choices_fail_at_parse_time_and_help_lists_them(monkeypatch, capsys)
     with pytest.raises(SystemExit):
         ParseOnlyCLI(args=[*csd, "--model.help", "mimesis_pl.modules.AgentCSD"], run=False)
     help_text = capsys.readouterr().out
-    for listed in ("{sdar,ref,k3}", "{token-mean,seq-mean-token-sum,seq-mean-token-mean}", "{prefix_cache,packed}",
-                   "{prospective,corrective}", "mimesis_pl.rollout.engines.VLLMEngineSettings",
-                   "mimesis_pl.rollout.OpenAIUserSettings", "mimesis_pl.rollout.OpenAICoachSettings"):
+    for listed in (
+        "{sdar,ref,k3}",
+        "{token-mean,seq-mean-token-sum,seq-mean-token-mean}",
+        "{prefix_cache,packed}",
+        "{prospective,corrective}",
+        "mimesis_pl.rollout.engines.VLLMEngineSettings",
+        "mimesis_pl.rollout.OpenAIUserSettings",
+        "mimesis_pl.rollout.OpenAICoachSettings",
+    ):
         assert listed in help_text, listed
     assert "gate sharpness of ``sdar``" in help_text  # each key's docstring is its help
 

@@ -13,13 +13,23 @@ from .conftest import REPO
 
 
 def test_sft_trains_sharded_and_exports_a_full_checkpoint(tmp_path):
-    strategy = json.dumps({
-        "class_path": "lightning.pytorch.strategies.ModelParallelStrategy",
-        "init_args": {"data_parallel_size": 2, "tensor_parallel_size": 1, "process_group_backend": "gloo"},
-    })
+    strategy = json.dumps(
+        {
+            "class_path": "lightning.pytorch.strategies.ModelParallelStrategy",
+            "init_args": {"data_parallel_size": 2, "tensor_parallel_size": 1, "process_group_backend": "gloo"},
+        }
+    )
     cmd = [
-        sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", "configs/tiny/chat_sft.yaml", "--trainer.devices=2",
-        "--trainer.max_steps=3", "--trainer.val_check_interval=3", f"--trainer.strategy={strategy}",
+        sys.executable,
+        "-m",
+        "mimesis_pl.cli",
+        "fit",
+        "--config",
+        "configs/tiny/chat_sft.yaml",
+        "--trainer.devices=2",
+        "--trainer.max_steps=3",
+        "--trainer.val_check_interval=3",
+        f"--trainer.strategy={strategy}",
         f"--trainer.logger.init_args.save_dir={tmp_path}",
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

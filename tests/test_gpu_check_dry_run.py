@@ -16,8 +16,13 @@ SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
 
 def _dry_run(tmp_path, sections: list[str]) -> dict:
     out = tmp_path / "check.jsonl"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out), "--sections", *sections],
-                          capture_output=True, text=True, timeout=1200, check=False)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry-run", "--out", str(out), "--sections", *sections],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     records = {r["section"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert list(records) == ["machine", "dependencies", "build_model", *sections]

@@ -24,10 +24,12 @@ from mimesis_pl.data.prompts import GymPromptDataModule
 
 from .conftest import REPO
 
-STRATEGY = json.dumps({
-    "class_path": "lightning.pytorch.strategies.ModelParallelStrategy",
-    "init_args": {"data_parallel_size": 2, "tensor_parallel_size": 1, "process_group_backend": "gloo"},
-})
+STRATEGY = json.dumps(
+    {
+        "class_path": "lightning.pytorch.strategies.ModelParallelStrategy",
+        "init_args": {"data_parallel_size": 2, "tensor_parallel_size": 1, "process_group_backend": "gloo"},
+    }
+)
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
 
 
@@ -37,8 +39,20 @@ def _run(cmd: list[str]) -> None:
 
 
 def _fit(config: str, save_dir, *overrides: str) -> None:
-    _run([sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", config, "--trainer.devices=2",
-          f"--trainer.strategy={STRATEGY}", f"--trainer.logger.init_args.save_dir={save_dir}", *overrides])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "mimesis_pl.cli",
+            "fit",
+            "--config",
+            config,
+            "--trainer.devices=2",
+            f"--trainer.strategy={STRATEGY}",
+            f"--trainer.logger.init_args.save_dir={save_dir}",
+            *overrides,
+        ]
+    )
 
 
 def _scalars(run) -> dict[str, list[float]]:
@@ -65,14 +79,22 @@ def test_one_update_has_the_same_gradient_on_one_and_two_processes(tmp_path):
 
 def test_grpo_on_two_processes_takes_global_batches_validates_and_keeps_the_best(tmp_path, monkeypatch):
     audit = tmp_path / "audit.jsonl"
-    audit_cb = json.dumps({"class_path": "mimesis_pl.data.audit.BatchAuditCallback",
-                           "init_args": {"path": str(audit), "all_ranks": True}})
+    audit_cb = json.dumps(
+        {"class_path": "mimesis_pl.data.audit.BatchAuditCallback", "init_args": {"path": str(audit), "all_ranks": True}}
+    )
     # 4 prompts x 2 samples per step, 4 trajectories per optimiser step: 2 optimiser steps per step;
     # max_steps counts optimiser steps, so 4 of them are 2 training steps.
-    _fit("configs/tiny/agent_grpo.yaml", tmp_path, "--data.init_args.batch_size=4",
-         "--model.init_args.ppo.mini_batch_size=4", "--trainer.max_steps=4",
-         "--model.init_args.rollout.n_samples=2", "--model.init_args.rollout.max_new_tokens=8",
-         "--model.init_args.rollout.episode.max_turns=2", f"--trainer.callbacks+={audit_cb}")
+    _fit(
+        "configs/tiny/agent_grpo.yaml",
+        tmp_path,
+        "--data.init_args.batch_size=4",
+        "--model.init_args.ppo.mini_batch_size=4",
+        "--trainer.max_steps=4",
+        "--model.init_args.rollout.n_samples=2",
+        "--model.init_args.rollout.max_new_tokens=8",
+        "--model.init_args.rollout.episode.max_turns=2",
+        f"--trainer.callbacks+={audit_cb}",
+    )
 
     # What one process takes in its first two steps: the same DataModule with world size 1.
     monkeypatch.chdir(REPO)  # rows carry their file path as the job sees it
@@ -80,7 +102,9 @@ def test_grpo_on_two_processes_takes_global_batches_validates_and_keeps_the_best
     dm.setup("fit")
     batches = iter(dm.train_dataloader())
     one_process = [[batch_digest([row]) for row in next(batches)] for _ in range(2)]
-    ranks = [[json.loads(line) for line in (tmp_path / f"audit.rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)]
+    ranks = [
+        [json.loads(line) for line in (tmp_path / f"audit.rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)
+    ]
     assert [len(r) for r in ranks] == [2, 2]
     assert [a["rows"] + b["rows"] for a, b in zip(*ranks)] == one_process
 

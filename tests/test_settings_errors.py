@@ -11,8 +11,13 @@ from mimesis_pl.modules.settings import OptimSettings
 
 @pytest.mark.parametrize(
     "kwargs, key",
-    [({"lr": -1}, "optim.lr"), ({"lr": 0}, "optim.lr"), ({"warmup_ratio": 1.5}, "optim.warmup_ratio"),
-     ({"betas": (0.9, 1.2)}, "optim.betas"), ({"min_lr_ratio": -0.1}, "optim.min_lr_ratio")],
+    [
+        ({"lr": -1}, "optim.lr"),
+        ({"lr": 0}, "optim.lr"),
+        ({"warmup_ratio": 1.5}, "optim.warmup_ratio"),
+        ({"betas": (0.9, 1.2)}, "optim.betas"),
+        ({"min_lr_ratio": -0.1}, "optim.min_lr_ratio"),
+    ],
 )
 def test_optim_settings_name_the_bad_key(kwargs, key):
     with pytest.raises(ValueError, match=rf"model\.init_args\.{key} must be"):

@@ -25,8 +25,13 @@ from typing import Any
 TEMPLATE_SUFFIX = ".jinja"
 
 # vLLM's --tool-call-parser for the tool-call text each of our templates writes.
-TOOL_CALL_PARSERS = {"chatml": "hermes", "qwen3": "hermes", "qwen2_5": "hermes", "qwen3_5": "qwen3_coder",
-                     "llama3": "llama3_json"}
+TOOL_CALL_PARSERS = {
+    "chatml": "hermes",
+    "qwen3": "hermes",
+    "qwen2_5": "hermes",
+    "qwen3_5": "qwen3_coder",
+    "llama3": "llama3_json",
+}
 
 
 def available_templates() -> list[str]:

@@ -78,7 +78,11 @@ class ChatRenderer:
         chat_template: str | None = None,
         **template_kwargs: Any,
     ) -> None:
-        template = load_chat_template(chat_template) if chat_template is not None else getattr(tokenizer, "chat_template", None)
+        template = (
+            load_chat_template(chat_template)
+            if chat_template is not None
+            else getattr(tokenizer, "chat_template", None)
+        )
         if not template or not isinstance(template, str):
             raise RenderError(
                 f"tokenizer {type(tokenizer).__name__} has no chat_template (or several, by name); set chat_template "
@@ -158,8 +162,10 @@ class ChatRenderer:
             if delta.startswith(head) and _PROBE in delta[len(head) :]:
                 delta = delta[len(head) :]
                 return delta[: delta.index(_PROBE)]
-        raise RenderError(f"the chat template does not render a {role} message's content as given ({problems}); "
-                          f"its header cannot be found, so {role} messages cannot be trained")
+        raise RenderError(
+            f"the chat template does not render a {role} message's content as given ({problems}); "
+            f"its header cannot be found, so {role} messages cannot be trained"
+        )
 
     def header_ids(self, role: str) -> list[int]:
         """Token ids of :meth:`header_text` (tokenised alone, as a prompt ending in it is)."""
@@ -299,7 +305,7 @@ class ChatRenderer:
                 at = _first_difference(before, text)
                 raise RenderError(
                     f"sample {sample}: message {k} ({messages[k]['role']}): rendering it changed the text of earlier "
-                    f"messages (up to message {j}) at char {at} ({before[at:at + 40]!r} became {text[at:at + 40]!r}). "
+                    f"messages (up to message {j}) at char {at} ({before[at : at + 40]!r} became {text[at : at + 40]!r}). "
                     "The template rewrites earlier turns (e.g. Qwen3 drops <think> blocks of old assistant turns), so "
                     f"training on deltas would differ from what the model is served. {self._fix_hint()}"
                 )

@@ -41,8 +41,10 @@ def template_file(model_dir: Path, chat_template: str | None) -> Path | None:
         return Path(str(resources.files("mimesis_pl.chat").joinpath("templates", chat_template + TEMPLATE_SUFFIX)))
     path = Path(chat_template).expanduser()
     if not path.is_file():
-        raise ValueError(f"--chat-template {chat_template!r}: neither a shipped template ({', '.join(available_templates())}) "
-                         "nor an existing file")
+        raise ValueError(
+            f"--chat-template {chat_template!r}: neither a shipped template ({', '.join(available_templates())}) "
+            "nor an existing file"
+        )
     return path
 
 
@@ -68,7 +70,9 @@ def vllm_serve_command(
     if not (folder / "config.json").is_file():
         raise ValueError(f"{model_dir}: not a HF model folder (no config.json); give an export such as .../hf/final")
     template = template_file(folder, chat_template)
-    family = suggest_training_template(template.read_text(encoding="utf-8") if template else _tokenizer_template(folder))
+    family = suggest_training_template(
+        template.read_text(encoding="utf-8") if template else _tokenizer_template(folder)
+    )
     if tool_call_parser is None:
         tool_call_parser = TOOL_CALL_PARSERS.get(family or "")
         if tool_call_parser is None:
@@ -78,8 +82,19 @@ def vllm_serve_command(
             )
     if reasoning_parser == "auto":
         reasoning_parser = REASONING_PARSERS.get(family or "")
-    argv = [python, "-m", VLLM_SERVER_MODULE, "--model", str(folder), "--host", host, "--port", str(port),
-            "--served-model-name", served_model_name or _default_name(folder)]
+    argv = [
+        python,
+        "-m",
+        VLLM_SERVER_MODULE,
+        "--model",
+        str(folder),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--served-model-name",
+        served_model_name or _default_name(folder),
+    ]
     if template is not None:
         argv += ["--chat-template", str(template)]
     if tool_call_parser != "none":
@@ -94,7 +109,9 @@ def vllm_serve_command(
 def _default_name(folder: Path) -> str:
     # runs/<job>/version_N/hf/final -> "<job>-final"; any other folder: its own name.
     parents = folder.resolve().parents
-    return f"{parents[2].name}-{folder.name}" if folder.resolve().parent.name == "hf" and len(parents) > 2 else folder.name
+    return (
+        f"{parents[2].name}-{folder.name}" if folder.resolve().parent.name == "hf" and len(parents) > 2 else folder.name
+    )
 
 
 def _tokenizer_template(folder: Path) -> str | None:
@@ -106,28 +123,46 @@ def _tokenizer_template(folder: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bin/serve_model.sh", description=__doc__.split("\n\n")[0],
-                                     epilog="Arguments after -- go to vLLM unchanged (e.g. -- --dtype bfloat16).")
+    parser = argparse.ArgumentParser(
+        prog="bin/serve_model.sh",
+        description=__doc__.split("\n\n")[0],
+        epilog="Arguments after -- go to vLLM unchanged (e.g. -- --dtype bfloat16).",
+    )
     parser.add_argument("model_dir", help="an exported HF folder (e.g. runs/<name>/version_N/hf/final)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--served-model-name", default=None, help="default: the folder name")
-    parser.add_argument("--chat-template", default=None,
-                        help="a shipped template name or .jinja path (default: the export's chat_template.jinja)")
-    parser.add_argument("--tool-call-parser", default=None,
-                        help="vLLM tool-call parser (default: detected from the template; 'none' disables tools)")
+    parser.add_argument(
+        "--chat-template",
+        default=None,
+        help="a shipped template name or .jinja path (default: the export's chat_template.jinja)",
+    )
+    parser.add_argument(
+        "--tool-call-parser",
+        default=None,
+        help="vLLM tool-call parser (default: detected from the template; 'none' disables tools)",
+    )
     parser.add_argument("--reasoning-parser", default=None, help="vLLM reasoning parser, or 'auto' (default: none)")
-    parser.add_argument("--enable-thinking", choices=["true", "false"], default=None,
-                        help="the server's default enable_thinking; match what the model trained with")
+    parser.add_argument(
+        "--enable-thinking",
+        choices=["true", "false"],
+        default=None,
+        help="the server's default enable_thinking; match what the model trained with",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of starting the server")
     args, extra = parser.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
     try:
         command = vllm_serve_command(
-            args.model_dir, port=args.port, host=args.host, served_model_name=args.served_model_name,
-            chat_template=args.chat_template, tool_call_parser=args.tool_call_parser,
+            args.model_dir,
+            port=args.port,
+            host=args.host,
+            served_model_name=args.served_model_name,
+            chat_template=args.chat_template,
+            tool_call_parser=args.tool_call_parser,
             reasoning_parser=args.reasoning_parser,
-            enable_thinking=None if args.enable_thinking is None else args.enable_thinking == "true", extra=extra,
+            enable_thinking=None if args.enable_thinking is None else args.enable_thinking == "true",
+            extra=extra,
         )
     except ValueError as err:
         print(f"serve_model: {err}", file=sys.stderr)

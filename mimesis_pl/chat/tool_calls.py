@@ -82,7 +82,9 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], str]:
         try:
             payload = json.loads(body)
         except json.JSONDecodeError as err:
-            raise ToolCallParseError(f"tool call {i}: body is not JSON ({err.msg} at char {err.pos}): {body[:200]!r}") from None
+            raise ToolCallParseError(
+                f"tool call {i}: body is not JSON ({err.msg} at char {err.pos}): {body[:200]!r}"
+            ) from None
         if not isinstance(payload, dict):
             raise ToolCallParseError(f"tool call {i}: expected a JSON object, got {type(payload).__name__}")
         name = payload.get("name")
@@ -95,7 +97,9 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], str]:
             except json.JSONDecodeError:
                 raise ToolCallParseError(f"tool call {i} ({name}): 'arguments' is a string that is not JSON") from None
         if not isinstance(arguments, dict):
-            raise ToolCallParseError(f"tool call {i} ({name}): 'arguments' must be an object, got {type(arguments).__name__}")
+            raise ToolCallParseError(
+                f"tool call {i} ({name}): 'arguments' must be an object, got {type(arguments).__name__}"
+            )
         calls.append(ToolCall(name=name, arguments=arguments))
     rest = _BLOCK.sub("", text)
     if TOOL_CALL_OPEN in rest:
@@ -108,7 +112,9 @@ def _parse_xml_call(body: str, i: int) -> ToolCall:
     array is parsed, every other value stays a string (the text carries no types)."""
     match = _XML_FUNCTION.match(body)
     if match is None:
-        raise ToolCallParseError(f"tool call {i}: expected <function=NAME>…</function> inside <tool_call>, got {body[:200]!r}")
+        raise ToolCallParseError(
+            f"tool call {i}: expected <function=NAME>…</function> inside <tool_call>, got {body[:200]!r}"
+        )
     name = match.group(1).strip()
     arguments: dict[str, Any] = {}
     for key, value in _XML_PARAMETER.findall(match.group(2)):

@@ -36,7 +36,9 @@ def validate_messages(messages: Any, sample: Any = None) -> None:
             raise ValueError(f"{at} ({role}): field 'content': expected a string, got {type(content).__name__}")
         reasoning = message.get("reasoning_content")
         if reasoning is not None and not isinstance(reasoning, str):
-            raise ValueError(f"{at} ({role}): field 'reasoning_content': expected a string or null, got {type(reasoning).__name__}")
+            raise ValueError(
+                f"{at} ({role}): field 'reasoning_content': expected a string or null, got {type(reasoning).__name__}"
+            )
         if tool_calls is not None:
             if role != "assistant":
                 raise ValueError(f"{at} ({role}): field 'tool_calls': only assistant messages can call tools")

@@ -83,9 +83,7 @@ def cut_to_sentences(text: str, max_chars: int) -> str | None:
     return text[: ends[-1]].rstrip() if ends else None
 
 
-def finish_note(
-    raw: str | None, *, max_chars: int = DEFAULT_MAX_NOTE_CHARS, avoid: Sequence[str] = ()
-) -> CoachResult:
+def finish_note(raw: str | None, *, max_chars: int = DEFAULT_MAX_NOTE_CHARS, avoid: Sequence[str] = ()) -> CoachResult:
     """Turn a coach's raw text into a :class:`CoachResult` (rules in the module docstring)."""
     raw = raw or ""
     _, text = split_think(raw)

@@ -64,12 +64,28 @@ from mimesis_pl.csd.prompts import (
 log = logging.getLogger(__name__)
 
 COUNTERS: tuple[str, ...] = (
-    "made", "skipped_empty", "skipped_none", "failed", "leaked", "too_long", "no_evidence", "selected",
-    "capped", "truncated", "foresight", "misaligned", "unmatched_entries", "privileged_unavailable",
+    "made",
+    "skipped_empty",
+    "skipped_none",
+    "failed",
+    "leaked",
+    "too_long",
+    "no_evidence",
+    "selected",
+    "capped",
+    "truncated",
+    "foresight",
+    "misaligned",
+    "unmatched_entries",
+    "privileged_unavailable",
     "skipped_failed",
 )
 _STATUS_COUNTER = {
-    "ok": "made", "empty": "skipped_empty", "none": "skipped_none", "failed": "failed", "leaked": "leaked",
+    "ok": "made",
+    "empty": "skipped_empty",
+    "none": "skipped_none",
+    "failed": "failed",
+    "leaked": "leaked",
     "too_long": "too_long",
 }
 _FAILED_ROLLOUTS = frozenset({"env_error", "user_error", "timeout", "judge_error"})
@@ -158,8 +174,17 @@ async def coach_batch(
 
         async with AsyncShimClient(privileged_source) as client:
             return await coach_batch(
-                trajectories, tasks_hidden, client, coach, k, style, require_evidence=require_evidence,
-                max_concurrency=max_concurrency, limits=limits, skip_failed=skip_failed, drop_leaked=drop_leaked,
+                trajectories,
+                tasks_hidden,
+                client,
+                coach,
+                k,
+                style,
+                require_evidence=require_evidence,
+                max_concurrency=max_concurrency,
+                limits=limits,
+                skip_failed=skip_failed,
+                drop_leaked=drop_leaked,
                 records=records,
             )
 
@@ -243,7 +268,11 @@ def _plan_requests(
             # Keeping leaked notes means the coach must not drop them itself: it gets no avoid list,
             # and the gate in _ask flags them.
             request = build_request(
-                traj.messages, evidence[t], style, limits=limits, avoid=secret if drop_leaked else (),
+                traj.messages,
+                evidence[t],
+                style,
+                limits=limits,
+                avoid=secret if drop_leaked else (),
                 tag=f"{traj.episode_id}:{t}",
             )
             jobs.append(_Job(i, evidence[t], request, tuple(secret)))
@@ -284,7 +313,15 @@ def _collect_notes(
         if records is not None:
             status = "leaked" if result.leaks else result.status
             records.append(
-                NoteRecord(job.trajectory, evidence.turn, status, result.note, evidence.evidenced, evidence.has_reply,
-                           result.leaks, result.raw)
+                NoteRecord(
+                    job.trajectory,
+                    evidence.turn,
+                    status,
+                    result.note,
+                    evidence.evidenced,
+                    evidence.has_reply,
+                    result.leaks,
+                    result.raw,
+                )
             )
     return notes

@@ -90,8 +90,14 @@ CORRECTIVE_ADVICE = {
     "ask": "Asking the user directly about what they had not voiced would have served better.",
 }
 TEMPLATES: tuple[str, ...] = (
-    *STATE.values(), *HOLDING.values(), OPEN_ADVICE, *NEXT.values(), *DID.values(), *REACTION.values(),
-    *CORRECTIVE_ADVICE.values(), "what was asked",
+    *STATE.values(),
+    *HOLDING.values(),
+    OPEN_ADVICE,
+    *NEXT.values(),
+    *DID.values(),
+    *REACTION.values(),
+    *CORRECTIVE_ADVICE.values(),
+    "what was asked",
 )
 
 

@@ -35,7 +35,12 @@ class BatchAuditCallback(pl.Callback):
         if not (trainer.is_global_zero or self.all_ranks):
             return
         path = self.path
-        record = {"step": trainer.global_step, "epoch": trainer.current_epoch, "batch_idx": batch_idx, "digest": batch_digest(batch)}
+        record = {
+            "step": trainer.global_step,
+            "epoch": trainer.current_epoch,
+            "batch_idx": batch_idx,
+            "digest": batch_digest(batch),
+        }
         if self.all_ranks:
             path = path.with_name(f"{path.stem}.rank{trainer.global_rank}{path.suffix}")
             record["rank"] = trainer.global_rank

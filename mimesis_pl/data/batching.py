@@ -150,7 +150,12 @@ def collate_padded(samples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, 
         attention_mask[row, :n] = 1
         loss_mask[row, :n] = torch.as_tensor(s["loss_mask"], dtype=torch.long)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask, "position_ids": position_ids}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "loss_mask": loss_mask,
+        "position_ids": position_ids,
+    }
 
 
 class ResumableSamplerMixin:

@@ -149,14 +149,18 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
                 raise ValueError(f"{type(self).__name__}: set data.init_args.tokenizer_path or a model path")
             from ..model_paths import check_tokenizer_folder
 
-            self.tokenizer = load_tokenizer(check_tokenizer_folder(self.tokenizer_path, "tokenizer_path"), self.chat_template)
+            self.tokenizer = load_tokenizer(
+                check_tokenizer_folder(self.tokenizer_path, "tokenizer_path"), self.chat_template
+            )
         return self.tokenizer
 
     def renderer(self, tools: list[dict[str, Any]] | None = None) -> ChatRenderer:
         key = json.dumps(tools, sort_keys=True) if tools else ""
         cache = self.__dict__.setdefault("_renderers", {})
         if key not in cache:
-            cache[key] = ChatRenderer(self._load_tokenizer(), train_roles=self.train_roles, tools=tools, **self.template_kwargs())
+            cache[key] = ChatRenderer(
+                self._load_tokenizer(), train_roles=self.train_roles, tools=tools, **self.template_kwargs()
+            )
         return cache[key]
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -183,7 +187,9 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         for example in self.skip_examples:
             log.warning("skipped: %s", example)
         if not self.train_samples:
-            raise ValueError(f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); {self._why_empty()}")
+            raise ValueError(
+                f"{type(self).__name__}: no training samples after set-up ({dict(stats)}); {self._why_empty()}"
+            )
 
     def _why_empty(self) -> str:
         if self.skip_examples:
@@ -204,7 +210,11 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         messages = conv.messages
         if self.drop_trailing_context:
             keep = len(messages)
-            while keep > 0 and isinstance(messages[keep - 1], dict) and messages[keep - 1].get("role") not in self.train_roles:
+            while (
+                keep > 0
+                and isinstance(messages[keep - 1], dict)
+                and messages[keep - 1].get("role") not in self.train_roles
+            ):
                 keep -= 1
             if 0 < keep < len(messages):
                 stats["trailing_context_dropped"] += 1
@@ -282,9 +292,16 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             self._load_tokenizer()
             self._install_sampler(
                 StreamingSFTBatches(
-                    self.iter_conversations, self._prepare, self._is_train, self._collate(),
-                    batch_size=self.batch_size, max_tokens=self.max_tokens_per_batch,
-                    shuffle_window=self.shuffle_window, seed=self.seed, rank=rank, world_size=world,
+                    self.iter_conversations,
+                    self._prepare,
+                    self._is_train,
+                    self._collate(),
+                    batch_size=self.batch_size,
+                    max_tokens=self.max_tokens_per_batch,
+                    shuffle_window=self.shuffle_window,
+                    seed=self.seed,
+                    rank=rank,
+                    world_size=world,
                 )
             )
         return self._train_sampler
@@ -294,24 +311,33 @@ class ChatSFTDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             # batch_size=None: the stream yields collated batches; workers share nothing but the seed
             return DataLoader(self.train_stream(), batch_size=None, num_workers=self.num_workers)
         return DataLoader(
-            self.train_samples, batch_sampler=self.train_sampler(), collate_fn=self._collate(), num_workers=self.num_workers
+            self.train_samples,
+            batch_sampler=self.train_sampler(),
+            collate_fn=self._collate(),
+            num_workers=self.num_workers,
         )
 
     def val_dataloader(self) -> DataLoader | list:
         if self.streaming and not self.val_samples:
             # Validation sets are small: render them (only them) on first use, every rank in full.
             self.val_samples = [
-                sample for conv in self.iter_conversations() if not self._is_train(conv)
+                sample
+                for conv in self.iter_conversations()
+                if not self._is_train(conv)
                 if (sample := self._prepare(conv, self.stats)) is not None
             ]
             self.stats["val_samples"] = len(self.val_samples)
         if not self.val_samples:
             return []
         sampler = ResumableBucketBatchSampler(
-            [len(s["input_ids"]) for s in self.val_samples], batch_size=self.batch_size,
-            max_tokens=self.max_tokens_per_batch, shuffle=False,
+            [len(s["input_ids"]) for s in self.val_samples],
+            batch_size=self.batch_size,
+            max_tokens=self.max_tokens_per_batch,
+            shuffle=False,
         )
-        return DataLoader(self.val_samples, batch_sampler=sampler, collate_fn=self._collate(), num_workers=self.num_workers)
+        return DataLoader(
+            self.val_samples, batch_sampler=sampler, collate_fn=self._collate(), num_workers=self.num_workers
+        )
 
 
 class JsonlChatSFTDataModule(ChatSFTDataModule):
@@ -324,7 +350,9 @@ class JsonlChatSFTDataModule(ChatSFTDataModule):
         **kwargs: see :class:`ChatSFTDataModule`.
     """
 
-    def __init__(self, files: list[str], messages_field: str = "messages", tools_field: str = "tools", **kwargs: Any) -> None:
+    def __init__(
+        self, files: list[str], messages_field: str = "messages", tools_field: str = "tools", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.files = list(files)
         self.messages_field = messages_field
@@ -370,8 +398,10 @@ def expand_files(patterns: list[str]) -> list[Path]:
     out: list[Path] = []
     for pattern in patterns:
         if any(ch in pattern for ch in "*?["):
-            matches = sorted(Path().glob(pattern)) if not Path(pattern).is_absolute() else sorted(
-                Path("/").glob(pattern.lstrip("/"))
+            matches = (
+                sorted(Path().glob(pattern))
+                if not Path(pattern).is_absolute()
+                else sorted(Path("/").glob(pattern.lstrip("/")))
             )
         else:
             matches = [Path(pattern)] if Path(pattern).exists() else []

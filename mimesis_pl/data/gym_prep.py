@@ -125,7 +125,9 @@ def _previous_outputs(out_dir: Path) -> list[Path]:
         try:
             listed = {out_dir / name for name in json.loads(manifest.read_text(encoding="utf-8"))["files"]}
         except (ValueError, KeyError, TypeError) as err:
-            raise ValueError(f"{manifest}: not a prepare-gyms manifest ({err}); remove it or use another --out") from err
+            raise ValueError(
+                f"{manifest}: not a prepare-gyms manifest ({err}); remove it or use another --out"
+            ) from err
     present = {p for split in ("train", "val") if (out_dir / split).is_dir() for p in (out_dir / split).iterdir()}
     foreign = sorted(str(p) for p in present - listed)
     if foreign:

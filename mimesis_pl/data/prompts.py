@@ -26,7 +26,9 @@ def read_prompt_rows(specs: list[str], seed: int = 0, max_samples: int | None = 
     for f, spec in enumerate(parsed):
         missing = sorted(set(REQUIRED_COLUMNS) - set(rows.schema_names(f)))
         if missing:
-            raise ValueError(f"{spec.path}: missing column(s) {missing}; a gym prompt row needs {list(REQUIRED_COLUMNS)}")
+            raise ValueError(
+                f"{spec.path}: missing column(s) {missing}; a gym prompt row needs {list(REQUIRED_COLUMNS)}"
+            )
     out = []
     for f, i in mixture_index(rows.num_rows, [s.ratio for s in parsed], seed=seed, max_samples=max_samples):
         row = dict(rows.row(f, i))
@@ -91,8 +93,13 @@ class GymPromptDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     """
 
     def __init__(
-        self, files: list[str], batch_size: int = 64, val_files: list[str] | None = None, max_samples: int | None = None,
-        seed: int = 0, drop_last: bool = True,
+        self,
+        files: list[str],
+        batch_size: int = 64,
+        val_files: list[str] | None = None,
+        max_samples: int | None = None,
+        seed: int = 0,
+        drop_last: bool = True,
     ) -> None:
         super().__init__()
         check_batch_size(batch_size)

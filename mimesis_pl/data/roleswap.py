@@ -48,7 +48,9 @@ class RoleSwapSFTDataModule(ChatSFTDataModule):
         self.max_samples = max_samples
 
     def iter_conversations(self) -> Iterator[Conversation | BadSample]:
-        yield from self._iter_mixture(self.files, split="train" if self.val_files else None, max_samples=self.max_samples)
+        yield from self._iter_mixture(
+            self.files, split="train" if self.val_files else None, max_samples=self.max_samples
+        )
         if self.val_files:
             yield from self._iter_mixture(self.val_files, split="val", max_samples=None)
 
@@ -75,9 +77,13 @@ class RoleSwapSFTDataModule(ChatSFTDataModule):
             return BadSample(f"{where}: field 'data_source' must be a non-empty string, got {source!r}")
         messages = row.get("messages")
         if messages is None:
-            messages = (row.get("extra_info") or {}).get("messages") if isinstance(row.get("extra_info"), dict) else None
+            messages = (
+                (row.get("extra_info") or {}).get("messages") if isinstance(row.get("extra_info"), dict) else None
+            )
         if not isinstance(messages, list) or not messages:
-            return BadSample(f"{where}: no messages (field 'messages' or 'extra_info.messages' must be a non-empty list)")
+            return BadSample(
+                f"{where}: no messages (field 'messages' or 'extra_info.messages' must be a non-empty list)"
+            )
         try:
             processed = self.router(source, messages)
         except KeyError as err:

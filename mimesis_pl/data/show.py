@@ -37,15 +37,22 @@ def load_datamodule(config_paths: list[str], overrides: list[str] | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    show = argparse.ArgumentParser(prog="mimesis-pl data show", description="Render N samples with the trained spans marked.")
+    show = argparse.ArgumentParser(
+        prog="mimesis-pl data show", description="Render N samples with the trained spans marked."
+    )
     show.add_argument("--config", action="append", required=True, help="LightningCLI YAML (repeatable)")
     show.add_argument("--n", type=int, default=3, help="number of samples (default 3)")
     show.add_argument("--json", action="store_true", help="print JSON: per sample a list of {text, trained}")
     show.add_argument("--colour", choices=["auto", "always", "never"], default="auto")
-    show.add_argument("--chat-template", default=None,
-                      help="render with this template instead of the config's: a name shipped in "
-                           "mimesis_pl/chat/templates/ (qwen3, qwen3_5, qwen2_5, llama3, chatml) or a .jinja path")
-    show.add_argument("overrides", nargs=argparse.REMAINDER, help="further LightningCLI arguments, e.g. --data.init_args.batch_size 2")
+    show.add_argument(
+        "--chat-template",
+        default=None,
+        help="render with this template instead of the config's: a name shipped in "
+        "mimesis_pl/chat/templates/ (qwen3, qwen3_5, qwen2_5, llama3, chatml) or a .jinja path",
+    )
+    show.add_argument(
+        "overrides", nargs=argparse.REMAINDER, help="further LightningCLI arguments, e.g. --data.init_args.batch_size 2"
+    )
     args, extra = show.parse_known_args(argv)
 
     if args.chat_template is not None:
@@ -67,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = datamodule.tokenizer
     if args.json:
         payload = [
-            {"sample_id": s["sample_id"], "segments": segments(tokenizer, s["input_ids"], s["loss_mask"])} for s in samples
+            {"sample_id": s["sample_id"], "segments": segments(tokenizer, s["input_ids"], s["loss_mask"])}
+            for s in samples
         ]
         json.dump(payload, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

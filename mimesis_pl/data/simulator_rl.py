@@ -80,12 +80,16 @@ def resolve_specs(specs: list[str], data_dir: str | None, skip_missing: bool, wh
             parse_file_specs([path])
         except FileNotFoundError as err:
             if not skip_missing:
-                raise FileNotFoundError(f"{what}: {err} (data_dir={data_dir!r}; set skip_missing: true to run a subset)") from None
+                raise FileNotFoundError(
+                    f"{what}: {err} (data_dir={data_dir!r}; set skip_missing: true to run a subset)"
+                ) from None
             skipped.append(path)
             continue
         kept.append(path)
     if skipped:
-        log.warning("%s: skipped %d of %d files that are missing: %s", what, len(skipped), len(specs), ", ".join(skipped))
+        log.warning(
+            "%s: skipped %d of %d files that are missing: %s", what, len(skipped), len(specs), ", ".join(skipped)
+        )
     return kept, skipped
 
 
@@ -109,9 +113,15 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
     """
 
     def __init__(
-        self, files: list[str], batch_size: int = 64, val_files: list[str] | None = None,
-        max_samples: int | None = None, val_max_samples: int | None = None, seed: int = 0,
-        data_dir: str | None = None, skip_missing: bool = False,
+        self,
+        files: list[str],
+        batch_size: int = 64,
+        val_files: list[str] | None = None,
+        max_samples: int | None = None,
+        val_max_samples: int | None = None,
+        seed: int = 0,
+        data_dir: str | None = None,
+        skip_missing: bool = False,
     ) -> None:
         super().__init__()
         self.data_dir = data_dir
@@ -143,7 +153,11 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             rank, world = (self.trainer.global_rank, self.trainer.world_size) if self.trainer else (0, 1)
             self._install_sampler(
                 ResumableBucketBatchSampler(
-                    [1] * len(self.train_rows), batch_size=self.batch_size, seed=self.seed, rank=rank, num_replicas=world
+                    [1] * len(self.train_rows),
+                    batch_size=self.batch_size,
+                    seed=self.seed,
+                    rank=rank,
+                    num_replicas=world,
                 )
             )
         return DataLoader(self.train_rows, batch_sampler=self._train_sampler, collate_fn=_as_list)

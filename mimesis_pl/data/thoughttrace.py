@@ -62,7 +62,9 @@ def build_system_prompt(record: dict[str, Any]) -> str:
 def _contents(items: Any) -> list[str]:
     if not isinstance(items, list):
         return []
-    return [str(it.get("content")).strip() for it in items if isinstance(it, dict) and str(it.get("content") or "").strip()]
+    return [
+        str(it.get("content")).strip() for it in items if isinstance(it, dict) and str(it.get("content") or "").strip()
+    ]
 
 
 def build_messages(

@@ -20,6 +20,14 @@ from mimesis_pl.eval.failures import (
 )
 
 __all__ = [
-    "AgentTransportFailure", "EnvironmentFailure", "FailureKind", "InfrastructureFailure", "JudgeFailure",
-    "RetryPolicy", "RetryResult", "SimulatorFailure", "classify_failure", "run_with_retries",
+    "AgentTransportFailure",
+    "EnvironmentFailure",
+    "FailureKind",
+    "InfrastructureFailure",
+    "JudgeFailure",
+    "RetryPolicy",
+    "RetryResult",
+    "SimulatorFailure",
+    "classify_failure",
+    "run_with_retries",
 ]

@@ -70,8 +70,10 @@ class EngineAgentSettings(AgentSettings):
     def __post_init__(self) -> None:
         check_model_path(self.model_path, "agent.model_path")
         if isinstance(self.engine, OpenAIEngineSettings) and not self.revision:
-            raise ValueError("agent.revision is required for a served agent (OpenAIEngineSettings): name the "
-                             "checkpoint (tag or hash) so cached trials of another checkpoint are never reused")
+            raise ValueError(
+                "agent.revision is required for a served agent (OpenAIEngineSettings): name the "
+                "checkpoint (tag or hash) so cached trials of another checkpoint are never reused"
+            )
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -111,12 +113,16 @@ class OpenAIChatAgentSettings(AgentSettings):
 
     def __post_init__(self) -> None:
         if self.chat_template is not None:
-            raise ValueError("agent.chat_template does not apply to engine 'openai_chat' (OpenAIChatAgentSettings): "
-                             "the server renders with its own template; serve the model with "
-                             "bin/serve_model.sh --chat-template instead")
+            raise ValueError(
+                "agent.chat_template does not apply to engine 'openai_chat' (OpenAIChatAgentSettings): "
+                "the server renders with its own template; serve the model with "
+                "bin/serve_model.sh --chat-template instead"
+            )
         if not self.revision:
-            raise ValueError("agent.revision is required for a served agent (OpenAIChatAgentSettings): name the "
-                             "checkpoint (tag or hash) so cached trials of another checkpoint are never reused")
+            raise ValueError(
+                "agent.revision is required for a served agent (OpenAIChatAgentSettings): name the "
+                "checkpoint (tag or hash) so cached trials of another checkpoint are never reused"
+            )
 
 
 @dataclass
@@ -128,8 +134,9 @@ class RetrySettings:
     attempt_timeout_s: float | None = None
 
     def policy(self) -> RetryPolicy:
-        return RetryPolicy(max_attempts=self.max_attempts, backoff_s=self.backoff_s,
-                           attempt_timeout_s=self.attempt_timeout_s)
+        return RetryPolicy(
+            max_attempts=self.max_attempts, backoff_s=self.backoff_s, attempt_timeout_s=self.attempt_timeout_s
+        )
 
 
 def model_revision(path: str | Path) -> str:
@@ -167,7 +174,9 @@ class AgentBackend:
 
     def __init__(self, settings: AgentSettings, model: Any = None) -> None:
         if not isinstance(settings, (EngineAgentSettings, OpenAIChatAgentSettings)):
-            raise TypeError(f"agent must be EngineAgentSettings or OpenAIChatAgentSettings, got {type(settings).__name__}")
+            raise TypeError(
+                f"agent must be EngineAgentSettings or OpenAIChatAgentSettings, got {type(settings).__name__}"
+            )
         self.settings = settings
         self.engine: Any = None
         self.tokenizer: Any = None
@@ -206,8 +215,12 @@ class AgentBackend:
         from mimesis_pl.rollout.engines import SamplingParams
 
         s = self.settings
-        return SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p,
-                              stop_token_ids=(self.tokenizer.eos_token_id,))
+        return SamplingParams(
+            max_new_tokens=s.max_new_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            stop_token_ids=(self.tokenizer.eos_token_id,),
+        )
 
     def episode_runner(self, manager: Any) -> Any:
         """An episode runner playing against ``manager``'s gyms."""
@@ -215,15 +228,28 @@ class AgentBackend:
         if isinstance(s, OpenAIChatAgentSettings):
             from mimesis_pl.eval.episodes import OpenAIChatEpisodeRunner
 
-            return OpenAIChatEpisodeRunner(manager, s.base_url, s.served_model, api_key_env=s.api_key_env,
-                                           temperature=s.temperature, max_tokens=s.max_new_tokens,
-                                           tool_choice=s.tool_choice, timeout_s=s.timeout_s,
-                                           extra_body=_chat_template_body(s))
+            return OpenAIChatEpisodeRunner(
+                manager,
+                s.base_url,
+                s.served_model,
+                api_key_env=s.api_key_env,
+                temperature=s.temperature,
+                max_tokens=s.max_new_tokens,
+                tool_choice=s.tool_choice,
+                timeout_s=s.timeout_s,
+                extra_body=_chat_template_body(s),
+            )
         from mimesis_pl.eval.episodes import EngineEpisodeRunner
         from mimesis_pl.rollout.loop import MultiTurnRollout
 
-        rollout = MultiTurnRollout(self.engine, self.tokenizer, manager, self.sampling(), max_length=s.max_length,
-                                   template_kwargs=s.template_kwargs)
+        rollout = MultiTurnRollout(
+            self.engine,
+            self.tokenizer,
+            manager,
+            self.sampling(),
+            max_length=s.max_length,
+            template_kwargs=s.template_kwargs,
+        )
         return EngineEpisodeRunner(rollout)
 
     def replay_agent(self) -> Any:
@@ -232,13 +258,25 @@ class AgentBackend:
         if isinstance(s, OpenAIChatAgentSettings):
             from mimesis_pl.eval.replay import OpenAIChatAgent
 
-            return OpenAIChatAgent(s.base_url, s.served_model, api_key_env=s.api_key_env, temperature=0.0,
-                                   max_tokens=s.max_new_tokens, tool_choice=s.tool_choice, timeout_s=s.timeout_s,
-                                   extra_body=_chat_template_body(s))
+            return OpenAIChatAgent(
+                s.base_url,
+                s.served_model,
+                api_key_env=s.api_key_env,
+                temperature=0.0,
+                max_tokens=s.max_new_tokens,
+                tool_choice=s.tool_choice,
+                timeout_s=s.timeout_s,
+                extra_body=_chat_template_body(s),
+            )
         from mimesis_pl.eval.replay import EngineChatAgent
 
-        return EngineChatAgent(self.engine, self.tokenizer, max_new_tokens=s.max_new_tokens,
-                               template_kwargs=s.template_kwargs, max_prompt_tokens=s.max_length)
+        return EngineChatAgent(
+            self.engine,
+            self.tokenizer,
+            max_new_tokens=s.max_new_tokens,
+            template_kwargs=s.template_kwargs,
+            max_prompt_tokens=s.max_length,
+        )
 
     def close(self) -> None:
         if self.engine is not None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from mimesis_pl.eval.io import write_bytes_atomic
 
@@ -43,7 +44,7 @@ def _safe_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name) or "gym"
 
 
-def write_gym_charts(summaries: Mapping[str, "GymSummary"], ks: Sequence[int], out_dir: str | Path) -> list[Path]:
+def write_gym_charts(summaries: Mapping[str, GymSummary], ks: Sequence[int], out_dir: str | Path) -> list[Path]:
     """One ``<gym>.png`` per gym: pass@k and pass^k bars for every k, avg@n as a line."""
     plt = _pyplot()
     if plt is None:
@@ -67,7 +68,7 @@ def write_gym_charts(summaries: Mapping[str, "GymSummary"], ks: Sequence[int], o
     return paths
 
 
-def write_replay_chart(summary: "ReplaySummary", path: str | Path) -> Path | None:
+def write_replay_chart(summary: ReplaySummary, path: str | Path) -> Path | None:
     """Stacked bars per case: passed / failed / unscored requests and skipped steps."""
     plt = _pyplot()
     if plt is None or not summary.per_case:

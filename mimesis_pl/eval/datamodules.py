@@ -7,7 +7,8 @@ order, kept on the host (the engine, not the batch, uses the device).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 from torch.utils.data import DataLoader
@@ -43,8 +44,9 @@ class GymTaskDataModule(_HostBatches):
     order whatever the files' order.
     """
 
-    def __init__(self, files: list[str], gyms: list[str] | None = None, tasks_per_gym: int | None = None,
-                 batch_size: int = 16) -> None:
+    def __init__(
+        self, files: list[str], gyms: list[str] | None = None, tasks_per_gym: int | None = None, batch_size: int = 16
+    ) -> None:
         super().__init__()
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")

@@ -7,9 +7,10 @@ measurements: they are written to separate files and never averaged together (do
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from mimesis_pl.eval.charts import write_gym_charts, write_replay_chart
 from mimesis_pl.eval.io import write_json_atomic, write_text_atomic
@@ -22,14 +23,20 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def episode_results(summaries: Mapping[str, GymSummary], identity: RunIdentity | None = None,
-                    config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def episode_results(
+    summaries: Mapping[str, GymSummary], identity: RunIdentity | None = None, config: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The JSON-ready results of an agent evaluation (mode ``"episode"``)."""
     return {
         "mode": "episode",
-        "identity": None if identity is None else {
-            "agent_model": identity.agent_model, "agent_revision": identity.agent_revision,
-            "simulator": identity.simulator, "harness_version": identity.harness_version},
+        "identity": None
+        if identity is None
+        else {
+            "agent_model": identity.agent_model,
+            "agent_revision": identity.agent_revision,
+            "simulator": identity.simulator,
+            "harness_version": identity.harness_version,
+        },
         "config": dict(config or {}),
         "gyms": {gym: s.to_dict() for gym, s in summaries.items()},
     }
@@ -37,20 +44,41 @@ def episode_results(summaries: Mapping[str, GymSummary], identity: RunIdentity |
 
 def episode_markdown(summaries: Mapping[str, GymSummary], ks: Sequence[int]) -> str:
     """One row per gym: tasks, n, avg@n, pass@k and pass^k for every k, unscored trials, reward."""
-    head = ["gym", "tasks", "n", "avg@n", *[f"pass@{k}" for k in ks], *[f"pass^{k}" for k in ks],
-            "scored", "unscored", "missing", "reward mean ± std"]
+    head = [
+        "gym",
+        "tasks",
+        "n",
+        "avg@n",
+        *[f"pass@{k}" for k in ks],
+        *[f"pass^{k}" for k in ks],
+        "scored",
+        "unscored",
+        "missing",
+        "reward mean ± std",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for gym, s in summaries.items():
         unscored = str(s.unscored_trials)
         if s.unscored_by_kind:
             unscored += " (" + ", ".join(f"{k}: {v}" for k, v in s.unscored_by_kind.items()) + ")"
         reward = f"{_fmt(s.reward.get('mean'))} ± {_fmt(s.reward.get('std'))}"
-        cells = [gym, str(s.tasks), str(s.n_trials), _fmt(s.avg_at_n),
-                 *[_fmt(s.pass_at_k.get(k)) for k in ks], *[_fmt(s.pass_hat_k.get(k)) for k in ks],
-                 str(s.scored_trials), unscored, str(s.missing_trials), reward]
+        cells = [
+            gym,
+            str(s.tasks),
+            str(s.n_trials),
+            _fmt(s.avg_at_n),
+            *[_fmt(s.pass_at_k.get(k)) for k in ks],
+            *[_fmt(s.pass_hat_k.get(k)) for k in ks],
+            str(s.scored_trials),
+            unscored,
+            str(s.missing_trials),
+            reward,
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    note = ("\nUnscored trials (simulator, judge, environment or transport failures) are excluded from every "
-            "rate, not counted as 0. pass@k / pass^k use only tasks with at least k scored trials.\n")
+    note = (
+        "\nUnscored trials (simulator, judge, environment or transport failures) are excluded from every "
+        "rate, not counted as 0. pass@k / pass^k use only tasks with at least k scored trials.\n"
+    )
     return "\n".join(lines) + "\n" + note
 
 
@@ -59,9 +87,13 @@ def episode_scalars(summaries: Mapping[str, GymSummary], prefix: str = "eval") -
     out: dict[str, float] = {}
     for gym, s in summaries.items():
         base = f"{prefix}/{gym}"
-        values: dict[str, float | None] = {"avg@n": s.avg_at_n, "success_rate": s.success_rate,
-                                           "unscored_trials": float(s.unscored_trials),
-                                           "reward_mean": s.reward.get("mean"), "reward_std": s.reward.get("std")}
+        values: dict[str, float | None] = {
+            "avg@n": s.avg_at_n,
+            "success_rate": s.success_rate,
+            "unscored_trials": float(s.unscored_trials),
+            "reward_mean": s.reward.get("mean"),
+            "reward_std": s.reward.get("std"),
+        }
         values.update({f"pass@{k}": v for k, v in s.pass_at_k.items()})
         values.update({f"pass^{k}": v for k, v in s.pass_hat_k.items()})
         out.update({f"{base}/{name}": float(v) for name, v in values.items() if v is not None})
@@ -79,15 +111,21 @@ def replay_markdown(summary: ReplaySummary) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for case_id, row in summary.per_case.items():
-        lines.append(f"| {case_id} | {row['requests']} | {row['passed']} | {row['failed']} | "
-                     f"{row['unscored']} | {row['skipped']} |")
+        lines.append(
+            f"| {case_id} | {row['requests']} | {row['passed']} | {row['failed']} | "
+            f"{row['unscored']} | {row['skipped']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def replay_scalars(summary: ReplaySummary, prefix: str = "replay") -> dict[str, float]:
-    values = {"pass_rate": summary.pass_rate, "preferred_rate": summary.preferred_rate,
-              "unscored": float(summary.unscored), "skipped_steps": float(summary.skipped_steps),
-              "cases_passed": float(summary.cases_passed)}
+    values = {
+        "pass_rate": summary.pass_rate,
+        "preferred_rate": summary.preferred_rate,
+        "unscored": float(summary.unscored),
+        "skipped_steps": float(summary.skipped_steps),
+        "cases_passed": float(summary.cases_passed),
+    }
     return {f"{prefix}/{k}": float(v) for k, v in values.items() if v is not None}
 
 
@@ -100,8 +138,13 @@ class ReportFiles:
     charts: tuple[Path, ...]
 
 
-def write_episode_report(out_dir: str | Path, summaries: Mapping[str, GymSummary], ks: Sequence[int],
-                         identity: RunIdentity | None = None, config: Mapping[str, Any] | None = None) -> ReportFiles:
+def write_episode_report(
+    out_dir: str | Path,
+    summaries: Mapping[str, GymSummary],
+    ks: Sequence[int],
+    identity: RunIdentity | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> ReportFiles:
     """Write ``results.json``, ``results.md`` and ``charts/<gym>.png`` under ``out_dir``."""
     out_dir = Path(out_dir)
     json_path = write_json_atomic(out_dir / "results.json", episode_results(summaries, identity, config))

@@ -37,8 +37,13 @@ class ChatCompletionsClient:
     """
 
     def __init__(
-        self, url: str, api_key_env: str | None = None, timeout_s: float = 120.0, max_retries: int = 2,
-        retry_backoff_s: float = 0.5, error: type[Exception] = RuntimeError,
+        self,
+        url: str,
+        api_key_env: str | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 2,
+        retry_backoff_s: float = 0.5,
+        error: type[Exception] = RuntimeError,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")

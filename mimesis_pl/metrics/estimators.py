@@ -13,8 +13,8 @@ Computed with exact integers (``math.comb``), so hand-worked fractions compare e
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Iterable
 
 
 def _check(n: int, c: int, k: int) -> None:

@@ -31,8 +31,9 @@ def fidelity_index(hits: Sequence[Sequence[int]] | np.ndarray) -> float:
     return float(100.0 * array.sum() / (N_DIMENSIONS * array.shape[0]))
 
 
-def cluster_bootstrap_ci(hits: Sequence[Sequence[int]] | np.ndarray, user_ids: Sequence[str], n_boot: int = 10_000,
-                         seed: int = 1234) -> tuple[float, float]:
+def cluster_bootstrap_ci(
+    hits: Sequence[Sequence[int]] | np.ndarray, user_ids: Sequence[str], n_boot: int = 10_000, seed: int = 1234
+) -> tuple[float, float]:
     """95% CI of the Fidelity Index, resampling *users* (not cases) with replacement.
 
     Per user ``h_u = Σ hits`` over their cases and ``t_u = 5 · #cases``; each of ``n_boot`` draws takes

@@ -48,4 +48,10 @@ class RewardStats(Metric):
             return {"mean": nan, "std": nan, "min": nan, "max": nan, "count": self.count.to(torch.float64)}
         mean = self.sum / self.count
         var = (self.sum_sq / self.count - mean * mean).clamp(min=0.0)
-        return {"mean": mean, "std": var.sqrt(), "min": self.min, "max": self.max, "count": self.count.to(torch.float64)}
+        return {
+            "mean": mean,
+            "std": var.sqrt(),
+            "min": self.min,
+            "max": self.max,
+            "count": self.count.to(torch.float64),
+        }

@@ -24,8 +24,12 @@ def dice_sorensen(h: Sequence[float] | np.ndarray, m: Sequence[float] | np.ndarr
     return out
 
 
-def expected_calibration_error(sim_success: Sequence[float], human_success: Sequence[float],
-                               difficulty: Sequence[float], edges: Sequence[float] = DIFFICULTY_EDGES) -> float:
+def expected_calibration_error(
+    sim_success: Sequence[float],
+    human_success: Sequence[float],
+    difficulty: Sequence[float],
+    edges: Sequence[float] = DIFFICULTY_EDGES,
+) -> float:
     """``Σ_b (|b|/n) · |mean_sim_b − mean_human_b|`` over the non-empty difficulty bins.
 
     Bins are cut at ``edges`` (default 0.2/0.4/0.6/0.8 → 5 bins); a task with difficulty exactly on an

@@ -8,6 +8,15 @@ from .settings import CSDSettings, LoraSettings, ModelSettings, OptimSettings, P
 from .simulator_rl import SimulatorRL
 
 __all__ = [
-    "AgentCSD", "AgentGRPO", "CSDSettings", "CausalLMSFT", "HFExportCallback", "LoraSettings", "ModelSettings",
-    "OptimSettings", "PPOSettings", "SimulatorRL", "export_hf",
+    "AgentCSD",
+    "AgentGRPO",
+    "CSDSettings",
+    "CausalLMSFT",
+    "HFExportCallback",
+    "LoraSettings",
+    "ModelSettings",
+    "OptimSettings",
+    "PPOSettings",
+    "SimulatorRL",
+    "export_hf",
 ]

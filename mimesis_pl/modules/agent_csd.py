@@ -54,8 +54,9 @@ class AgentCSD(AgentGRPO):
         optim: OptimSettings = REFERENCE_RL_OPTIM,
         validation: ValidationSettings | None = None,
     ) -> None:
-        super().__init__(policy=policy, rollout=rollout, advantage=advantage, ppo=ppo, optim=optim,
-                         validation=validation)
+        super().__init__(
+            policy=policy, rollout=rollout, advantage=advantage, ppo=ppo, optim=optim, validation=validation
+        )
         self.save_hyperparameters()
         self.csd = csd
         self.coach_stage = CoachStage(coaching)
@@ -83,7 +84,9 @@ class AgentCSD(AgentGRPO):
     def extra_loss(self, step: RLStep) -> ExtraLoss | None:
         if step.teacher is None:
             if step.experience.trained:
-                raise RuntimeError("AgentCSD.update needs the step's teacher rows (RLStep.teacher, from the coach stage)")
+                raise RuntimeError(
+                    "AgentCSD.update needs the step's teacher rows (RLStep.teacher, from the coach stage)"
+                )
             return None
         return CSDTerm(self, step.teacher, step.experience.tensors)
 
@@ -109,7 +112,11 @@ class AgentCSD(AgentGRPO):
         if self.csd.adv_gate is not None:
             mask = mask & (advantages[rows, :width].abs() <= self.csd.adv_gate)
         loss, m = csd_loss(
-            logprobs, teacher_lp.to(logprobs.dtype), mask.to(logprobs.dtype), estimator=self.csd.estimator, beta=self.csd.beta,
+            logprobs,
+            teacher_lp.to(logprobs.dtype),
+            mask.to(logprobs.dtype),
+            estimator=self.csd.estimator,
+            beta=self.csd.beta,
             placebo_logprobs=None if placebo_lp is None else placebo_lp.to(logprobs.dtype),
         )
         metrics = {f"csd/{k}": float(v) for k, v in m.items()}

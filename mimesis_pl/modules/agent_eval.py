@@ -68,8 +68,10 @@ class _EvalModule(pl.LightningModule):
 
     def _start(self) -> Path:
         if self.trainer.world_size > 1:
-            raise RuntimeError(f"{type(self).__name__} runs on one process (devices: 1); the engine batches "
-                               f"episodes itself. Got world size {self.trainer.world_size}.")
+            raise RuntimeError(
+                f"{type(self).__name__} runs on one process (devices: 1); the engine batches "
+                f"episodes itself. Got world size {self.trainer.world_size}."
+            )
         self._loop = asyncio.new_event_loop()
         self.backend = AgentBackend(self.agent, model=self.model)
         out = Path(self.out_dir or self.trainer.log_dir or "runs/eval")
@@ -116,10 +118,19 @@ class AgentEvalModule(_EvalModule):
         simulator_name: the simulator's name in cache keys (default ``"{kind}:{model}"`` of ``users``).
     """
 
-    def __init__(self, agent: AgentSettings, users: UserSimSettings = DEFAULT_USERS,
-                 episode: EpisodeSettings = DEFAULT_EPISODE, n_trials: int = 4, ks: list[int] | None = None,
-                 max_concurrency: int = 16, retry: RetrySettings = DEFAULT_RETRY, out_dir: str | None = None,
-                 cache_dir: str | None = None, simulator_name: str | None = None) -> None:
+    def __init__(
+        self,
+        agent: AgentSettings,
+        users: UserSimSettings = DEFAULT_USERS,
+        episode: EpisodeSettings = DEFAULT_EPISODE,
+        n_trials: int = 4,
+        ks: list[int] | None = None,
+        max_concurrency: int = 16,
+        retry: RetrySettings = DEFAULT_RETRY,
+        out_dir: str | None = None,
+        cache_dir: str | None = None,
+        simulator_name: str | None = None,
+    ) -> None:
         super().__init__(agent=agent, out_dir=out_dir)
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
@@ -144,12 +155,24 @@ class AgentEvalModule(_EvalModule):
         simulator = self.simulator_name or self.users.label
         identity = RunIdentity(self.backend.name, self.backend.revision, simulator)
         cache = TrialCache(self._cache_dir(out) / "trials.jsonl")
-        self.executor = EpisodeExecutor(runner, identity, cache, n_trials=self.n_trials, retry=self.retry.policy(),
-                                        max_concurrency=self.max_concurrency, transcripts=out / "episodes.jsonl")
+        self.executor = EpisodeExecutor(
+            runner,
+            identity,
+            cache,
+            n_trials=self.n_trials,
+            retry=self.retry.policy(),
+            max_concurrency=self.max_concurrency,
+            transcripts=out / "episodes.jsonl",
+        )
         self._out, self._tasks, self._metrics = out, [], {}
         self._counts: Counter[str] = Counter({"eval/trials_run": 0, "eval/trials_reused": 0})
-        log.info("agent eval: %s@%s vs %s; cache %s", identity.agent_model, identity.agent_revision,
-                 identity.simulator, cache.path)
+        log.info(
+            "agent eval: %s@%s vs %s; cache %s",
+            identity.agent_model,
+            identity.agent_revision,
+            identity.simulator,
+            cache.path,
+        )
 
     def _cache_dir(self, out: Path) -> Path:
         if self.cache_dir or self.out_dir:
@@ -166,20 +189,30 @@ class AgentEvalModule(_EvalModule):
             metrics = self._metrics.setdefault(gym, GymMetrics(self.ks))
             metrics.update(trial_matrix(run.records, gym, self.n_trials))
             gym_records = [r for r in run.records if r.key.gym == gym]
-            metrics.count(sum(1 for ref in run.tasks if ref.gym == gym) * self.n_trials,
-                          sum(1 for r in gym_records if r.status == "unscored"))
+            metrics.count(
+                sum(1 for ref in run.tasks if ref.gym == gym) * self.n_trials,
+                sum(1 for r in gym_records if r.status == "unscored"),
+            )
         self._counts["eval/trials_run"] += len(run.report.ran)
         self._counts["eval/trials_reused"] += run.report.reused
 
     def on_test_epoch_end(self) -> None:
         summaries = self.executor.summarize(self._tasks, self.ks)
         self.files = write_episode_report(self._out, summaries, self.ks, self.executor.identity, self._config())
-        values = {f"eval/{gym}/{name}": value for gym, metrics in sorted(self._metrics.items())
-                  for name, value in metrics.compute().items()}
+        values = {
+            f"eval/{gym}/{name}": value
+            for gym, metrics in sorted(self._metrics.items())
+            for name, value in metrics.compute().items()
+        }
         values.update({name: float(count) for name, count in self._counts.items()})
         # Who failed, per gym (simulator-attributed failure rate: docs/decisions.md E6).
-        values.update({f"eval/{gym}/unscored/{kind}": float(n) for gym, summary in summaries.items()
-                       for kind, n in summary.unscored_by_kind.items()})
+        values.update(
+            {
+                f"eval/{gym}/unscored/{kind}": float(n)
+                for gym, summary in summaries.items()
+                for kind, n in summary.unscored_by_kind.items()
+            }
+        )
         self.log_dict(values)
         log.info("agent eval results: %s", self.files.markdown)
 
@@ -194,8 +227,14 @@ class AgentEvalModule(_EvalModule):
     def _config(self) -> dict[str, Any]:
         # How the shim is reached is not part of what is evaluated (keeps trial cache keys stable).
         users = {"kind": self.users.kind, **{k: v for k, v in asdict(self.users).items() if k != "shim_token_env"}}
-        return {**super()._config(), "users": users, "n_trials": self.n_trials, "ks": self.ks,
-                **asdict(self.episode), "retry": asdict(self.retry)}
+        return {
+            **super()._config(),
+            "users": users,
+            "n_trials": self.n_trials,
+            "ks": self.ks,
+            **asdict(self.episode),
+            "retry": asdict(self.retry),
+        }
 
 
 class ReplayEvalModule(_EvalModule):
@@ -211,8 +250,13 @@ class ReplayEvalModule(_EvalModule):
             logger's run folder.
     """
 
-    def __init__(self, agent: AgentSettings, max_concurrency: int = 4, retry: RetrySettings = DEFAULT_RETRY,
-                 out_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        agent: AgentSettings,
+        max_concurrency: int = 4,
+        retry: RetrySettings = DEFAULT_RETRY,
+        out_dir: str | None = None,
+    ) -> None:
         super().__init__(agent=agent, out_dir=out_dir)
         self.max_concurrency, self.retry = max_concurrency, retry
         self.executor: ReplayExecutor | None = None
@@ -222,8 +266,9 @@ class ReplayEvalModule(_EvalModule):
 
     def on_test_start(self) -> None:
         self._out = self._start()
-        self.executor = ReplayExecutor(self.backend.replay_agent(), retry=self.retry.policy(),
-                                       max_concurrency=self.max_concurrency)
+        self.executor = ReplayExecutor(
+            self.backend.replay_agent(), retry=self.retry.policy(), max_concurrency=self.max_concurrency
+        )
         self._records, self._skipped = [], []
         self._pass = MeanMetric()
         self._preferred = MeanMetric()
@@ -243,8 +288,12 @@ class ReplayEvalModule(_EvalModule):
         self.files = write_replay_report(self._out, summary)
         values = replay_scalars(summary)
         if summary.scored:  # the torchmetrics; equal to the summary's rates by construction
-            values.update({"replay/pass_rate": float(self._pass.compute()),
-                           "replay/preferred_rate": float(self._preferred.compute())})
+            values.update(
+                {
+                    "replay/pass_rate": float(self._pass.compute()),
+                    "replay/preferred_rate": float(self._preferred.compute()),
+                }
+            )
         values["replay/requests"] = float(summary.requests)
         self.log_dict(values)
 

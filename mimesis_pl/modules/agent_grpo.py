@@ -74,8 +74,13 @@ class AgentGRPO(PPOModule):
     def update(self, step: RLStep) -> None:
         exp = step.experience
         metrics = dict(step.metrics)
-        trained = self.train_on(exp.tensors, n_slots=len(exp.trajectories), trained=list(exp.trained),
-                                metrics=metrics, extra=self.extra_loss(step))
+        trained = self.train_on(
+            exp.tensors,
+            n_slots=len(exp.trajectories),
+            trained=list(exp.trained),
+            metrics=metrics,
+            extra=self.extra_loss(step),
+        )
         if not trained:
             # Every trajectory failed or had no turn: nothing to learn from; the counts are still logged.
             self.log_dict(metrics, on_step=True)
@@ -89,5 +94,7 @@ class AgentGRPO(PPOModule):
     def _log(self, metrics: dict[str, float], trajectories: list[Trajectory]) -> None:
         rewards = torch.tensor([sum(t.turn_rewards) for t in trajectories], dtype=torch.float32)
         self.reward_mean(rewards)  # forward, not update: Lightning logs a metric's step value from its forward
-        self.log("rollout/reward", self.reward_mean, on_step=True, on_epoch=False, prog_bar=True, batch_size=len(rewards))
+        self.log(
+            "rollout/reward", self.reward_mean, on_step=True, on_epoch=False, prog_bar=True, batch_size=len(rewards)
+        )
         self.log_dict(metrics, on_step=True, batch_size=len(rewards))

@@ -15,8 +15,9 @@ class HFCausalLMModule(pl.LightningModule):
     """Base class: the weights of ``settings`` (see :class:`~mimesis_pl.modules.settings.ModelSettings`)
     and AdamW with ``optim``; ``model_path_key`` names the YAML key of the model path in errors."""
 
-    def __init__(self, *, settings: ModelSettings, optim: OptimSettings,
-                 model_path_key: str = "model.init_args.model_path") -> None:
+    def __init__(
+        self, *, settings: ModelSettings, optim: OptimSettings, model_path_key: str = "model.init_args.model_path"
+    ) -> None:
         super().__init__()
         self.model_path = check_model_path(settings.model_path, model_path_key)
         self.lora = settings.lora

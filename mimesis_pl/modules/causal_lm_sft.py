@@ -47,8 +47,12 @@ class CausalLMSFT(HFCausalLMModule):
         loss_chunk_size: int | None = None,
     ) -> None:
         settings = ModelSettings(
-            model_path=model_path, lora=lora, dtype=dtype, attn_implementation=attn_implementation,
-            trust_remote_code=trust_remote_code, gradient_checkpointing=gradient_checkpointing,
+            model_path=model_path,
+            lora=lora,
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            trust_remote_code=trust_remote_code,
+            gradient_checkpointing=gradient_checkpointing,
             loss_chunk_size=loss_chunk_size,
         )
         super().__init__(settings=settings, optim=optim)
@@ -65,8 +69,12 @@ class CausalLMSFT(HFCausalLMModule):
         mask = batch["loss_mask"][:, 1:].float()
         n_tokens = mask.sum()
         weighted, _ = model_weighted_logprob_sum(
-            self.model, batch["input_ids"], mask / n_tokens.clamp(min=1), batch["attention_mask"],
-            batch.get("position_ids"), self.loss_chunk_size,
+            self.model,
+            batch["input_ids"],
+            mask / n_tokens.clamp(min=1),
+            batch["attention_mask"],
+            batch.get("position_ids"),
+            self.loss_chunk_size,
         )
         loss = -weighted
         return loss, loss.detach() * n_tokens, n_tokens
@@ -77,7 +85,9 @@ class CausalLMSFT(HFCausalLMModule):
         batch_size = batch["input_ids"].shape[0]
         self.log("train/loss", loss, prog_bar=True, batch_size=batch_size)
         self.log("train/ppl", self.train_ppl, on_step=True, on_epoch=False, batch_size=batch_size)
-        self.log("train/trained_token_fraction", n_tokens / batch["attention_mask"].sum().clamp(min=1), batch_size=batch_size)
+        self.log(
+            "train/trained_token_fraction", n_tokens / batch["attention_mask"].sum().clamp(min=1), batch_size=batch_size
+        )
         return loss
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:

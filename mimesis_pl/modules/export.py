@@ -17,7 +17,12 @@ import torch
 
 log = logging.getLogger(__name__)
 
-_PASSTHROUGH_FILES = ("generation_config.json", "preprocessor_config.json", "processor_config.json", "mimesis_spec.json")
+_PASSTHROUGH_FILES = (
+    "generation_config.json",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "mimesis_spec.json",
+)
 
 
 def full_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -91,7 +96,11 @@ class HFExportCallback(pl.Callback):
     """
 
     def __init__(
-        self, dirpath: str | None = None, every_n_steps: int = 0, merge_lora: bool = True, save_on_train_end: bool = True
+        self,
+        dirpath: str | None = None,
+        every_n_steps: int = 0,
+        merge_lora: bool = True,
+        save_on_train_end: bool = True,
     ) -> None:
         self.dirpath = dirpath
         self.every_n_steps = every_n_steps
@@ -113,8 +122,12 @@ class HFExportCallback(pl.Callback):
 
             tokenizer = AutoTokenizer.from_pretrained(source)
         out = export_hf(
-            module.model, self._root(trainer) / name, tokenizer=tokenizer, source_dir=source,
-            merge_lora=self.merge_lora, is_main_process=trainer.is_global_zero,
+            module.model,
+            self._root(trainer) / name,
+            tokenizer=tokenizer,
+            source_dir=source,
+            merge_lora=self.merge_lora,
+            is_main_process=trainer.is_global_zero,
         )
         if trainer.is_global_zero:
             self.exported.append(out)

@@ -186,8 +186,13 @@ class LinearTokenLogprobs(torch.autograd.Function):
                 _backward_chunk(g, h, w, flags, grads, start, stop, cdtype)
                 del logits, probs, g
         return (
-            _finish(grads, "hidden", hidden), _finish(grads, "weight", weight), _finish(grads, "bias", bias),
-            None, None, None, None,
+            _finish(grads, "hidden", hidden),
+            _finish(grads, "weight", weight),
+            _finish(grads, "bias", bias),
+            None,
+            None,
+            None,
+            None,
         )
 
 

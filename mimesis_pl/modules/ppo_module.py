@@ -34,8 +34,9 @@ class ExtraLoss(Protocol):
 
     metrics: dict[str, float]
 
-    def __call__(self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, advantages: torch.Tensor,
-                 response: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]: ...
+    def __call__(
+        self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, advantages: torch.Tensor, response: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float]]: ...
 
     def empty_microbatch(self) -> None:
         """Keep ranks in step on a micro-batch with no trajectory on this rank."""
@@ -49,8 +50,9 @@ class _StageHooks(pl.Callback):
     its best-checkpoint state) is in that step's checkpoint (docs/decisions.md, "RL step data").
     """
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         pl_module.after_batch(batch_idx)
 
 
@@ -66,8 +68,9 @@ class PPOModule(HFCausalLMModule):
         self.policy = policy
         self.ppo = ppo
         # Stages need it before configure_model; rollouts, the coach and the export all use this one.
-        self.tokenizer = load_tokenizer(policy.model_path, policy.chat_template,
-                                        trust_remote_code=policy.trust_remote_code)
+        self.tokenizer = load_tokenizer(
+            policy.model_path, policy.chat_template, trust_remote_code=policy.trust_remote_code
+        )
         self.weights_version = 0
         self.skipped_steps = 0
 
@@ -196,14 +199,26 @@ class PPOModule(HFCausalLMModule):
     def _plan(self, n_slots: int, trained: list[int]) -> list[list[list[int]]]:
         share = per_rank_share(self.ppo.mini_batch_size, self._world_size(), "model.init_args.ppo.mini_batch_size")
         return plan_minibatches(
-            n_slots, list(trained), share, self.ppo.micro_batch_size, epochs=self.ppo.epochs,
-            seed=int(self.global_step), pad=self._world_size() > 1,
+            n_slots,
+            list(trained),
+            share,
+            self.ppo.micro_batch_size,
+            epochs=self.ppo.epochs,
+            seed=int(self.global_step),
+            pad=self._world_size() > 1,
         )
 
     # -- the update --------------------------------------------------------------------------------
 
-    def train_on(self, t: dict[str, torch.Tensor], *, n_slots: int, trained: list[int], metrics: dict[str, float],
-                 extra: ExtraLoss | None = None) -> bool:
+    def train_on(
+        self,
+        t: dict[str, torch.Tensor],
+        *,
+        n_slots: int,
+        trained: list[int],
+        metrics: dict[str, float],
+        extra: ExtraLoss | None = None,
+    ) -> bool:
         """One RL step's PPO update on this rank's experience; ``False`` when no rank had anything to train.
 
         ``t`` holds the collated trained trajectories (row ``k`` is slot ``trained[k]`` of the ``n_slots``
@@ -211,7 +226,9 @@ class PPOModule(HFCausalLMModule):
         ``extra`` adds a term to every micro-batch's loss (CSD).
         """
         plan = self._plan(n_slots, trained)
-        response = t["response_mask"][:, 1:].to(self.device).float() if trained else torch.zeros(0, 1, device=self.device)
+        response = (
+            t["response_mask"][:, 1:].to(self.device).float() if trained else torch.zeros(0, 1, device=self.device)
+        )
         # Global sizes of each mini-batch (response tokens, trajectories) and the number trained
         # everywhere: the loss of a mini-batch is normalised over all ranks, as on one process.
         sizes = torch.zeros(len(plan) + 1, 2, device=self.device)
@@ -244,8 +261,9 @@ class PPOModule(HFCausalLMModule):
             metrics["train/logprob_mismatch_abs"] = mismatch
         return True
 
-    def update_policy(self, t, old, advantages, response, metrics, *, plan, sizes,
-                      extra: ExtraLoss | None = None) -> torch.Tensor:
+    def update_policy(
+        self, t, old, advantages, response, metrics, *, plan, sizes, extra: ExtraLoss | None = None
+    ) -> torch.Tensor:
         """PPO passes over the mini-batches of ``plan``; returns the old log-probs used (``[B, T-1]``).
 
         ``old=None`` means on-policy: each micro-batch's own log-probs, detached, are the old ones.
@@ -278,8 +296,14 @@ class PPOModule(HFCausalLMModule):
                 else:
                     old_rows = old[rows, :w]
                 loss, mb_metrics = policy_loss(
-                    logprobs, old_rows, advantages[rows, :w], mask, clip_low=ppo.clip_low,
-                    clip_high=ppo.clip_high, dual_clip=ppo.dual_clip, agg=ppo.loss_agg,
+                    logprobs,
+                    old_rows,
+                    advantages[rows, :w],
+                    mask,
+                    clip_low=ppo.clip_low,
+                    clip_high=ppo.clip_high,
+                    dual_clip=ppo.dual_clip,
+                    agg=ppo.loss_agg,
                 )
                 mb_metrics = {**mb_metrics, "pg_loss": loss.detach()}
                 if extra is not None:

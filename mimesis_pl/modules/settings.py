@@ -54,8 +54,15 @@ class OptimSettings:
             "warmup_ratio": 0 <= self.warmup_ratio < 1,
             "min_lr_ratio": 0 <= self.min_lr_ratio <= 1,
         }
-        wanted = {"lr": "> 0", "weight_decay": ">= 0", "betas": "two values in [0, 1)", "eps": "> 0",
-                  "warmup_steps": ">= 0 or null", "warmup_ratio": "in [0, 1)", "min_lr_ratio": "in [0, 1]"}
+        wanted = {
+            "lr": "> 0",
+            "weight_decay": ">= 0",
+            "betas": "two values in [0, 1)",
+            "eps": "> 0",
+            "warmup_steps": ">= 0 or null",
+            "warmup_ratio": "in [0, 1)",
+            "min_lr_ratio": "in [0, 1]",
+        }
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"{where}.{name} must be {wanted[name]}, got {getattr(self, name)!r}")
@@ -151,7 +158,9 @@ class CSDSettings:
 
     def __post_init__(self) -> None:
         if self.teacher_mode not in ("prefix_cache", "packed"):
-            raise ValueError(f"model.init_args.csd.teacher_mode must be 'prefix_cache' or 'packed', got {self.teacher_mode!r}")
+            raise ValueError(
+                f"model.init_args.csd.teacher_mode must be 'prefix_cache' or 'packed', got {self.teacher_mode!r}"
+            )
         if self.estimator not in ("sdar", "ref", "k3"):
             raise ValueError(
                 f"model.init_args.csd.estimator {self.estimator!r} is not supported by AgentCSD; choose sdar, ref or k3 "

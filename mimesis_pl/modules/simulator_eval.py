@@ -36,8 +36,14 @@ class SimulatorEvalModule(pl.LightningModule):
             rerunning with the same cache resumes a killed run and redoes no finished item.
     """
 
-    def __init__(self, suite: FidelitySuite, max_concurrency: int = 8, retry: RetrySettings | None = None,
-                 out_dir: str | None = None, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        suite: FidelitySuite,
+        max_concurrency: int = 8,
+        retry: RetrySettings | None = None,
+        out_dir: str | None = None,
+        cache_dir: str | None = None,
+    ) -> None:
         super().__init__()
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -58,8 +64,12 @@ class SimulatorEvalModule(pl.LightningModule):
             cache_dir = Path(getattr(self.trainer.logger, "root_dir", None) or out)
         self._loop = asyncio.new_event_loop()
         self.suite.start()
-        self.ctx = SuiteContext(cache=TrialCache(cache_dir / f"{self.suite.name}_items.jsonl"),
-                                retry=self.retry.policy(), max_concurrency=self.max_concurrency, out_dir=out)
+        self.ctx = SuiteContext(
+            cache=TrialCache(cache_dir / f"{self.suite.name}_items.jsonl"),
+            retry=self.retry.policy(),
+            max_concurrency=self.max_concurrency,
+            out_dir=out,
+        )
         log.info("%s suite: cache %s", self.suite.name, self.ctx.cache.path)
 
     def test_step(self, batch: list[Any], batch_idx: int) -> None:
@@ -75,8 +85,7 @@ class SimulatorEvalModule(pl.LightningModule):
         values = dict(report.scalars)
         values.update({"items/run": float(self.ctx.ran), "items/reused": float(self.ctx.reused)})
         self.log_dict(values)
-        print(f"\n{report.markdown}\n(items run {self.ctx.ran}, reused from cache {self.ctx.reused}; "
-              f"report {md_path})")
+        print(f"\n{report.markdown}\n(items run {self.ctx.ran}, reused from cache {self.ctx.reused}; report {md_path})")
 
     def teardown(self, stage: str) -> None:
         if self._loop is not None:

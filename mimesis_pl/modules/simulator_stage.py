@@ -108,7 +108,9 @@ class SimValidationSettings(ValidationSettings):
     def check(self) -> None:
         super().check()
         if self.n_samples != 1:
-            raise ValueError(f"validation.n_samples must be 1 for simulator RL (metrics are mean@1), got {self.n_samples}")
+            raise ValueError(
+                f"validation.n_samples must be 1 for simulator RL (metrics are mean@1), got {self.n_samples}"
+            )
 
 
 @dataclass
@@ -133,8 +135,14 @@ class TaskRolloutStage:
         validation: when and how to validate (``None``: never).
     """
 
-    def __init__(self, rollout: SimRolloutSettings, roles: RoleSettings, task_options: dict[str, dict[str, Any]],
-                 advantage: FoldAdvantageSettings, validation: SimValidationSettings | None) -> None:
+    def __init__(
+        self,
+        rollout: SimRolloutSettings,
+        roles: RoleSettings,
+        task_options: dict[str, dict[str, Any]],
+        advantage: FoldAdvantageSettings,
+        validation: SimValidationSettings | None,
+    ) -> None:
         if validation is not None:
             validation.check()
         self.settings = rollout
@@ -142,7 +150,11 @@ class TaskRolloutStage:
         self.task_options = dict(task_options)
         self.advantage = advantage
         self.validation = validation
-        self.best = BestCheckpoint(validation.best_metric, validation.best_mode) if validation and validation.best_metric else None
+        self.best = (
+            BestCheckpoint(validation.best_metric, validation.best_mode)
+            if validation and validation.best_metric
+            else None
+        )
         self.engine = None
         self._engine_version = -1
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -159,9 +171,14 @@ class TaskRolloutStage:
         if s.engine.generates_on_policy_weights and trainer is not None and trainer.world_size > 1:
             raise ValueError("the HF engine generates on the training weights in one process; use vLLM or SGLang")
         model = module.model if s.engine.generates_on_policy_weights else None
-        self.engine = s.engine.build(EngineTarget(model_path=module.model_path, tokenizer=module.tokenizer, model=model))
+        self.engine = s.engine.build(
+            EngineTarget(model_path=module.model_path, tokenizer=module.tokenizer, model=model)
+        )
         sampling = SamplingParams(
-            max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+            max_new_tokens=s.max_new_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
             stop_token_ids=(module.tokenizer.eos_token_id,),
         )
         self._loop = asyncio.new_event_loop()
@@ -239,9 +256,12 @@ class TaskRolloutStage:
             return RLStep(experience=Experience(trajectories=[], tensors={}, metrics={}, trained=[]), metrics=metrics)
         self._empty_batches = 0
         rows = [traj for r in scored for traj in [r.trajectory, *r.extra_trajectories]]
-        t = fold_experience(scored, pad_id_of(module.tokenizer), norm_by_std=self.advantage.norm_by_std,
-                            eps=self.advantage.eps)
-        metrics["train/advantage_abs_mean"] = (t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)).item()
+        t = fold_experience(
+            scored, pad_id_of(module.tokenizer), norm_by_std=self.advantage.norm_by_std, eps=self.advantage.eps
+        )
+        metrics["train/advantage_abs_mean"] = (
+            t["advantages"].abs().sum() / t["response_mask"].sum().clamp(min=1)
+        ).item()
         experience = Experience(trajectories=rows, tensors=t, metrics={}, trained=list(range(len(rows))))
         return RLStep(experience=experience, metrics=metrics)
 
@@ -265,8 +285,11 @@ class TaskRolloutStage:
         if not rows:
             return {}
         ctx = with_eval_context(self._context(module))
-        sampling = replace(ctx.policy.sampling, temperature=v.temperature,
-                           max_new_tokens=v.max_new_tokens or ctx.policy.sampling.max_new_tokens)
+        sampling = replace(
+            ctx.policy.sampling,
+            temperature=v.temperature,
+            max_new_tokens=v.max_new_tokens or ctx.policy.sampling.max_new_tokens,
+        )
         ctx.policy = Policy(ctx.policy.engine, ctx.policy.tokenizer, sampling, ctx.policy.max_length)
         self._sync_engine(module)
         started = time.perf_counter()
@@ -278,13 +301,21 @@ class TaskRolloutStage:
         if v.dump_transcripts:
             folder = Path(v.transcript_dir or Path(trainer.log_dir or ".") / "conversations")
             for row, result in zip(rows, results):
-                write_transcript(folder, row, result, experiment_name=getattr(module.logger, "name", ""),
-                                 global_step=int(module.global_step))
+                write_transcript(
+                    folder,
+                    row,
+                    result,
+                    experiment_name=getattr(module.logger, "name", ""),
+                    global_step=int(module.global_step),
+                )
         if self.best is not None:
             dirpath = trainer.strategy.broadcast(str(Path(trainer.log_dir or ".") / "checkpoints"))
             self.best.update(trainer, metrics, dirpath)
-        log.info("validation at step %d: %s", module.global_step,
-                 {k: round(val, 4) for k, val in metrics.items() if k.startswith("val-core")})
+        log.info(
+            "validation at step %d: %s",
+            module.global_step,
+            {k: round(val, 4) for k, val in metrics.items() if k.startswith("val-core")},
+        )
         return metrics
 
 
@@ -295,10 +326,16 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
     a single scored rollout gets advantage 0 (D19). Unscored rollouts must already be filtered out, so
     they never enter a group's mean or deviation (D3).
     """
-    rows = [(r, traj) for r in results for traj in [r.trajectory, *r.extra_trajectories]]  # a rollout may fold into many
+    rows = [
+        (r, traj) for r in results for traj in [r.trajectory, *r.extra_trajectories]
+    ]  # a rollout may fold into many
     t = collate_trajectories([traj for _, traj in rows], pad_id)
     t["advantages"] = foldgrpo_advantages(
-        torch.tensor([r.reward for r, _ in rows], dtype=torch.float32), [traj.group_id for _, traj in rows],
-        [r.gen_uid for r, _ in rows], t["response_mask"], norm_by_std=norm_by_std, eps=eps,
+        torch.tensor([r.reward for r, _ in rows], dtype=torch.float32),
+        [traj.group_id for _, traj in rows],
+        [r.gen_uid for r, _ in rows],
+        t["response_mask"],
+        norm_by_std=norm_by_std,
+        eps=eps,
     )
     return t

@@ -8,7 +8,9 @@ from ..rl.teacher import PackedTeacherRows, gather_teacher_logprobs, teacher_log
 
 
 @torch.no_grad()
-def teacher_logprobs(model: torch.nn.Module, packed: PackedTeacherRows, chunk_rows: int = 4, fill: float = 0.0) -> torch.Tensor:
+def teacher_logprobs(
+    model: torch.nn.Module, packed: PackedTeacherRows, chunk_rows: int = 4, fill: float = 0.0
+) -> torch.Tensor:
     """``[B, L]`` teacher log-prob of every student token that has a row (``fill`` elsewhere).
 
     Rows are forwarded ``chunk_rows`` at a time and only the trailing logits the maps need are kept
@@ -96,7 +98,9 @@ def teacher_logprobs_prefix_cached(
             _crop_to(cache, hs)
         suffix = row[hs:].to(device)
         positions = torch.arange(hs, hs + suffix.numel(), device=device)[None]
-        logits = model(input_ids=suffix[None], past_key_values=cache, position_ids=positions, use_cache=cache is not None).logits[0]
+        logits = model(
+            input_ids=suffix[None], past_key_values=cache, position_ids=positions, use_cache=cache is not None
+        ).logits[0]
         note_len = row.numel() - span.end
         # suffix index of the first sampled token; its predicting logit is the one before it
         first = note_len + (span.start - hs)

@@ -53,7 +53,9 @@ def chunked_token_logprobs(
 
 
 @torch.no_grad()
-def chunked_token_entropy(hidden: torch.Tensor, lm_head: torch.nn.Linear, chunk_size: int | None = None) -> torch.Tensor:
+def chunked_token_entropy(
+    hidden: torch.Tensor, lm_head: torch.nn.Linear, chunk_size: int | None = None
+) -> torch.Tensor:
     """``[B, T]`` float32 entropy of the next-token distribution at each position (no gradient)."""
     weight, bias = _head_params(lm_head)
     flat_h = hidden.reshape(-1, hidden.shape[-1])
@@ -178,7 +180,10 @@ def _sharded_token_logprobs(
     the full logits; use it where the chunked path cannot run.
     """
     out = model(
-        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        use_cache=False,
         output_hidden_states=return_hidden,
     )
     logp = out.logits[:, :-1].float().log_softmax(-1)

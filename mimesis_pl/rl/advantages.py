@@ -139,9 +139,7 @@ def _dense_ids(ids: GroupIds, batch: int, name: str, device: torch.device) -> Te
     """Map arbitrary ids [B] onto 0..G−1 (long [B]) in order of first appearance."""
     if isinstance(ids, Tensor):
         if ids.dim() != 1 or ids.numel() != batch or ids.is_floating_point():
-            raise ValueError(
-                f"{name} must be an integer tensor of shape [{batch}]; got {ids.dtype} {tuple(ids.shape)}"
-            )
+            raise ValueError(f"{name} must be an integer tensor of shape [{batch}]; got {ids.dtype} {tuple(ids.shape)}")
         return torch.unique(ids, return_inverse=True)[1].to(device)
     if len(ids) != batch:
         raise ValueError(f"{name} has {len(ids)} entries; expected one per trajectory ({batch})")
@@ -160,9 +158,7 @@ def _group_zscores(
     """
     member_values, member_groups = values[members], groups[members]
     count = torch.bincount(member_groups, minlength=n_groups).to(values.dtype)
-    total = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add_(
-        0, member_groups, member_values
-    )
+    total = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add_(0, member_groups, member_values)
     mean = total / count.clamp_min(1)
     # Two passes (mean, then squared deviations) keep the variance accurate when scores are large.
     sq_dev = torch.zeros_like(total).index_add_(0, member_groups, (member_values - mean[member_groups]) ** 2)
@@ -174,9 +170,7 @@ def _group_zscores(
     return centred / (std[groups] + eps) if norm_by_std else centred
 
 
-def grpo_outcome_advantages(
-    scores: Tensor, group_ids: GroupIds, norm_by_std: bool = True, eps: float = 1e-6
-) -> Tensor:
+def grpo_outcome_advantages(scores: Tensor, group_ids: GroupIds, norm_by_std: bool = True, eps: float = 1e-6) -> Tensor:
     """Plain GRPO: each trajectory's score as a z-score within its prompt group.
 
     Args:

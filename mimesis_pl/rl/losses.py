@@ -154,10 +154,19 @@ def topk_reverse_kl(student_topk_logprobs: Tensor, teacher_topk_logprobs: Tensor
 
 CSDEstimator = Callable[..., Tensor]
 _CSD_ESTIMATORS: dict[str, tuple[CSDEstimator, tuple[str, ...]]] = {}
-_CSD_ESTIMATOR_INPUTS = frozenset({
-    "student", "target", "mask", "beta", "agg", "norm", "response_mask", "student_topk_logprobs",
-    "teacher_topk_logprobs",
-})
+_CSD_ESTIMATOR_INPUTS = frozenset(
+    {
+        "student",
+        "target",
+        "mask",
+        "beta",
+        "agg",
+        "norm",
+        "response_mask",
+        "student_topk_logprobs",
+        "teacher_topk_logprobs",
+    }
+)
 
 
 def register_csd_estimator(name: str) -> Callable[[CSDEstimator], CSDEstimator]:
@@ -312,8 +321,14 @@ def csd_loss(
 
     fn, wanted = _CSD_ESTIMATORS[estimator]
     available = {
-        "student": s, "target": target, "mask": m, "beta": beta, "agg": agg, "norm": norm,
-        "response_mask": response_mask, "student_topk_logprobs": student_topk_logprobs,
+        "student": s,
+        "target": target,
+        "mask": m,
+        "beta": beta,
+        "agg": agg,
+        "norm": norm,
+        "response_mask": response_mask,
+        "student_topk_logprobs": student_topk_logprobs,
         "teacher_topk_logprobs": teacher_topk_logprobs,
     }
     loss = fn(**{name: available[name] for name in wanted})
@@ -351,4 +366,3 @@ def _check_distill_inputs(
     for name, topk in named:
         if tuple(topk.shape) != expected:
             raise ValueError(f"{name} has shape {tuple(topk.shape)}; expected {expected}")
-

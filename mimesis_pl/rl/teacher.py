@@ -146,9 +146,7 @@ def build_teacher_rows(
     return TeacherRows(rows, index_map, row_idx, teacher_mask, skipped, row_turns)
 
 
-def pack_teacher_rows(
-    trajectories: Sequence[TeacherRows], response_length: int, pad_id: int
-) -> PackedTeacherRows:
+def pack_teacher_rows(trajectories: Sequence[TeacherRows], response_length: int, pad_id: int) -> PackedTeacherRows:
     """Stack the rows of B trajectories into left-padded tensors and move their maps onto them.
 
     Only real rows are packed (a trajectory with no row contributes none) and the width is the longest
@@ -257,9 +255,7 @@ def gather_teacher_logprobs(token_logprobs: Tensor, packed: PackedTeacherRows, f
     """
     n_rows, width = packed.input_ids.shape
     if token_logprobs.dim() != 2 or token_logprobs.shape[0] != n_rows or token_logprobs.shape[1] > width:
-        raise ValueError(
-            f"token_logprobs must be [R={n_rows}, P ≤ {width}]; got {tuple(token_logprobs.shape)}"
-        )
+        raise ValueError(f"token_logprobs must be [R={n_rows}, P ≤ {width}]; got {tuple(token_logprobs.shape)}")
     keep = token_logprobs.shape[1]
     device = token_logprobs.device
     out = torch.full(packed.teacher_mask.shape, fill, dtype=token_logprobs.dtype, device=device)

@@ -78,8 +78,15 @@ class OpenAICoachSettings(CoachSettings):
             from ..shim.guard import check_distinct_endpoints
 
             check_distinct_endpoints(user_shim_url, url)
-        coach = OpenAICoach(base_url=url, model=self.model, api_key_env=self.api_key_env, temperature=self.temperature,
-                            max_tokens=self.max_tokens, timeout_s=self.timeout_s, max_chars=max_chars)
+        coach = OpenAICoach(
+            base_url=url,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            timeout_s=self.timeout_s,
+            max_chars=max_chars,
+        )
         return coach, threads
 
 
@@ -208,8 +215,9 @@ class CoachStage:
                 drawn = {t: self.pool.draw(note, traj.group_id, traj.task_key) for t, note in mine.items()}
                 drawn = {t: p for t, p in drawn.items() if p}
                 placebo_drawn += len(drawn)
-                placebo.append(build_teacher_rows(traj.input_ids, traj.turn_spans, drawn, self._note_ids, width,
-                                                  prompt_len=0))
+                placebo.append(
+                    build_teacher_rows(traj.input_ids, traj.turn_spans, drawn, self._note_ids, width, prompt_len=0)
+                )
         # Notes join the pool only after this batch drew its placebos: a draw never sees its own batch.
         for (i, _), note in notes.items():
             self.pool.add(note, chosen[i].group_id, chosen[i].task_key)

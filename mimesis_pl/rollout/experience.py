@@ -45,8 +45,15 @@ def build_experience(trajectories: list[Trajectory], advantage: AdvantageSetting
         chosen = [trajectories[i] for i in trained]
         tensors = collate_trajectories(chosen, pad_id)
         tensors["advantages"] = grpo_multiturn_advantages(
-            tensors["turn_index"], [t.turn_rewards for t in chosen], [t.group_id for t in chosen], gamma=a.gamma,
-            credit=a.credit, score=a.score, norm_by_std=a.norm_by_std, eps=a.eps, zero_credit=a.zero_credit,
+            tensors["turn_index"],
+            [t.turn_rewards for t in chosen],
+            [t.group_id for t in chosen],
+            gamma=a.gamma,
+            credit=a.credit,
+            score=a.score,
+            norm_by_std=a.norm_by_std,
+            eps=a.eps,
+            zero_credit=a.zero_credit,
         )
     return Experience(trajectories=trajectories, tensors=tensors, metrics=metrics, trained=trained)
 

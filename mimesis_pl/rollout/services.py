@@ -133,8 +133,10 @@ class SimulatorServices:
 
     def __init__(self, settings: UserSimSettings) -> None:
         if not isinstance(settings, UserSimSettings):
-            raise TypeError(f"users must be a UserSimSettings (ScriptedUserSettings, ScriptedHTTPUserSettings or "
-                            f"OpenAIUserSettings), got {type(settings).__name__}")
+            raise TypeError(
+                f"users must be a UserSimSettings (ScriptedUserSettings, ScriptedHTTPUserSettings or "
+                f"OpenAIUserSettings), got {type(settings).__name__}"
+            )
         self.settings = settings
         self._threads: list[ServerThread] = []
         self.shim_url: str | None = None
@@ -181,8 +183,12 @@ class SimulatorServices:
         # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
         key_env = s.shim_token_env if self.shim_url else getattr(s, "api_key_env", None)
         return OpenAIUser(
-            base_url=_v1(base), model=s.model, api_key_env=key_env, temperature=s.temperature,
-            max_tokens=s.max_tokens, timeout_s=s.timeout_s,
+            base_url=_v1(base),
+            model=s.model,
+            api_key_env=key_env,
+            temperature=s.temperature,
+            max_tokens=s.max_tokens,
+            timeout_s=s.timeout_s,
             strip_prose_reasoning=getattr(s, "strip_prose_reasoning", False),
         )
 

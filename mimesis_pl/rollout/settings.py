@@ -43,9 +43,14 @@ class EpisodeSettings:
         """The :class:`~mimesis_pl.envs.EnvironmentManager` that runs episodes with these settings."""
         from ..envs import EnvironmentManager
 
-        return EnvironmentManager(users=users, shim_url=shim_url, gym_options=self.gym_options,
-                                  max_turns=self.max_turns, step_timeout_s=self.step_timeout_s,
-                                  show_reward=self.show_reward)
+        return EnvironmentManager(
+            users=users,
+            shim_url=shim_url,
+            gym_options=self.gym_options,
+            max_turns=self.max_turns,
+            step_timeout_s=self.step_timeout_s,
+            show_reward=self.show_reward,
+        )
 
 
 @dataclass

@@ -58,14 +58,19 @@ class RolloutStage:
     (bumped after each optimiser step).
     """
 
-    def __init__(self, rollout: RolloutSettings, advantage: AdvantageSettings,
-                 validation: ValidationSettings | None = None) -> None:
+    def __init__(
+        self, rollout: RolloutSettings, advantage: AdvantageSettings, validation: ValidationSettings | None = None
+    ) -> None:
         if validation is not None:
             validation.check()
         self.settings = rollout
         self.advantage = advantage
         self.validation = validation
-        self.best = BestCheckpoint(validation.best_metric, validation.best_mode) if validation and validation.best_metric else None
+        self.best = (
+            BestCheckpoint(validation.best_metric, validation.best_mode)
+            if validation and validation.best_metric
+            else None
+        )
         self.services: SimulatorServices | None = None
         self.engine = None
         self.rollout: MultiTurnRollout | None = None
@@ -87,7 +92,10 @@ class RolloutStage:
         self._manager = s.episode.manager(self._users, self.services.shim_url)
         self._loop = asyncio.new_event_loop()
         self._sampling = SamplingParams(
-            max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+            max_new_tokens=s.max_new_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
             stop_token_ids=(module.tokenizer.eos_token_id,),
         )
 
@@ -140,19 +148,35 @@ class RolloutStage:
             # would have to run in lockstep across ranks, so each rank generates with its own full copy.
             self._shares_weights = world == 1
             model = module.model if world == 1 else _generation_copy(module)
-        target = EngineTarget(model_path=module.model_path, tokenizer=module.tokenizer, model=model,
-                              ranks_per_device=_ranks_per_device(trainer))
+        target = EngineTarget(
+            model_path=module.model_path,
+            tokenizer=module.tokenizer,
+            model=model,
+            ranks_per_device=_ranks_per_device(trainer),
+        )
         self.engine = s.engine.build(target)
         self.rollout = MultiTurnRollout(
-            self.engine, module.tokenizer, self._manager, self._sampling, max_length=s.max_length,
-            template_kwargs=s.template_kwargs, max_concurrency=s.max_concurrency,
+            self.engine,
+            module.tokenizer,
+            self._manager,
+            self._sampling,
+            max_length=s.max_length,
+            template_kwargs=s.template_kwargs,
+            max_concurrency=s.max_concurrency,
         )
         v = self.validation
         if v is not None:
-            greedy = replace(self._sampling, temperature=v.temperature, max_new_tokens=v.max_new_tokens or s.max_new_tokens)
+            greedy = replace(
+                self._sampling, temperature=v.temperature, max_new_tokens=v.max_new_tokens or s.max_new_tokens
+            )
             self.val_rollout = MultiTurnRollout(
-                self.engine, module.tokenizer, self._manager, greedy, max_length=s.max_length,
-                template_kwargs=s.template_kwargs, max_concurrency=s.max_concurrency,
+                self.engine,
+                module.tokenizer,
+                self._manager,
+                greedy,
+                max_length=s.max_length,
+                template_kwargs=s.template_kwargs,
+                max_concurrency=s.max_concurrency,
             )
 
     # -- per step --------------------------------------------------------------------------------
@@ -178,7 +202,9 @@ class RolloutStage:
             self.rollout.run_batch(batch, self.settings.n_samples, group_ids=group_ids)
         )
         self.engine.sleep()
-        timings.update({"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment})
+        timings.update(
+            {"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment}
+        )
         timings["time/user_simulator_s"] = self._users.seconds - user_seconds  # summed over concurrent episodes
         t0 = time.perf_counter()
         experience = build_experience(trajectories, self.advantage, pad_id=pad_id_of(module.tokenizer))
@@ -211,31 +237,40 @@ class RolloutStage:
         v = self.validation
         rows = list(getattr(trainer.datamodule, "val_rows", None) or [])
         if not rows:
-            raise ValueError("RL validation needs val prompts: set data.init_args.val_files "
-                             "(or drop model.init_args.validation)")
+            raise ValueError(
+                "RL validation needs val prompts: set data.init_args.val_files (or drop model.init_args.validation)"
+            )
         mine = shard_rows(rows, v, trainer.global_rank, trainer.world_size)
         started = time.perf_counter()
         group_ids = [f"val{steps_done}-r{trainer.global_rank}-p{i}" for i in range(len(mine))]
         self.engine.wake_up()
-        trajectories, _ = self._loop.run_until_complete(self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids))
+        trajectories, _ = self._loop.run_until_complete(
+            self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids)
+        )
         self.engine.sleep()
         threshold = self.advantage.success_threshold
         records = [
             EpisodeRecord(
-                data_source=str(mine[k // v.n_samples].get("data_source", "unknown")), reward=sum(t.turn_rewards),
-                success=not t.failed and sum(t.turn_rewards) >= threshold - 1e-6, turns=t.num_turns, status=t.status,
+                data_source=str(mine[k // v.n_samples].get("data_source", "unknown")),
+                reward=sum(t.turn_rewards),
+                success=not t.failed and sum(t.turn_rewards) >= threshold - 1e-6,
+                turns=t.num_turns,
+                status=t.status,
             )
             for k, t in enumerate(trajectories)
         ]
-        report_validation(trainer, module, records, steps_done, self.best,
-                          extra={"time/validation_s": time.perf_counter() - started})
+        report_validation(
+            trainer, module, records, steps_done, self.best, extra={"time/validation_s": time.perf_counter() - started}
+        )
 
 
 def _generation_copy(module: pl.LightningModule) -> torch.nn.Module:
     """A full, unsharded copy of the policy for this rank's generation (weights synced before use)."""
     if module.lora is not None:
-        raise ValueError("the HF engine with several processes keeps a full copy for generation and cannot sync a "
-                         "LoRA adapter into it; use VLLMEngineSettings (adapter sync) or train on one process")
+        raise ValueError(
+            "the HF engine with several processes keeps a full copy for generation and cannot sync a "
+            "LoRA adapter into it; use VLLMEngineSettings (adapter sync) or train on one process"
+        )
     from ..models import load_causal_lm
 
     copy = load_causal_lm(module.model_path, dtype=module.dtype_name)

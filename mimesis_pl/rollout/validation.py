@@ -67,8 +67,10 @@ class ValidationSettings:
         if self.best_mode not in ("max", "min"):
             raise ValueError(f"validation.best_mode must be 'max' or 'min', got {self.best_mode!r}")
         if self.best_metric is not None and not self.best_metric.startswith(self.metric_prefixes):
-            raise ValueError(f"validation.best_metric must name a validation scalar ({', '.join(self.metric_prefixes)}*), "
-                             f"got {self.best_metric!r}")
+            raise ValueError(
+                f"validation.best_metric must name a validation scalar ({', '.join(self.metric_prefixes)}*), "
+                f"got {self.best_metric!r}"
+            )
 
 
 def validation_due(steps_done: int, settings: ValidationSettings, is_last: bool = False) -> bool:
@@ -109,8 +111,14 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
 
 def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary of several ranks' summaries."""
-    out: dict[str, Any] = {"episodes": 0, "reward_sum": 0.0, "successes": 0, "turns_sum": 0, "statuses": Counter(),
-                           "by_source": {}}
+    out: dict[str, Any] = {
+        "episodes": 0,
+        "reward_sum": 0.0,
+        "successes": 0,
+        "turns_sum": 0,
+        "statuses": Counter(),
+        "by_source": {},
+    }
     for part in parts:
         for key in ("episodes", "reward_sum", "successes", "turns_sum"):
             out[key] += part[key]
@@ -177,8 +185,10 @@ class BestCheckpoint:
     def update(self, trainer: Any, metrics: dict[str, float], dirpath: str | Path) -> str | None:
         """Save when ``metrics[self.metric]`` improves; returns the new path (or ``None``)."""
         if self.metric not in metrics:
-            raise KeyError(f"best-checkpoint metric {self.metric!r} is not among the validation metrics "
-                           f"{sorted(metrics)}; set validation.best_metric to one of them")
+            raise KeyError(
+                f"best-checkpoint metric {self.metric!r} is not among the validation metrics "
+                f"{sorted(metrics)}; set validation.best_metric to one of them"
+            )
         value = float(metrics[self.metric])
         step = int(trainer.global_step)
         self.history.append({"step": step, self.metric: value})
@@ -214,12 +224,21 @@ def is_last_step(trainer: Any, batch_idx: int) -> bool:
     """Whether the training batch ending now is the run's last (``max_steps`` or the last epoch's end)."""
     if 0 < trainer.max_steps <= trainer.global_step:
         return True
-    return (trainer.max_epochs is not None and trainer.current_epoch + 1 >= trainer.max_epochs
-            and batch_idx + 1 >= trainer.num_training_batches)
+    return (
+        trainer.max_epochs is not None
+        and trainer.current_epoch + 1 >= trainer.max_epochs
+        and batch_idx + 1 >= trainer.num_training_batches
+    )
 
 
-def report_validation(trainer: Any, pl_module: Any, records: list[EpisodeRecord], steps_done: int,
-                      best: BestCheckpoint | None, extra: dict[str, float] | None = None) -> dict[str, float]:
+def report_validation(
+    trainer: Any,
+    pl_module: Any,
+    records: list[EpisodeRecord],
+    steps_done: int,
+    best: BestCheckpoint | None,
+    extra: dict[str, float] | None = None,
+) -> dict[str, float]:
     """Merge every rank's records (a collective), log ``val/*`` on this step, and update the best
     checkpoint under ``<log_dir>/checkpoints``. Call from a training-batch hook on every rank."""
     metrics = validation_metrics(gather_summaries(summarize(records)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -86,7 +87,7 @@ class ServerThread:
         if not thread.is_alive():
             loop.close()
 
-    def __enter__(self) -> "ServerThread":
+    def __enter__(self) -> ServerThread:
         self.start()
         return self
 

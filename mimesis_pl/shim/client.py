@@ -144,7 +144,7 @@ class AsyncShimClient:
             await self._session.close()
             self._session = None
 
-    async def __aenter__(self) -> "AsyncShimClient":
+    async def __aenter__(self) -> AsyncShimClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -120,7 +120,9 @@ def create_app(
         model_override: replaces ``model`` in every forwarded request (a served model has one name).
         max_request_bytes: largest accepted request body (long conversations exceed aiohttp's 1 MiB).
     """
-    app = web.Application(client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token])
+    app = web.Application(
+        client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token]
+    )
     app[IN_FLIGHT_KEY] = set()
     app[STORE_KEY] = store
     app[UPSTREAM_KEY] = upstream
@@ -170,7 +172,13 @@ async def _complete(request: web.Request, episode: str | None) -> web.Response:
     except UpstreamError as exc:
         counters.upstream_errors += 1
         if exc.diagnostic:
-            log.warning("%s %s: %s; upstream said (reasoning removed): %s", request.method, request.path, exc.message, exc.diagnostic)
+            log.warning(
+                "%s %s: %s; upstream said (reasoning removed): %s",
+                request.method,
+                request.path,
+                exc.message,
+                exc.diagnostic,
+            )
         return error_response(exc.status, exc.message, "upstream_error", upstream_status=exc.upstream_status)
     except ValueError as exc:
         counters.upstream_errors += 1

@@ -6,7 +6,7 @@ import asyncio
 import ipaddress
 import logging
 import socket
-from typing import Callable
+from collections.abc import Callable
 
 from aiohttp import web
 

@@ -11,8 +11,9 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 EPISODE_ID_MAX_LEN = 128
 _EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")

@@ -9,7 +9,6 @@ for the shim's own log.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -103,7 +102,7 @@ class UpstreamClient:
             async with self._session.post(self.url, data=json.dumps(body), headers=self._headers) as resp:
                 raw = await resp.read()
                 status = resp.status
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise UpstreamError(504, f"upstream {self.url} did not answer within {self.timeout_s:g} s") from None
         except aiohttp.ClientConnectionError as exc:
             raise UpstreamError(502, f"cannot reach upstream {self.url}: {type(exc).__name__}: {exc}") from None
@@ -137,4 +136,3 @@ def _status_error(url: str, status: int, raw: bytes) -> UpstreamError:
     # Other 4xx (bad request, unknown model, context too long, 429 rate limit) are the caller's to
     # handle, so the status is passed through; the OpenAI client retries 429 by itself.
     return UpstreamError(status, f"upstream {url} refused the request (HTTP {status}); {_SEE_LOG}", status, diagnostic)
-

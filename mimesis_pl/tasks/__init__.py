@@ -10,6 +10,16 @@ from .registry import UnknownTaskError, get_task, known_data_sources
 from .think_format import check_think_format, gated_reward, split_think_strict
 
 __all__ = [
-    "UNSCORED", "EndpointSettings", "RoleSettings", "RowError", "TaskContext", "TaskResult", "UnknownTaskError",
-    "check_think_format", "gated_reward", "get_task", "known_data_sources", "split_think_strict",
+    "UNSCORED",
+    "EndpointSettings",
+    "RoleSettings",
+    "RowError",
+    "TaskContext",
+    "TaskResult",
+    "UnknownTaskError",
+    "check_think_format",
+    "gated_reward",
+    "get_task",
+    "known_data_sources",
+    "split_think_strict",
 ]

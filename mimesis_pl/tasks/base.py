@@ -42,7 +42,9 @@ class TaskContext:
     global_step: int = 0
     min_think_tokens: int = 4
     enable_think: bool = True  # for tasks that follow the global setting (usersim-behavior)
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per data_source, e.g. {"usersim-behavior": {"abcd_dir": ...}}
+    options: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # per data_source, e.g. {"usersim-behavior": {"abcd_dir": ...}}
 
 
 @dataclass
@@ -109,6 +111,12 @@ def failed_result(row: Mapping[str, Any], gen_uid: str, error: BaseException) ->
     """The result of a row whose task raised: counted, flagged, never trained on (S5)."""
     source = str(row.get("data_source", "?"))
     return TaskResult(
-        data_source=source, gen_uid=gen_uid, status="task_error", reward=0.0, score=0.0,
-        metrics={"all/task_error": 1.0}, trajectory=None, error=f"{type(error).__name__}: {error}",
+        data_source=source,
+        gen_uid=gen_uid,
+        status="task_error",
+        reward=0.0,
+        score=0.0,
+        metrics={"all/task_error": 1.0},
+        trajectory=None,
+        error=f"{type(error).__name__}: {error}",
     )

@@ -173,14 +173,19 @@ class OpenAIChatModel:
         self.requests = request_log()
         self._error = error
         self._client = ChatCompletionsClient(
-            settings.url.rstrip("/") + "/chat/completions", settings.api_key_env, settings.timeout_s,
-            settings.max_retries, settings.retry_backoff_s, error,
+            settings.url.rstrip("/") + "/chat/completions",
+            settings.api_key_env,
+            settings.timeout_s,
+            settings.max_retries,
+            settings.retry_backoff_s,
+            error,
         )
 
     def body(self, messages: Messages, json_mode: bool = False) -> dict[str, Any]:
         s = self.settings
         body: dict[str, Any] = {
-            "model": s.model, "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "model": s.model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
             "temperature": s.temperature,
         }
         if s.max_tokens is not None:
@@ -191,8 +196,9 @@ class OpenAIChatModel:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    async def request(self, body: dict[str, Any], read: Callable[[str], Any] = lambda text: text,
-                      keep_reasoning: bool = False) -> Any:
+    async def request(
+        self, body: dict[str, Any], read: Callable[[str], Any] = lambda text: text, keep_reasoning: bool = False
+    ) -> Any:
         """``read(reply text)`` of ``body`` with bounded retries (``read`` may raise :class:`RetryableError`);
         raises the client's ``error`` after the last attempt."""
         self.requests.append(list(body["messages"]))

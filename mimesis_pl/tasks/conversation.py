@@ -52,7 +52,9 @@ class BudgetExhausted(Exception):
 class PolicyConversation:
     """One rollout's token sequence and chat; ``await step()`` samples the policy's next turn."""
 
-    def __init__(self, policy: Policy, messages: Sequence[Mapping[str, Any]], enable_think: bool | None, sample: str) -> None:
+    def __init__(
+        self, policy: Policy, messages: Sequence[Mapping[str, Any]], enable_think: bool | None, sample: str
+    ) -> None:
         self.policy = policy
         self.enable_think = enable_think
         self.renderer = policy.renderer(enable_think)
@@ -103,7 +105,9 @@ class PolicyConversation:
     def append(self, messages: Sequence[Mapping[str, Any]], generate_next: bool = True) -> None:
         """Append non-policy messages (mask 0); raises :class:`BudgetExhausted` if they do not fit."""
         new = [dict(m) for m in messages]
-        tail = self.renderer.continuation_ids(self.messages, new, add_generation_prompt=generate_next, sample=self.sample)
+        tail = self.renderer.continuation_ids(
+            self.messages, new, add_generation_prompt=generate_next, sample=self.sample
+        )
         if len(self.ids) + len(tail) >= self.policy.max_length:
             raise BudgetExhausted(self.sample)
         self._extend_context(tail)
@@ -137,16 +141,27 @@ class PolicyConversation:
         if self.logprobs is not None:
             self.logprobs.extend([0.0] * len(ids))
 
-    def trajectory(self, *, group_id: str, gen_uid: str, status: str, reward: float, data_source: str, key: str) -> Trajectory:
+    def trajectory(
+        self, *, group_id: str, gen_uid: str, status: str, reward: float, data_source: str, key: str
+    ) -> Trajectory:
         """The rollout for training; context appended after the last generated turn is cut (it trains nothing)."""
         end = self.spans[-1].end if self.spans else len(self.ids)
         if self.spans and self.finish_reasons[-1] == "length":
             end += 1  # keep the end-of-turn id that closed a truncated turn
         return Trajectory(
-            input_ids=self.ids[:end], response_mask=self.mask[:end], prompt_length=self.prompt_length,
-            turn_spans=list(self.spans), turn_rewards=[reward] if self.spans else [], group_id=group_id,
-            gen_uid=gen_uid, episode_id=f"{gen_uid}", status=status,
+            input_ids=self.ids[:end],
+            response_mask=self.mask[:end],
+            prompt_length=self.prompt_length,
+            turn_spans=list(self.spans),
+            turn_rewards=[reward] if self.spans else [],
+            group_id=group_id,
+            gen_uid=gen_uid,
+            episode_id=f"{gen_uid}",
+            status=status,
             rollout_logprobs=None if self.logprobs is None else self.logprobs[:end],
-            reward=reward, messages=self.messages, finish_reasons=list(self.finish_reasons),
-            data_source=data_source, task_key=key,
+            reward=reward,
+            messages=self.messages,
+            finish_reasons=list(self.finish_reasons),
+            data_source=data_source,
+            task_key=key,
         )

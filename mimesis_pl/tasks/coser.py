@@ -73,18 +73,26 @@ def _load(value: Any, row: Mapping[str, Any], name: str) -> Any:
 
 
 def character_prompt(name: str, card: Mapping[str, Any], plot: str, scenario: str) -> str:
-    return (f"You are {name} in a scene from a book. Plot so far: {plot}\nThe scene: {scenario}\nWho you are: "
-            f"{card.get('profile', '')}\nWhat drives you now: {card.get('motivation', '')}\nSpeak and act only as {name}, "
-            "in English, at most 60 words a turn; put unspoken thoughts in [brackets] and actions in (parentheses).")
+    return (
+        f"You are {name} in a scene from a book. Plot so far: {plot}\nThe scene: {scenario}\nWho you are: "
+        f"{card.get('profile', '')}\nWhat drives you now: {card.get('motivation', '')}\nSpeak and act only as {name}, "
+        "in English, at most 60 words a turn; put unspoken thoughts in [brackets] and actions in (parentheses)."
+    )
 
 
 def judge_prompt(name: str, plot: str, scenario: str, transcript: str, reference: str) -> list[dict[str, str]]:
     keys = ", ".join(f'"{f.name}": <integer 1-10>' for f in fields(CoserVerdict))
-    return [{"role": "system", "content": "You judge a role-play of a book scene."},
-            {"role": "user", "content": (
+    return [
+        {"role": "system", "content": "You judge a role-play of a book scene."},
+        {
+            "role": "user",
+            "content": (
                 f"Plot: {plot}\nScene: {scenario}\nOriginal dialogue (for reference):\n{reference}\n\nRole-play:\n{transcript}\n\n"
                 f"Rate the performance of {name}: consistency with the storyline, human-likeness, fidelity to the "
-                f"character, and the quality of the story it drives. JSON only: {{{keys}}}")}]
+                f"character, and the quality of the story it drives. JSON only: {{{keys}}}"
+            ),
+        },
+    ]
 
 
 class CoserTask:
@@ -94,7 +102,9 @@ class CoserTask:
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
         info = extra_info(row)
         cards = _load(require(info, row, "characters"), row, "characters")
-        speakers = [str(s) for s in _load(require(info, row, "speaking_characters_w_env"), row, "speaking_characters_w_env")]
+        speakers = [
+            str(s) for s in _load(require(info, row, "speaking_characters_w_env"), row, "speaking_characters_w_env")
+        ]
         if not isinstance(cards, Mapping) or not speakers:
             raise RowError(f"{row_name(row)}: extra_info.characters must map names to cards and speakers be non-empty")
         actors = [s for s in speakers if s != ENV]  # every speaking character is the policy, each in its own context
@@ -113,8 +123,11 @@ class CoserTask:
                 try:
                     if current not in convs:
                         convs[current] = PolicyConversation(
-                            ctx.policy, [{"role": "system", "content": prompts[current]}, {"role": "user", "content": opening}],
-                            ctx.enable_think, sample=f"{row_name(row)} {gen_uid} {current}")
+                            ctx.policy,
+                            [{"role": "system", "content": prompts[current]}, {"role": "user", "content": opening}],
+                            ctx.enable_think,
+                            sample=f"{row_name(row)} {gen_uid} {current}",
+                        )
                     elif pending[current]:
                         convs[current].append([{"role": "user", "content": opening}])
                     turn = await convs[current].step()
@@ -127,8 +140,13 @@ class CoserTask:
                 lines.append((f"SIMULATED {current}", text))
             else:
                 history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines]) or "(nothing yet)"
-                reply = await partner_reply(ctx, [{"role": "system", "content": env_prompt},
-                                                  {"role": "user", "content": f"The scene so far:\n{history}\n\nYour turn."}])
+                reply = await partner_reply(
+                    ctx,
+                    [
+                        {"role": "system", "content": env_prompt},
+                        {"role": "user", "content": f"The scene so far:\n{history}\n\nYour turn."},
+                    ],
+                )
                 if reply is None:
                     partner_failures += 1
                     break
@@ -138,28 +156,59 @@ class CoserTask:
                 if other != current:
                     pending[other].append(f"{current}: {text}")
             history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines])
-            answer = await partner_reply(ctx, [{"role": "user", "content": (
-                f"Scene so far:\n{history}\n\nWho speaks next? Answer with one name from {speakers}, or {END_CHAT} "
-                "if the scene is over.")}])
+            answer = await partner_reply(
+                ctx,
+                [
+                    {
+                        "role": "user",
+                        "content": (
+                            f"Scene so far:\n{history}\n\nWho speaks next? Answer with one name from {speakers}, or {END_CHAT} "
+                            "if the scene is over."
+                        ),
+                    }
+                ],
+            )
             nxt = next_speaker(answer, speakers, current, r)
             if nxt is None:
                 break
             current = nxt
         played = [c for c in convs.values() if c.turns]
         if not played:  # no character got a turn: an empty conversation so the row reports no_turns
-            played = [PolicyConversation(ctx.policy, [{"role": "system", "content": prompts[actors[0]]},
-                                                      {"role": "user", "content": "The scene begins."}],
-                                         ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")]
+            played = [
+                PolicyConversation(
+                    ctx.policy,
+                    [
+                        {"role": "system", "content": prompts[actors[0]]},
+                        {"role": "user", "content": "The scene begins."},
+                    ],
+                    ctx.enable_think,
+                    sample=f"{row_name(row)} {gen_uid}",
+                )
+            ]
         score = 0.0
         if played[0].turns:
             reference = str(info.get("reference_dialogue") or "")
-            request = JudgeRequest(judge_prompt(", ".join(convs), plot, scenario, transcript_text(lines), reference),
-                                   lines, scenario, "SIMULATED")
+            request = JudgeRequest(
+                judge_prompt(", ".join(convs), plot, scenario, transcript_text(lines), reference),
+                lines,
+                scenario,
+                "SIMULATED",
+            )
             verdict = await ctx.judge.judge(request, CoserVerdict)
             score = None if verdict is None else coser_score(verdict)
-        return finish(played[0], ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
-                      score=score, sub={"partner_failures": float(partner_failures), "characters": float(len(convs))},
-                      transcript=lines, others=played[1:])
+        return finish(
+            played[0],
+            ctx,
+            row,
+            data_source=self.data_source,
+            prefix=PREFIX,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            score=score,
+            sub={"partner_failures": float(partner_failures), "characters": float(len(convs))},
+            transcript=lines,
+            others=played[1:],
+        )
 
 
 def coser(data_source: str) -> CoserTask:

@@ -46,9 +46,18 @@ def transcript_text(lines: Sequence[tuple[str, str]]) -> str:
 
 
 def finish(
-    conv: PolicyConversation, ctx: TaskContext, row: Mapping[str, Any], *, data_source: str, prefix: str,
-    group_id: str, gen_uid: str, score: float | None, sub: Mapping[str, float] | None = None,
-    transcript: Sequence[tuple[str, str]] = (), others: Sequence[PolicyConversation] = (),
+    conv: PolicyConversation,
+    ctx: TaskContext,
+    row: Mapping[str, Any],
+    *,
+    data_source: str,
+    prefix: str,
+    group_id: str,
+    gen_uid: str,
+    score: float | None,
+    sub: Mapping[str, float] | None = None,
+    transcript: Sequence[tuple[str, str]] = (),
+    others: Sequence[PolicyConversation] = (),
 ) -> TaskResult:
     """The :class:`TaskResult` of a judged rollout (``score`` ``None`` = the judge failed).
 
@@ -80,9 +89,21 @@ def finish(
     }
     for key, v in (sub or {}).items():
         metrics[f"{prefix}/{key}"] = float(v)
-    trajectories = [c.trajectory(group_id=group_id, gen_uid=gen_uid, status=status, reward=reward,
-                                 data_source=data_source, key=row_name(row)) for c in convs]
+    trajectories = [
+        c.trajectory(
+            group_id=group_id, gen_uid=gen_uid, status=status, reward=reward, data_source=data_source, key=row_name(row)
+        )
+        for c in convs
+    ]
     extra = [{"role": "public_transcript", "content": transcript_text(transcript)}] if transcript else []
-    return TaskResult(data_source=data_source, gen_uid=gen_uid, status=status, reward=reward, score=value,
-                      metrics=metrics, trajectory=trajectories[0], transcript=conv.messages + extra,
-                      extra_trajectories=trajectories[1:])
+    return TaskResult(
+        data_source=data_source,
+        gen_uid=gen_uid,
+        status=status,
+        reward=reward,
+        score=value,
+        metrics=metrics,
+        trajectory=trajectories[0],
+        transcript=conv.messages + extra,
+        extra_trajectories=trajectories[1:],
+    )

@@ -82,12 +82,15 @@ def judge_prompt(context: str, reference: str, generated: str) -> list[dict[str,
     keys = ", ".join(f'"{f.name}": <number 0-1>' for f in fields(HumanualVerdict))
     return [
         {"role": "system", "content": "You compare a simulated person's reply with what the real person wrote."},
-        {"role": "user", "content": (
-            f"Context the person replied to:\n{context}\n\nReal reply:\n{reference}\n\nSimulated reply:\n{generated}\n\n"
-            "Rate how closely the simulated reply matches the real one in stance, emotion, beliefs, values, goals "
-            "and communication style. Generic filler where the real reply says something specific scores 0.2 or "
-            "less; a reply that copies the context scores 0. Answer with JSON only: {" + keys + "}"
-        )},
+        {
+            "role": "user",
+            "content": (
+                f"Context the person replied to:\n{context}\n\nReal reply:\n{reference}\n\nSimulated reply:\n{generated}\n\n"
+                "Rate how closely the simulated reply matches the real one in stance, emotion, beliefs, values, goals "
+                "and communication style. Generic filler where the real reply says something specific scores 0.2 or "
+                "less; a reply that copies the context scores 0. Answer with JSON only: {" + keys + "}"
+            ),
+        },
     ]
 
 
@@ -105,19 +108,36 @@ class HumanualTask:
         try:
             turn = await conv.step()
         except BudgetExhausted:
-            raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to reply") from None
+            raise RowError(
+                f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to reply"
+            ) from None
         reply, tagged = extract_response(said(conv, turn.text))
-        score, sub = None, {"tagged": float(tagged), "lexical_f1": token_f1(reply, reference)}  # F1 logged, never rewarded
+        score, sub = (
+            None,
+            {"tagged": float(tagged), "lexical_f1": token_f1(reply, reference)},
+        )  # F1 logged, never rewarded
         if reply:
-            request = JudgeRequest(judge_prompt(context, reference, reply), [("SIMULATED", reply)], reference, "SIMULATED")
+            request = JudgeRequest(
+                judge_prompt(context, reference, reply), [("SIMULATED", reply)], reference, "SIMULATED"
+            )
             verdict = await ctx.judge.judge(request, HumanualVerdict)
             if verdict is not None:
                 score = humanual_score(verdict, reply, reference, tagged)
                 sub["length_factor"] = length_factor(reply, reference)
         else:
             score = 0.0  # an empty reply is the simulator's fault, scored 0 without a judge call
-        return finish(conv, ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
-                      score=score, sub=sub, transcript=[("context", context), ("simulated", reply)])
+        return finish(
+            conv,
+            ctx,
+            row,
+            data_source=self.data_source,
+            prefix=PREFIX,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            score=score,
+            sub=sub,
+            transcript=[("context", context), ("simulated", reply)],
+        )
 
 
 def humanual(data_source: str) -> HumanualTask:

@@ -37,7 +37,9 @@ def real_turns(value: Any, row: Mapping[str, Any]) -> list[dict[str, str]]:
             value = json.loads(value)
         except json.JSONDecodeError as err:
             raise RowError(f"{row_name(row)}: extra_info.conversation is not valid JSON ({err})") from None
-    turns = [{"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in value if isinstance(m, Mapping)]
+    turns = [
+        {"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in value if isinstance(m, Mapping)
+    ]
     turns = [m for m in turns if m["role"] in ("user", "assistant")]
     while turns and turns[-1]["role"] == "assistant":
         turns.pop()
@@ -53,7 +55,9 @@ def strip_label(text: str) -> str:
 
 
 def system_prompt(info: Mapping[str, Any]) -> str:
-    hints = "\n".join(f"{k.replace('_', ' ').title()}: {info[k]}" for k in ("task_description", "domain", "persona") if info.get(k))
+    hints = "\n".join(
+        f"{k.replace('_', ' ').title()}: {info[k]}" for k in ("task_description", "domain", "persona") if info.get(k)
+    )
     return (
         "You stand in for a real person chatting with an AI assistant. Write only the user's next message, "
         "with the length, tone and care real users show (often brief, sometimes sloppy), and no label in front."
@@ -62,19 +66,27 @@ def system_prompt(info: Mapping[str, Any]) -> str:
 
 
 def mirror_prompt(real: list[dict[str, str]]) -> str:
-    return ("You are the assistant in a chat that is being re-enacted. The original chat, for guidance:\n"
-            + transcript_text([(m["role"], m["content"]) for m in real])
-            + "\n\nAnswer the user's latest message as that assistant would, in a similar length.")
+    return (
+        "You are the assistant in a chat that is being re-enacted. The original chat, for guidance:\n"
+        + transcript_text([(m["role"], m["content"]) for m in real])
+        + "\n\nAnswer the user's latest message as that assistant would, in a similar length."
+    )
 
 
 def judge_prompt(real: list[dict[str, str]], simulated: list[str]) -> list[dict[str, str]]:
     real_user = "\n".join(f"- {m['content']}" for m in real if m["role"] == "user")
     sim = "\n".join(f"- {t}" for t in simulated)
-    return [{"role": "system", "content": "You judge how human a simulated chat user sounds."},
-            {"role": "user", "content": (
+    return [
+        {"role": "system", "content": "You judge how human a simulated chat user sounds."},
+        {
+            "role": "user",
+            "content": (
                 f"Real user's messages:\n{real_user}\n\nSimulated user's messages:\n{sim}\n\n"
                 "How similar are the simulated messages to the real ones in style, tone, length and realism? "
-                'Answer with JSON only: {"similarity": <number 0-1>}')}]
+                'Answer with JSON only: {"similarity": <number 0-1>}'
+            ),
+        },
+    ]
 
 
 class MirrorBenchTask:
@@ -85,7 +97,10 @@ class MirrorBenchTask:
         info = extra_info(row)
         real = real_turns(require(info, row, "conversation", "turns"), row)
         n_user = min(sum(m["role"] == "user" for m in real), int(option(ctx, self.data_source, "max_turns", 10)))
-        messages = [{"role": "system", "content": system_prompt(info)}, {"role": "user", "content": "Write the user's first message."}]
+        messages = [
+            {"role": "system", "content": system_prompt(info)},
+            {"role": "user", "content": "Write the user's first message."},
+        ]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
         mirror = [{"role": "system", "content": mirror_prompt(real)}]
         simulated: list[str] = []
@@ -116,11 +131,23 @@ class MirrorBenchTask:
                 break
         score = 0.0
         if simulated:
-            request = JudgeRequest(judge_prompt(real, simulated), lines, str(info.get("task_description", "")), "SIMULATED")
+            request = JudgeRequest(
+                judge_prompt(real, simulated), lines, str(info.get("task_description", "")), "SIMULATED"
+            )
             verdict = await ctx.judge.judge(request, MirrorVerdict)
             score = None if verdict is None else verdict.similarity
-        return finish(conv, ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
-                      score=score, sub={"partner_failures": float(partner_failures)}, transcript=lines)
+        return finish(
+            conv,
+            ctx,
+            row,
+            data_source=self.data_source,
+            prefix=PREFIX,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            score=score,
+            sub={"partner_failures": float(partner_failures)},
+            transcript=lines,
+        )
 
 
 def mirrorbench(data_source: str) -> MirrorBenchTask:

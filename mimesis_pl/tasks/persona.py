@@ -80,7 +80,8 @@ def twinvoice_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[di
     history = parse_list(require(info, row, "conversation_history", "history"), row, "conversation_history")
     choices = parse_list(require(info, row, "answer_choices", "choices"), row, "answer_choices")
     body = (
-        "Posts this person wrote before:\n" + "\n".join(f"- {h}" for h in history)
+        "Posts this person wrote before:\n"
+        + "\n".join(f"- {h}" for h in history)
         + f"\n\nThey are replying to: {require(info, row, 'anchor_post')}\n{_options(choices)}\n"
         "Which reply would this person write?"
     )
@@ -121,7 +122,9 @@ def _chain(info: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
 
 def behavior_chain_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
     raw = _chain(info, row)
-    history = raw.get("history_text") or "\n".join(c.get("chapter_content", "") for c in raw.get("history_truncated", []))
+    history = raw.get("history_text") or "\n".join(
+        c.get("chapter_content", "") for c in raw.get("history_truncated", [])
+    )
     prior = raw.get("prior_chain_text") or "\n".join(
         f"Context: {p.get('context')}\nBehaviour: {p.get('behavior')}" for p in raw.get("prior_chain", [])
     )
@@ -129,7 +132,8 @@ def behavior_chain_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> li
     body = (
         f"You are {raw.get('persona_name', 'the character')}.\nProfile: {raw.get('profile_text', '')}\n"
         f"Story so far:\n{history}\n\nWhat you did before:\n{prior}\n\nNow: {raw.get('current_context', '')}\n"
-        + "\n".join(f"{k}. {v}" for k, v in options.items()) + "\nWhat do you do next?"
+        + "\n".join(f"{k}. {v}" for k, v in options.items())
+        + "\nWhat do you do next?"
     )
     return user_prompt(_PERSONA_SYSTEM, body)
 

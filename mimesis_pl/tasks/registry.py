@@ -61,8 +61,10 @@ MIXTURE: dict[str, tuple[str, str, str]] = {
     "behaviorchain": ("behaviorchain_rl_train.parquet", "behaviorchain_val.parquet", "behavior_chain"),
     "sim_math": ("sim_math_rl.parquet", "sim_math_val.parquet", "sim_arena_math"),
     "sim_doc": ("sim_doc_rl.parquet", "sim_doc_val.parquet", "sim_arena_doc"),
-    **{f"humanual_{k}": (f"humanual_rl_{k}.parquet", f"humanual_{k}_val.parquet", f"humanual-{k}")
-       for k in ("book", "chat", "email", "news", "opinion", "politics")},
+    **{
+        f"humanual_{k}": (f"humanual_rl_{k}.parquet", f"humanual_{k}_val.parquet", f"humanual-{k}")
+        for k in ("book", "chat", "email", "news", "opinion", "politics")
+    },
     "alignx": ("alignx_rl_8k.parquet", "alignx_demo_val.parquet", "alignx_demo"),
     "socsci210": ("socsci210_rl_2k.parquet", "socsci210_val.parquet", "socsci210"),
     "humanllm": ("humanllm_rl_train.parquet", "humanllm_val.parquet", "humanllm"),

@@ -42,6 +42,7 @@ def build_roles(roles: RoleSettings) -> tuple[Judge, Any, Any]:
 
 def role_identity(roles: RoleSettings) -> dict[str, str]:
     """What names each role in a cache key: kind and model (scripted: with its failure rate)."""
+
     def one(s: EndpointSettings) -> str:
         return f"{s.kind}:{s.model}" + (f"@fail{s.failure_rate:g}" if s.kind == "scripted" and s.failure_rate else "")
 

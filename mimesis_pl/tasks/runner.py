@@ -20,7 +20,9 @@ from .registry import get_task
 log = logging.getLogger(__name__)
 
 
-async def run_row(row: Mapping[str, Any], ctx: TaskContext, group_id: str, gen_uid: str, timeout_s: float | None) -> TaskResult:
+async def run_row(
+    row: Mapping[str, Any], ctx: TaskContext, group_id: str, gen_uid: str, timeout_s: float | None
+) -> TaskResult:
     """One rollout of ``row``; never raises for a problem of the row, the task or a partner."""
     try:
         task = get_task(str(row.get("data_source")))
@@ -29,13 +31,19 @@ async def run_row(row: Mapping[str, Any], ctx: TaskContext, group_id: str, gen_u
         raise
     except Exception as err:  # noqa: BLE001 -- isolate the row (S5): counted as task_error, masked from the loss
         log.warning("%s (%s): %s: %s", row_name(row), gen_uid, type(err).__name__, err)
-        return failed_result(row, gen_uid, err if not isinstance(err, TimeoutError) else TimeoutError(f"over {timeout_s} s"))
+        return failed_result(
+            row, gen_uid, err if not isinstance(err, TimeoutError) else TimeoutError(f"over {timeout_s} s")
+        )
     return result
 
 
 async def run_rows(
-    rows: Sequence[Mapping[str, Any]], n_samples: int, ctx: TaskContext, group_ids: Sequence[str],
-    timeout_s: float | None = None, max_concurrency: int = 64,
+    rows: Sequence[Mapping[str, Any]],
+    n_samples: int,
+    ctx: TaskContext,
+    group_ids: Sequence[str],
+    timeout_s: float | None = None,
+    max_concurrency: int = 64,
 ) -> list[TaskResult]:
     """``n_samples`` rollouts per row, concurrently; results in (row, sample) order."""
     limit = asyncio.Semaphore(max_concurrency)

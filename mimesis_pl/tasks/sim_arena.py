@@ -49,8 +49,14 @@ class DocVerdict:
 
 
 #: field → scale maximum (the value is divided by it, then clamped to [0, 1])
-SCALES = {"writing": 5.0, "interaction": 5.0, "document": 10.0, "fulfilment": 1.0, "writing_features": 1.0,
-          "interaction_features": 1.0}
+SCALES = {
+    "writing": 5.0,
+    "interaction": 5.0,
+    "document": 10.0,
+    "fulfilment": 1.0,
+    "writing_features": 1.0,
+    "interaction_features": 1.0,
+}
 
 
 def arena_score(verdict: MathVerdict | DocVerdict) -> float:
@@ -68,7 +74,7 @@ def extract_message(text: str, kind: Kind) -> str:
     for label in labels:
         i = text.rfind(label)
         if i >= 0:
-            text = text[i + len(label):]
+            text = text[i + len(label) :]
             break
     return _END.sub("", text).strip()
 
@@ -76,31 +82,41 @@ def extract_message(text: str, kind: Kind) -> str:
 def user_prompt(kind: Kind, info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     end = 'When you are done, write "terminate conversation".'
     if kind == "math":
-        return (f"You are a student getting help from a tutor. About you:\n{require(info, row, 'profile', 'user_profile')}\n\n"
-                f"Your problem:\n{require(info, row, 'problem')}\n\nWrite like this student would, one message at a "
-                f"time, as 'Query: <your message>'. {end}")
-    return (f"You are a person writing a {require(info, row, 'document_type')} with an AI assistant.\nWhat you want: "
-            f"{require(info, row, 'intent')}\nYour notes:\n{info.get('materials', '')}\n\nWrite like a real user, one "
-            f"message at a time, as 'Message: <your message>'. {end}")
+        return (
+            f"You are a student getting help from a tutor. About you:\n{require(info, row, 'profile', 'user_profile')}\n\n"
+            f"Your problem:\n{require(info, row, 'problem')}\n\nWrite like this student would, one message at a "
+            f"time, as 'Query: <your message>'. {end}"
+        )
+    return (
+        f"You are a person writing a {require(info, row, 'document_type')} with an AI assistant.\nWhat you want: "
+        f"{require(info, row, 'intent')}\nYour notes:\n{info.get('materials', '')}\n\nWrite like a real user, one "
+        f"message at a time, as 'Message: <your message>'. {end}"
+    )
 
 
 def judge_prompt(kind: Kind, info: Mapping[str, Any], transcript: str, document: str) -> list[dict[str, str]]:
     real = info.get("real_conversation") or info.get("reference_conversation") or ""
     features = info.get("target_features") or info.get("interaction_features") or ""
     if kind == "math":
-        ask = ('Rate the simulated student: writing style vs the real student (1-5), interaction style vs the real '
-               'conversation (1-5), and the share of the target features it shows (0-1). JSON only: '
-               '{"writing": <1-5>, "interaction": <1-5>, "fulfilment": <0-1>}')
+        ask = (
+            "Rate the simulated student: writing style vs the real student (1-5), interaction style vs the real "
+            "conversation (1-5), and the share of the target features it shows (0-1). JSON only: "
+            '{"writing": <1-5>, "interaction": <1-5>, "fulfilment": <0-1>}'
+        )
     else:
-        ask = ("Rate the final document against the user's target preferences (1-10), the simulated user's writing "
-               "and interaction style vs the real user (1-5 each), and the shares of target writing and interaction "
-               'features shown (0-1 each). JSON only: {"document": <1-10>, "writing": <1-5>, "interaction": <1-5>, '
-               '"writing_features": <0-1>, "interaction_features": <0-1>}')
+        ask = (
+            "Rate the final document against the user's target preferences (1-10), the simulated user's writing "
+            "and interaction style vs the real user (1-5 each), and the shares of target writing and interaction "
+            'features shown (0-1 each). JSON only: {"document": <1-10>, "writing": <1-5>, "interaction": <1-5>, '
+            '"writing_features": <0-1>, "interaction_features": <0-1>}'
+        )
     body = f"Real conversation:\n{real}\n\nTarget features:\n{features}\n\nSimulated conversation:\n{transcript}\n"
     if document:
         body += f"\nFinal document:\n{document}\nTarget preferences:\n{info.get('preferences', '')}\n"
-    return [{"role": "system", "content": "You compare a simulated user with a real one."},
-            {"role": "user", "content": f"{body}\n{ask}"}]
+    return [
+        {"role": "system", "content": "You compare a simulated user with a real one."},
+        {"role": "user", "content": f"{body}\n{ask}"},
+    ]
 
 
 class SimArenaTask:
@@ -111,8 +127,10 @@ class SimArenaTask:
 
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
         info = extra_info(row)
-        messages = [{"role": "system", "content": user_prompt(self.kind, info, row)},
-                    {"role": "user", "content": "Start the conversation."}]
+        messages = [
+            {"role": "system", "content": user_prompt(self.kind, info, row)},
+            {"role": "user", "content": "Start the conversation."},
+        ]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
         assistant = [{"role": "system", "content": "You are a helpful assistant."}]
         lines: list[tuple[str, str]] = []
@@ -143,17 +161,35 @@ class SimArenaTask:
                 break
         document = ""
         if self.kind == "doc" and lines:
-            document = await partner_reply(ctx, assistant + [{"role": "user", "content": "Please write the final document now."}]) or ""
+            document = (
+                await partner_reply(
+                    ctx, assistant + [{"role": "user", "content": "Please write the final document now."}]
+                )
+                or ""
+            )
         score = 0.0
         if any(who.startswith("SIMULATED") for who, _ in lines):
             schema = MathVerdict if self.kind == "math" else DocVerdict
-            request = JudgeRequest(judge_prompt(self.kind, info, transcript_text(lines), document), lines,
-                                   str(info.get("problem") or info.get("intent") or ""), "SIMULATED")
+            request = JudgeRequest(
+                judge_prompt(self.kind, info, transcript_text(lines), document),
+                lines,
+                str(info.get("problem") or info.get("intent") or ""),
+                "SIMULATED",
+            )
             verdict = await ctx.judge.judge(request, schema)
             score = None if verdict is None else arena_score(verdict)
-        return finish(conv, ctx, row, data_source=self.data_source, prefix=self.prefix, group_id=group_id,
-                      gen_uid=gen_uid, score=score, transcript=lines,
-                      sub={"ended_by_user": float(ended), "partner_failures": float(partner_failures)})
+        return finish(
+            conv,
+            ctx,
+            row,
+            data_source=self.data_source,
+            prefix=self.prefix,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            score=score,
+            transcript=lines,
+            sub={"ended_by_user": float(ended), "partner_failures": float(partner_failures)},
+        )
 
 
 def sim_arena_math(data_source: str) -> SimArenaTask:

@@ -53,7 +53,9 @@ class SingleTurnTask:
         try:
             turn = await conv.step()
         except BudgetExhausted:
-            raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to answer") from None
+            raise RowError(
+                f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to answer"
+            ) from None
         _, public = split_think_strict(turn.text)
         scored = self.score(extract_answer(public), info, row)
         fmt = check_think_format(conv.turns, True, ctx.policy.count_tokens, ctx.min_think_tokens)
@@ -67,12 +69,22 @@ class SingleTurnTask:
         }
         status = "truncated" if turn.truncated else "ok"
         trajectory = conv.trajectory(
-            group_id=group_id, gen_uid=gen_uid, status=status, reward=reward, data_source=self.data_source,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            status=status,
+            reward=reward,
+            data_source=self.data_source,
             key=row_name(row),
         )
         return TaskResult(
-            data_source=self.data_source, gen_uid=gen_uid, status=status, reward=reward, score=scored.reward,
-            metrics=metrics, trajectory=trajectory, transcript=conv.messages,
+            data_source=self.data_source,
+            gen_uid=gen_uid,
+            status=status,
+            reward=reward,
+            score=scored.reward,
+            metrics=metrics,
+            trajectory=trajectory,
+            transcript=conv.messages,
         )
 
 

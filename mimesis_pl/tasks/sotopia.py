@@ -30,8 +30,13 @@ PREFIX = "sotopia"
 ActionType = Literal["speak", "non-verbal communication", "action", "leave", "none"]
 #: dimension → (lo, hi, weight)
 DIMENSIONS: dict[str, tuple[int, int, float]] = {
-    "believability": (0, 10, 0.5), "relationship": (-5, 5, 1.0), "knowledge": (0, 10, 1.0), "secret": (-10, 0, 0.5),
-    "social_rules": (-10, 0, 0.5), "financial_and_material_benefits": (-5, 5, 0.5), "goal": (0, 10, 2.0),
+    "believability": (0, 10, 0.5),
+    "relationship": (-5, 5, 1.0),
+    "knowledge": (0, 10, 1.0),
+    "secret": (-10, 0, 0.5),
+    "social_rules": (-10, 0, 0.5),
+    "financial_and_material_benefits": (-5, 5, 0.5),
+    "goal": (0, 10, 2.0),
 }
 
 
@@ -100,12 +105,18 @@ def character_prompt(scenario: str, name: str, other: str, profile: str, goal: s
 
 def judge_prompt(scenario: str, name: str, goal: str, transcript: str) -> list[dict[str, str]]:
     ranges = ", ".join(f'"{d}": <integer {lo} to {hi}>' for d, (lo, hi, _) in DIMENSIONS.items())
-    return [{"role": "system", "content": "You evaluate one participant of a social role-play."},
-            {"role": "user", "content": (
+    return [
+        {"role": "system", "content": "You evaluate one participant of a social role-play."},
+        {
+            "role": "user",
+            "content": (
                 f"Situation: {scenario}\nParticipant evaluated: {name}\nTheir private goal: {goal}\n\nEpisode:\n{transcript}\n\n"
                 f"Rate {name}: how believable, how the relationship changed, knowledge gained, secrets kept (0 = kept), "
                 "social rules respected (0 = none broken), material gain, and how far the goal was achieved. "
-                f"Answer with JSON only: {{{ranges}}}")}]
+                f"Answer with JSON only: {{{ranges}}}"
+            ),
+        },
+    ]
 
 
 def _names(info: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
@@ -115,6 +126,7 @@ def _names(info: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[list[str], 
         if not isinstance(value, list) or len(value) != 2:
             raise RowError(f"{row_name(row)}: extra_info.{key} must list two entries (agent1, agent2)")
         return [str(v) for v in value]
+
     return pair("agent_names"), pair("agent_profiles"), pair("agent_goals")
 
 
@@ -134,7 +146,9 @@ class SotopiaTask:
         scenario = fill_names(str(require(info, row, "scenario")), names)
         me = 1 if str(info.get("eval_position", "agent1")) == "agent2" else 0
         other = 1 - me
-        prompts = [character_prompt(scenario, names[i], names[1 - i], profiles[i], fill_names(goals[i], names)) for i in (0, 1)]
+        prompts = [
+            character_prompt(scenario, names[i], names[1 - i], profiles[i], fill_names(goals[i], names)) for i in (0, 1)
+        ]
         partner = [{"role": "system", "content": prompts[other]}]
         lines: list[tuple[str, str]] = []
         pending: list[str] = ["The conversation begins."]  # lines the partner has not seen yet
@@ -156,8 +170,12 @@ class SotopiaTask:
         if me == 1:  # the partner opens; its first action is the simulator's first context line
             first = await partner_turn()
             opening, start = (lines[-1][1] if first else opening), 1
-        conv = PolicyConversation(ctx.policy, [{"role": "system", "content": prompts[me]}, {"role": "user", "content": opening}],
-                                  ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
+        conv = PolicyConversation(
+            ctx.policy,
+            [{"role": "system", "content": prompts[me]}, {"role": "user", "content": opening}],
+            ctx.enable_think,
+            sample=f"{row_name(row)} {gen_uid}",
+        )
         for index in range(start, int(option(ctx, self.data_source, "max_turns", 15))):
             if index % 2 == me:
                 try:
@@ -186,13 +204,25 @@ class SotopiaTask:
         sub: dict[str, float] = {"partner_failures": float(state["partner_failures"])}
         score = 0.0
         if conv.turns:
-            request = JudgeRequest(judge_prompt(scenario, names[me], goals[me], transcript_text(lines)), lines, goals[me], "SIMULATED")
+            request = JudgeRequest(
+                judge_prompt(scenario, names[me], goals[me], transcript_text(lines)), lines, goals[me], "SIMULATED"
+            )
             verdict = await ctx.judge.judge(request, SotopiaVerdict)
             score = None if verdict is None else sotopia_score(verdict)
             if verdict is not None:
                 sub.update({f.name: float(getattr(verdict, f.name)) for f in fields(verdict)})
-        return finish(conv, ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
-                      score=score, sub=sub, transcript=lines)
+        return finish(
+            conv,
+            ctx,
+            row,
+            data_source=self.data_source,
+            prefix=PREFIX,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            score=score,
+            sub=sub,
+            transcript=lines,
+        )
 
 
 def sotopia(data_source: str) -> SotopiaTask:

@@ -12,8 +12,9 @@ from typing import Any
 from .base import TaskResult
 
 
-def write_transcript(folder: Path, row: Mapping[str, Any], result: TaskResult, *, experiment_name: str,
-                     global_step: int) -> Path:
+def write_transcript(
+    folder: Path, row: Mapping[str, Any], result: TaskResult, *, experiment_name: str, global_step: int
+) -> Path:
     """Write ``{experiment_name, data_source, index, global_step, date, reward, status, reward_extra_info,
     extra, messages}`` for one row; the file name is sanitised."""
     info = row.get("extra_info")
@@ -21,9 +22,15 @@ def write_transcript(folder: Path, row: Mapping[str, Any], result: TaskResult, *
     index = info.get("index", row.get("_source", "x"))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{result.data_source}-{index}")
     record = {
-        "experiment_name": experiment_name, "data_source": result.data_source, "index": index,
-        "global_step": int(global_step), "date": datetime.date.today().isoformat(), "reward": result.score,
-        "status": result.status, "reward_extra_info": result.metrics, "extra": result.error or None,
+        "experiment_name": experiment_name,
+        "data_source": result.data_source,
+        "index": index,
+        "global_step": int(global_step),
+        "date": datetime.date.today().isoformat(),
+        "reward": result.score,
+        "status": result.status,
+        "reward_extra_info": result.metrics,
+        "extra": result.error or None,
         "messages": result.transcript,
     }
     folder.mkdir(parents=True, exist_ok=True)

@@ -27,13 +27,75 @@ from .dialogue import finish, said
 
 PREFIX = "userllm"
 END_TOKEN = "<|endconversation|>"
-_STOP = frozenset({
-    "a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "for", "with", "by", "from",
-    "is", "are", "was", "were", "be", "been", "am", "i", "you", "he", "she", "it", "we", "they", "me", "my",
-    "your", "our", "their", "this", "that", "these", "those", "do", "does", "did", "have", "has", "had",
-    "not", "no", "so", "as", "can", "could", "would", "should", "will", "just", "what", "how", "why", "when",
-    "where", "which", "who", "about", "there", "here",
-})
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "my",
+        "your",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "so",
+        "as",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "just",
+        "what",
+        "how",
+        "why",
+        "when",
+        "where",
+        "which",
+        "who",
+        "about",
+        "there",
+        "here",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -98,13 +160,17 @@ def prompt(intent: str, history: list[dict[str, str]]) -> list[dict[str, str]]:
     if not history:
         return [{"role": "system", "content": system}, {"role": "user", "content": "Write your first message."}]
     lines = "\n".join(f"{'You' if m['role'] == 'user' else 'Assistant'}: {m['content']}" for m in history)
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": f"The conversation so far:\n{lines}\n\nWrite your next message."}]
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"The conversation so far:\n{lines}\n\nWrite your next message."},
+    ]
 
 
 def _judge_messages(question: str, turn: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": "You audit chat transcripts."},
-            {"role": "user", "content": f"{question}\n\nMessage:\n{turn}\n\nAnswer with JSON only."}]
+    return [
+        {"role": "system", "content": "You audit chat transcripts."},
+        {"role": "user", "content": f"{question}\n\nMessage:\n{turn}\n\nAnswer with JSON only."},
+    ]
 
 
 class UserLLMTask:
@@ -116,11 +182,15 @@ class UserLLMTask:
         intent = str(require(info, row, "intent"))
         history = _history(info.get("conversation_history") or [], row)
         source = str(info.get("source") or "prism")
-        conv = PolicyConversation(ctx.policy, prompt(intent, history), ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
+        conv = PolicyConversation(
+            ctx.policy, prompt(intent, history), ctx.enable_think, sample=f"{row_name(row)} {gen_uid}"
+        )
         try:
             generated = await conv.step()
         except BudgetExhausted:
-            raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room for a turn") from None
+            raise RowError(
+                f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room for a turn"
+            ) from None
         turn, ended = split_end(said(conv, generated.text))
         sub: dict[str, float] = {"ended": float(ended)}
         score: float | None
@@ -130,16 +200,32 @@ class UserLLMTask:
             score = choices_adherence(turn, [str(c) for c in choices])
         elif source == "natural_questions":
             q = 'Did the user stick to their own request and refuse what the assistant steered them toward? {"refused": <true|false>}'
-            verdict = await ctx.judge.judge(JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), RefusalVerdict)
+            verdict = await ctx.judge.judge(
+                JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), RefusalVerdict
+            )
             score = None if verdict is None else float(verdict.refused)
         else:
             q = 'Was this chat message written by a human or by an AI? {"human": <true|false>}'
-            verdict = await ctx.judge.judge(JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), HumanVerdict)
+            verdict = await ctx.judge.judge(
+                JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), HumanVerdict
+            )
             overlap = intent_overlap(intent, turn)
             sub.update(intent_overlap=overlap, termination=float(ended == bool(info.get("is_last_turn"))))
-            score = None if verdict is None else prism_score(overlap, ended, bool(info.get("is_last_turn")), verdict.human)
-        return finish(conv, ctx, row, data_source=self.data_source, prefix=PREFIX, group_id=group_id, gen_uid=gen_uid,
-                      score=score, sub=sub, transcript=[("user", turn)])
+            score = (
+                None if verdict is None else prism_score(overlap, ended, bool(info.get("is_last_turn")), verdict.human)
+            )
+        return finish(
+            conv,
+            ctx,
+            row,
+            data_source=self.data_source,
+            prefix=PREFIX,
+            group_id=group_id,
+            gen_uid=gen_uid,
+            score=score,
+            sub=sub,
+            transcript=[("user", turn)],
+        )
 
 
 def userllm(data_source: str) -> UserLLMTask:

@@ -66,7 +66,12 @@ class OpenAIUser:
         self.extra_body = dict(extra_body or {})
         self.strip_prose_reasoning = strip_prose_reasoning
         self._client = ChatCompletionsClient(
-            f"{self.base_url}/chat/completions", api_key_env, timeout_s, max_retries, retry_backoff_s, UserSimulatorError
+            f"{self.base_url}/chat/completions",
+            api_key_env,
+            timeout_s,
+            max_retries,
+            retry_backoff_s,
+            UserSimulatorError,
         )
 
     def for_episode(self, episode_id: str, base_url: str | None) -> OpenAIUser:

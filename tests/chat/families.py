@@ -8,8 +8,14 @@ from importlib.metadata import PackageNotFoundError, distribution
 
 import pytest
 
-LLAMA_SPECIALS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
-                  "<|python_tag|>"]
+LLAMA_SPECIALS = [
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+]
 DATE = {"date_string": "30 Nov 2026"}
 
 # (id, our template, shipped template file in trl/chat_templates, template variables, tokenizer kind)
@@ -48,20 +54,33 @@ def family_tokenizer(base, kind: str):
     if kind == "qwen-nn":
         tok.add_tokens([AddedToken("\n\n", normalized=False)])
     if kind == "llama":
-        tok.add_special_tokens({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
-                                "additional_special_tokens": LLAMA_SPECIALS})
+        tok.add_special_tokens(
+            {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "additional_special_tokens": LLAMA_SPECIALS}
+        )
     return tok
 
 
-TOOLS = [{"type": "function", "function": {
-    "name": "interact_with_env", "description": "Act in the environment.",
-    "parameters": {"type": "object", "properties": {"choice": {"type": "string"}, "content": {"type": "string"}},
-                   "required": ["choice", "content"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "interact_with_env",
+            "description": "Act in the environment.",
+            "parameters": {
+                "type": "object",
+                "properties": {"choice": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["choice", "content"],
+            },
+        },
+    }
+]
 
 
 def call(content: str) -> dict:
-    return {"type": "function", "function": {"name": "interact_with_env",
-                                             "arguments": {"choice": "action", "content": content}}}
+    return {
+        "type": "function",
+        "function": {"name": "interact_with_env", "arguments": {"choice": "action", "content": content}},
+    }
 
 
 # The three ordinary conversations of the issue.
@@ -91,5 +110,7 @@ CONVERSATIONS = {"system-two-turns": SYSTEM_TWO_TURNS, "think-two-turns": THINK_
 def without_reasoning(messages: list[dict]) -> list[dict]:
     from mimesis_pl.chat import split_think
 
-    return [{**m, "content": split_think(m["content"])[1]} if m["role"] == "assistant" and m.get("content") else m
-            for m in messages]
+    return [
+        {**m, "content": split_think(m["content"])[1]} if m["role"] == "assistant" and m.get("content") else m
+        for m in messages
+    ]

@@ -26,8 +26,11 @@ from .families import (
     without_reasoning,
 )
 
-SINGLE_TURN = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
-               {"role": "assistant", "content": "Hello."}]
+SINGLE_TURN = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Hi"},
+    {"role": "assistant", "content": "Hello."},
+]
 ALL_CONVERSATIONS = {**CONVERSATIONS, "single-turn": SINGLE_TURN}
 FAMILY = {f[0]: f[1:] for f in FAMILIES}
 
@@ -42,8 +45,10 @@ def renderers(tokenizers, family, tmp_path_factory, tools=None):
     path = tmp_path_factory.mktemp("shipped") / f"{shipped}.jinja"
     path.write_text(shipped_template(shipped), encoding="utf-8")  # a path, as a user would pass one
     tok = tokenizers[kind]
-    return (ChatRenderer(tok, tools=tools, chat_template=ours, **kwargs),
-            ChatRenderer(tok, tools=tools, chat_template=str(path), **kwargs))
+    return (
+        ChatRenderer(tok, tools=tools, chat_template=ours, **kwargs),
+        ChatRenderer(tok, tools=tools, chat_template=str(path), **kwargs),
+    )
 
 
 def conversation(family, name):
@@ -54,20 +59,24 @@ def conversation(family, name):
 @pytest.mark.parametrize("with_tools", [False, True], ids=["no-tools", "tools"])
 @pytest.mark.parametrize("name", sorted(ALL_CONVERSATIONS))
 @pytest.mark.parametrize("family", FAMILY_IDS)
-def test_last_turn_and_generation_prompt_match_the_shipped_template(tokenizers, tmp_path_factory, family, name, with_tools):
+def test_last_turn_and_generation_prompt_match_the_shipped_template(
+    tokenizers, tmp_path_factory, family, name, with_tools
+):
     ours, shipped = renderers(tokenizers, family, tmp_path_factory, TOOLS if with_tools else None)
     messages = conversation(family, name)
     assert ours.generation_prompt == shipped.generation_prompt
     prompt_o, prompt_s = (r.render_text(messages[:-1], add_generation_prompt=True) for r in (ours, shipped))
     full_o, full_s = ours.render_text(messages), shipped.render_text(messages)
     assert full_o.startswith(prompt_o) and full_s.startswith(prompt_s)
-    assert full_o[len(prompt_o):] == full_s[len(prompt_s):]  # the last turn, as served
+    assert full_o[len(prompt_o) :] == full_s[len(prompt_s) :]  # the last turn, as served
     assert prompt_o.endswith(shipped.generation_prompt)
 
 
 @pytest.mark.parametrize("with_tools", [False, True], ids=["no-tools", "tools"])
 @pytest.mark.parametrize("family", FAMILY_IDS)
-def test_identical_ids_and_masks_where_the_shipped_template_is_prefix_stable(tokenizers, tmp_path_factory, family, with_tools):
+def test_identical_ids_and_masks_where_the_shipped_template_is_prefix_stable(
+    tokenizers, tmp_path_factory, family, with_tools
+):
     ours, shipped = renderers(tokenizers, family, tmp_path_factory, TOOLS if with_tools else None)
     stable = []
     for name in sorted(ALL_CONVERSATIONS):
@@ -85,7 +94,9 @@ def test_identical_ids_and_masks_where_the_shipped_template_is_prefix_stable(tok
         assert stable == sorted(ALL_CONVERSATIONS)
 
 
-@pytest.mark.parametrize(("family", "fix"), [("qwen3-think", "qwen3"), ("qwen3.5-think", "qwen3_5"), ("qwen3.6", "qwen3_5")])
+@pytest.mark.parametrize(
+    ("family", "fix"), [("qwen3-think", "qwen3"), ("qwen3.5-think", "qwen3_5"), ("qwen3.6", "qwen3_5")]
+)
 def test_a_shipped_template_that_rewrites_history_is_an_error_naming_the_fix(tokenizers, tmp_path_factory, family, fix):
     _, shipped = renderers(tokenizers, family, tmp_path_factory)
     with pytest.raises(RenderError, match=rf"sample conv-9: message 2 .*changed the text.*chat_template: {fix} "):
@@ -110,7 +121,10 @@ def test_a_trained_message_the_template_refuses_is_an_error_naming_the_fix(token
     path = tmp_path_factory.mktemp("q35") / "t.jinja"
     path.write_text(shipped_template("qwen3_5_think"), encoding="utf-8")
     messages = [{"role": "system", "content": "s"}, {"role": "assistant", "content": "Hello, I need help."}]
-    with pytest.raises(RenderError, match=r"sample 4: message 0 \(system\): the chat template refuses.*No user query.*chat_template: qwen3_5"):
+    with pytest.raises(
+        RenderError,
+        match=r"sample 4: message 0 \(system\): the chat template refuses.*No user query.*chat_template: qwen3_5",
+    ):
         ChatRenderer(tokenizers["qwen"], chat_template=str(path)).render(messages, sample=4)
 
 
@@ -119,11 +133,13 @@ def test_each_family_tool_call_text_parses_back(tokenizers, tmp_path_factory, fa
     ours, _ = renderers(tokenizers, family, tmp_path_factory, TOOLS)
     history = CONVERSATIONS["tool-call"][:2]
     turn = {"role": "assistant", "content": "", "tool_calls": [call("Ask: what size?")]}
-    text = ours.render_text([*history, turn])[len(ours.render_text(history, add_generation_prompt=True)):]
+    text = ours.render_text([*history, turn])[len(ours.render_text(history, add_generation_prompt=True)) :]
     body = text[: text.rindex(ours.eot_token)]
     body = body.split("</think>")[-1]
     calls, rest = parse_tool_calls(body)
-    assert [(c.name, c.arguments) for c in calls] == [("interact_with_env", {"choice": "action", "content": "Ask: what size?"})]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("interact_with_env", {"choice": "action", "content": "Ask: what size?"})
+    ]
     assert rest == ""
 
 
@@ -172,7 +188,7 @@ def test_prefix_stability_and_exact_masks(tokenizers, tmp_path_factory, family, 
             continue
         prompt = renderer.render_text(messages[:k], add_generation_prompt=True)
         assert texts[k].startswith(prompt) and prompt.endswith(header)
-        body = texts[k][len(prompt): texts[k].rindex(renderer.eot_token) + len(renderer.eot_token)]
+        body = texts[k][len(prompt) : texts[k].rindex(renderer.eot_token) + len(renderer.eot_token)]
         expected_spans.append(tok(body, add_special_tokens=False)["input_ids"])
     got_spans = [out.input_ids[a:b] for a, b in out.trained_spans]
     assert got_spans == expected_spans

@@ -22,10 +22,15 @@ CONFIG = str(REPO / "configs" / "tiny" / "chat_sft.yaml")
 FIT_FAMILIES = [
     pytest.param("llama3", "llama3", {}, "llama", id="llama3"),  # the most different family stays in the fast suite
     pytest.param("qwen3-think", "qwen3", {}, "qwen", id="qwen3-think", marks=pytest.mark.slow),
-    pytest.param("qwen3-nothink", "qwen3", {"enable_thinking": False}, "qwen", id="qwen3-nothink", marks=pytest.mark.slow),
-    pytest.param("qwen3.5-think", "qwen3_5", {"enable_thinking": True}, "qwen", id="qwen3.5-think", marks=pytest.mark.slow),
-    pytest.param("qwen3.5-nothink", "qwen3_5", {"enable_thinking": False}, "qwen", id="qwen3.5-nothink",
-                 marks=pytest.mark.slow),
+    pytest.param(
+        "qwen3-nothink", "qwen3", {"enable_thinking": False}, "qwen", id="qwen3-nothink", marks=pytest.mark.slow
+    ),
+    pytest.param(
+        "qwen3.5-think", "qwen3_5", {"enable_thinking": True}, "qwen", id="qwen3.5-think", marks=pytest.mark.slow
+    ),
+    pytest.param(
+        "qwen3.5-nothink", "qwen3_5", {"enable_thinking": False}, "qwen", id="qwen3.5-nothink", marks=pytest.mark.slow
+    ),
     pytest.param("qwen2.5", "qwen2_5", {}, "qwen", id="qwen2.5", marks=pytest.mark.slow),
 ]
 
@@ -44,8 +49,9 @@ def family_model(tmp_path: Path, tiny_tokenizer, kind: str) -> Path:
 
 
 @pytest.mark.parametrize(("family", "template", "variables", "kind"), FIT_FAMILIES)
-def test_family_trains_through_fit_and_exports_its_template(tmp_path, monkeypatch, tiny_tokenizer, family, template,
-                                                            variables, kind):
+def test_family_trains_through_fit_and_exports_its_template(
+    tmp_path, monkeypatch, tiny_tokenizer, family, template, variables, kind
+):
     monkeypatch.chdir(tmp_path)
     model = family_model(tmp_path, tiny_tokenizer, kind)
     conversations = [without_reasoning(c) if "nothink" in family else c for c in CONVERSATIONS.values()]
@@ -55,14 +61,26 @@ def test_family_trains_through_fit_and_exports_its_template(tmp_path, monkeypatc
             for messages in conversations:
                 fh.write(json.dumps({"messages": messages, **({"tools": TOOLS} if i % 2 else {})}) + "\n")
     thinking = [f"--data.init_args.enable_thinking={str(variables['enable_thinking']).lower()}"] if variables else []
-    main([
-        "fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
-        f"--trainer.default_root_dir={tmp_path}", "--trainer.max_steps=2", "--trainer.val_check_interval=100",
-        f"--model.init_args.model_path={model}", f"--data.init_args.files=[{data}]", "--data.init_args.val_fraction=0",
-        "--data.init_args.batch_size=4", "--data.init_args.on_bad_sample=raise", f"--data.init_args.chat_template={template}",
-        "--data.init_args.limits.max_prompt_length=4096", "--data.init_args.limits.max_length=4096",
-        *thinking,
-    ])
+    main(
+        [
+            "fit",
+            "--config",
+            CONFIG,
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
+            f"--trainer.default_root_dir={tmp_path}",
+            "--trainer.max_steps=2",
+            "--trainer.val_check_interval=100",
+            f"--model.init_args.model_path={model}",
+            f"--data.init_args.files=[{data}]",
+            "--data.init_args.val_fraction=0",
+            "--data.init_args.batch_size=4",
+            "--data.init_args.on_bad_sample=raise",
+            f"--data.init_args.chat_template={template}",
+            "--data.init_args.limits.max_prompt_length=4096",
+            "--data.init_args.limits.max_length=4096",
+            *thinking,
+        ]
+    )
     run = next((tmp_path / "runs" / "tiny_chat_sft").iterdir())
     assert f"chat_template: {template}" in (run / "config.yaml").read_text()
     export = run / "hf" / "final"
@@ -72,11 +90,17 @@ def test_family_trains_through_fit_and_exports_its_template(tmp_path, monkeypatc
     from transformers import AutoTokenizer
 
     served = AutoTokenizer.from_pretrained(export)
-    trained = ChatRenderer(family_tokenizer(tiny_tokenizer, kind), tools=TOOLS, chat_template=template,
-                           **variables, **(DATE if kind == "llama" else {}))
+    trained = ChatRenderer(
+        family_tokenizer(tiny_tokenizer, kind),
+        tools=TOOLS,
+        chat_template=template,
+        **variables,
+        **(DATE if kind == "llama" else {}),
+    )
     for messages in conversations:
-        text = served.apply_chat_template(messages, tools=TOOLS, tokenize=False, **variables,
-                                          **(DATE if kind == "llama" else {}))
+        text = served.apply_chat_template(
+            messages, tools=TOOLS, tokenize=False, **variables, **(DATE if kind == "llama" else {})
+        )
         assert text == trained.render_text(messages)
         ids = trained.render(messages).input_ids
         assert served(text, add_special_tokens=False)["input_ids"] == ids
@@ -102,8 +126,19 @@ def test_fit_with_a_shipped_template_that_rewrites_history_names_the_fix(tmp_pat
     shipped.write_text(shipped_template("qwen3"))
     data = tmp_path / "train.jsonl"
     data.write_text(json.dumps({"messages": CONVERSATIONS["think-two-turns"]}) + "\n")
-    with pytest.raises(RenderError, match=r"train.jsonl:1: message 2 \(user\): rendering it changed the text.*chat_template: qwen3 "):
-        main(["fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
-              f"--model.init_args.model_path={TINY_MODEL}", f"--data.init_args.files=[{data}]",
-              "--data.init_args.val_fraction=0", "--data.init_args.on_bad_sample=raise",
-              f"--data.init_args.chat_template={shipped}"])
+    with pytest.raises(
+        RenderError, match=r"train.jsonl:1: message 2 \(user\): rendering it changed the text.*chat_template: qwen3 "
+    ):
+        main(
+            [
+                "fit",
+                "--config",
+                CONFIG,
+                f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
+                f"--model.init_args.model_path={TINY_MODEL}",
+                f"--data.init_args.files=[{data}]",
+                "--data.init_args.val_fraction=0",
+                "--data.init_args.on_bad_sample=raise",
+                f"--data.init_args.chat_template={shipped}",
+            ]
+        )

@@ -54,7 +54,10 @@ def test_system_user_assistant(tiny_tokenizer):
 
 
 def test_consecutive_same_role_and_tool_messages(tiny_tokenizer):
-    call = {"type": "function", "function": {"name": "interact_with_env", "arguments": {"choice": "action", "content": "look"}}}
+    call = {
+        "type": "function",
+        "function": {"name": "interact_with_env", "arguments": {"choice": "action", "content": "look"}},
+    }
     messages = [
         {"role": "user", "content": "a"},
         {"role": "user", "content": "b"},
@@ -90,7 +93,12 @@ def test_think_modes(tiny_tokenizer):
     check(
         tiny_tokenizer,
         messages,
-        [(f"{S}user\nq{E}\n", False), (f"{S}assistant\n", False), (f"<think>why</think>answer{E}", True), ("\n", False)],
+        [
+            (f"{S}user\nq{E}\n", False),
+            (f"{S}assistant\n", False),
+            (f"<think>why</think>answer{E}", True),
+            ("\n", False),
+        ],
     )
     # Thinking on: the header pre-fills "<think>"; reasoning, close tag and reply are trained.
     check(
@@ -139,7 +147,11 @@ def test_reasoning_content_field_and_unicode(tiny_tokenizer):
 
 
 def test_train_user_role(tiny_tokenizer):
-    messages = [{"role": "system", "content": "sys"}, {"role": "assistant", "content": "AI"}, {"role": "user", "content": "human"}]
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": "AI"},
+        {"role": "user", "content": "human"},
+    ]
     check(
         tiny_tokenizer,
         messages,
@@ -156,7 +168,11 @@ def test_train_user_role(tiny_tokenizer):
 
 def test_tools_block_is_context(tiny_tokenizer):
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
-    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "a"},
+    ]
     out = render_with_mask(tiny_tokenizer, messages, tools=tools)
     full = tiny_tokenizer.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=False)
     assert out.input_ids == list(full)
@@ -174,7 +190,9 @@ def test_render_equals_apply_chat_template(tiny_tokenizer):
     ]
     for kwargs in ({}, {"enable_thinking": True}, {"enable_thinking": False}):
         out = render_with_mask(tiny_tokenizer, messages, **kwargs)
-        assert out.input_ids == list(tiny_tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **kwargs))
+        assert out.input_ids == list(
+            tiny_tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **kwargs)
+        )
 
 
 @pytest.mark.parametrize(
@@ -185,7 +203,10 @@ def test_render_equals_apply_chat_template(tiny_tokenizer):
         ([{"role": "user", "content": "x"}, {"role": "user", "content": 3}], "message 1 (user): field 'content'"),
         ([{"role": "user"}], "field 'content'"),
         (
-            [{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": [{"function": {"arguments": {}}}]}],
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [{"function": {"arguments": {}}}]},
+            ],
             "message 1: field 'tool_calls[0].function.name'",
         ),
         ([{"role": "user", "content": "x", "tool_calls": []}], "only assistant messages can call tools"),
@@ -244,7 +265,9 @@ def test_content_that_would_merge_with_the_header_is_tokenised_as_generated(tiny
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant:' }}{% endif %}"
     )
     messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "\nhello"}]
-    assert tok(":\nhello", add_special_tokens=False)["input_ids"][0] not in tok(":", add_special_tokens=False)["input_ids"]
+    assert (
+        tok(":\nhello", add_special_tokens=False)["input_ids"][0] not in tok(":", add_special_tokens=False)["input_ids"]
+    )
     out = render_with_mask(tok, messages, sample=0)
     want_ids, want_mask = expected(tok, [(f"{S}user:q{E}", False), (f"{S}assistant:", False), (f"\nhello{E}", True)])
     assert (out.input_ids, out.loss_mask) == (want_ids, want_mask)
@@ -259,7 +282,9 @@ def test_header_the_message_does_not_start_with_is_an_error(tiny_tokenizer):
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>' }}{% endif %}"
     )
     messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "hello"}]
-    with pytest.raises(RenderError, match=r"sample 7: message 1 \(assistant\).*does not start with the assistant header"):
+    with pytest.raises(
+        RenderError, match=r"sample 7: message 1 \(assistant\).*does not start with the assistant header"
+    ):
         render_with_mask(tok, messages, sample=7)
 
 
@@ -276,7 +301,10 @@ def test_rl_continuation_is_token_in_token_out(tiny_tokenizer):
     assert tok.decode(tail) == f"\n{S}tool\nobs{E}\n{S}assistant\n<think>"
     sequence = prompt + sampled + tail
     full = tok.apply_chat_template(
-        history + [{"role": "tool", "content": "obs"}], tokenize=True, return_dict=False, add_generation_prompt=True,
+        history + [{"role": "tool", "content": "obs"}],
+        tokenize=True,
+        return_dict=False,
+        add_generation_prompt=True,
         enable_thinking=True,
     )
     assert sequence == list(full)
@@ -302,7 +330,10 @@ def test_boundary_merge_between_messages_is_detected(tiny_tokenizer):
         "{% if add_generation_prompt %}<|im_start|>{% endif %}"
     )
     # The trained turn ends in "hel" and the next message starts with "lo": one token "hello" in the full text.
-    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "hel"}, {"role": "user", "content": "lo world"}]
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "hel"},
+        {"role": "user", "content": "lo world"},
+    ]
     with pytest.raises(RenderError, match=r"sample s1: tokens of the per-message deltas differ .* \(message [12]\)"):
         render_with_mask(tok, messages, sample="s1")
-

@@ -18,7 +18,9 @@ from ..conftest import REPO, TINY_MODEL
 def export_with(tmp_path, template: str):
     out = tmp_path / "job" / "version_0" / "hf" / "final"
     shutil.copytree(TINY_MODEL, out)
-    (out / "chat_template.jinja").write_text((REPO / "mimesis_pl" / "chat" / "templates" / f"{template}.jinja").read_text())
+    (out / "chat_template.jinja").write_text(
+        (REPO / "mimesis_pl" / "chat" / "templates" / f"{template}.jinja").read_text()
+    )
     return out
 
 
@@ -26,8 +28,16 @@ def flag(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-@pytest.mark.parametrize(("template", "parser"), [("qwen3", "hermes"), ("qwen3_5", "qwen3_coder"), ("qwen2_5", "hermes"),
-                                                   ("llama3", "llama3_json"), ("chatml", "hermes")])
+@pytest.mark.parametrize(
+    ("template", "parser"),
+    [
+        ("qwen3", "hermes"),
+        ("qwen3_5", "qwen3_coder"),
+        ("qwen2_5", "hermes"),
+        ("llama3", "llama3_json"),
+        ("chatml", "hermes"),
+    ],
+)
 def test_the_export_is_served_with_its_template_and_tool_call_parser(tmp_path, template, parser):
     model = export_with(tmp_path, template)
     argv = vllm_serve_command(str(model), port=8123, python="python")
@@ -41,8 +51,14 @@ def test_the_export_is_served_with_its_template_and_tool_call_parser(tmp_path, t
 
 def test_options_thinking_reasoning_and_passthrough(tmp_path):
     model = export_with(tmp_path, "qwen3_5")
-    argv = vllm_serve_command(str(model), reasoning_parser="auto", enable_thinking=False, extra=["--dtype", "bfloat16"],
-                              chat_template="qwen3", served_model_name="agent")
+    argv = vllm_serve_command(
+        str(model),
+        reasoning_parser="auto",
+        enable_thinking=False,
+        extra=["--dtype", "bfloat16"],
+        chat_template="qwen3",
+        served_model_name="agent",
+    )
     assert flag(argv, "--reasoning-parser") == "qwen3" and flag(argv, "--tool-call-parser") == "hermes"  # qwen3 given
     assert flag(argv, "--chat-template").endswith("mimesis_pl/chat/templates/qwen3.jinja")
     assert json.loads(flag(argv, "--default-chat-template-kwargs")) == {"enable_thinking": False}
@@ -61,9 +77,22 @@ def test_unknown_tool_format_and_missing_folder_are_errors(tmp_path, capsys):
 
 def test_launcher_script_dry_run(tmp_path):
     model = export_with(tmp_path, "llama3")
-    out = subprocess.run([str(REPO / "bin" / "serve_model.sh"), str(model), "--dry-run", "--enable-thinking", "true",
-                          "--", "--max-model-len", "4096"], capture_output=True, text=True, check=True,
-                         env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [
+            str(REPO / "bin" / "serve_model.sh"),
+            str(model),
+            "--dry-run",
+            "--enable-thinking",
+            "true",
+            "--",
+            "--max-model-len",
+            "4096",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
     argv = shlex.split(out.stdout)
     assert argv[1:3] == ["-m", VLLM_SERVER_MODULE] and flag(argv, "--tool-call-parser") == "llama3_json"
     assert argv[-2:] == ["--max-model-len", "4096"]

@@ -13,7 +13,11 @@ def test_template_and_formatter_agree(tiny_tokenizer):
     args = {"choice": "answer", "content": "violin — 🎻"}
     messages = [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "interact_with_env", "arguments": args}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "interact_with_env", "arguments": args}}],
+        },
     ]
     out = render_with_mask(tiny_tokenizer, messages)
     trained = tiny_tokenizer.decode([t for t, m in zip(out.input_ids, out.loss_mask) if m])
@@ -52,19 +56,24 @@ def test_no_calls():
 
 
 def test_qwen3_5_xml_tool_calls_parse():
-    text = ("Let me ask.\n\n<tool_call>\n<function=interact_with_env>\n<parameter=choice>\naction\n</parameter>\n"
-            "<parameter=content>\nIs it\nred?\n</parameter>\n<parameter=meta>\n{\"k\": [1]}\n</parameter>\n"
-            "</function>\n</tool_call>")
+    text = (
+        "Let me ask.\n\n<tool_call>\n<function=interact_with_env>\n<parameter=choice>\naction\n</parameter>\n"
+        '<parameter=content>\nIs it\nred?\n</parameter>\n<parameter=meta>\n{"k": [1]}\n</parameter>\n'
+        "</function>\n</tool_call>"
+    )
     calls, rest = parse_tool_calls(text)
     assert [(c.name, c.arguments) for c in calls] == [
-        ("interact_with_env", {"choice": "action", "content": "Is it\nred?", "meta": {"k": [1]}})]
+        ("interact_with_env", {"choice": "action", "content": "Is it\nred?", "meta": {"k": [1]}})
+    ]
     assert rest == "Let me ask."
     with pytest.raises(ToolCallParseError, match="tool call 0: expected <function=NAME>"):
         parse_tool_calls("<tool_call>\n<function=f>\n</tool_call>")
 
 
 def test_llama3_json_reply_is_one_tool_call():
-    calls, rest = parse_tool_calls('{"name": "interact_with_env", "parameters": {"choice": "answer", "content": "Kiwi"}}')
+    calls, rest = parse_tool_calls(
+        '{"name": "interact_with_env", "parameters": {"choice": "answer", "content": "Kiwi"}}'
+    )
     assert [(c.name, c.arguments) for c in calls] == [("interact_with_env", {"choice": "answer", "content": "Kiwi"})]
     assert rest == ""
     assert parse_tool_calls('<|python_tag|>{"name": "f", "parameters": {}}')[0][0].name == "f"

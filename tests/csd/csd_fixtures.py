@@ -52,25 +52,43 @@ def make_trajectory(
     A ``None`` tool message ends the conversation there (the loop appends none after the last turn).
     Token fields are empty: coaching reads only messages and the privileged record.
     """
-    messages: list[dict[str, Any]] = list(prompt) if prompt is not None else [
-        {"role": "system", "content": "Guess the entity."},
-        {"role": "user", "content": opening},
-    ]
+    messages: list[dict[str, Any]] = (
+        list(prompt)
+        if prompt is not None
+        else [
+            {"role": "system", "content": "Guess the entity."},
+            {"role": "user", "content": opening},
+        ]
+    )
     for text, observation in steps:
         messages.append({"role": "assistant", "content": text})
         if observation is not None:
             messages.append({"role": "tool", "content": observation})
     return Trajectory(
-        input_ids=[], response_mask=[], prompt_length=0, turn_spans=[], turn_rewards=[0.0] * len(steps),
-        group_id="g", gen_uid="g-0", episode_id=episode_id, status=status, messages=messages,
+        input_ids=[],
+        response_mask=[],
+        prompt_length=0,
+        turn_spans=[],
+        turn_rewards=[0.0] * len(steps),
+        group_id="g",
+        gen_uid="g-0",
+        episode_id=episode_id,
+        status=status,
+        messages=messages,
         privileged=list(privileged),
     )
 
 
 def entry(index: int, public: str, reasoning: str = "") -> dict[str, Any]:
     """A shim entry as ``ShimClient.privileged`` returns it."""
-    return {"index": index, "reasoning": reasoning, "public": public, "finish_reason": "stop", "created": 0.0,
-            "truncated": False}
+    return {
+        "index": index,
+        "reasoning": reasoning,
+        "public": public,
+        "finish_reason": "stop",
+        "created": 0.0,
+        "truncated": False,
+    }
 
 
 # ------------------------------------------------------------------------------- expert episodes
@@ -152,13 +170,20 @@ class CoachServer:
         if "delay" in item:
             await asyncio.sleep(item["delay"])
         if "status" in item:
-            return web.json_response({"error": {"message": "scripted failure", "type": "server_error"}},
-                                     status=item["status"])
+            return web.json_response(
+                {"error": {"message": "scripted failure", "type": "server_error"}}, status=item["status"]
+            )
         if "raw" in item:
             return web.Response(text=item["raw"], content_type="text/html")
         message = {"role": "assistant", "content": item.get("content")}
-        return web.json_response({"id": "c", "object": "chat.completion", "model": body.get("model"),
-                                  "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+        return web.json_response(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            }
+        )
 
     async def start(self) -> str:
         app = web.Application()

@@ -71,7 +71,13 @@ def test_every_outcome_is_counted_and_only_ok_notes_are_kept():
     assert counts["made"] == 2 and counts["skipped_none"] == 2 and counts["failed"] == 2
     assert counts["selected"] == 6 and counts["no_evidence"] == 2 and counts["capped"] == 0
     assert [(r.trajectory, r.turn, r.status) for r in records] == [
-        (0, 1, "ok"), (0, 2, "none"), (0, 3, "failed"), (1, 1, "ok"), (1, 2, "none"), (1, 3, "failed")]
+        (0, 1, "ok"),
+        (0, 2, "none"),
+        (0, 3, "failed"),
+        (1, 1, "ok"),
+        (1, 2, "none"),
+        (1, 3, "failed"),
+    ]
     assert all(r.evidenced for r in records) and [r.has_next_reply for r in records[:3]] == [True, True, False]
 
 
@@ -153,8 +159,13 @@ def test_an_upstream_error_of_the_llm_coach_fails_one_note_not_the_batch():
 # ------------------------------------------------------------------------------ end to end, real shim
 SCRIPTS = [
     # a question, a turn with no tool call (no user reply), two questions, a correct guess
-    [say("action", "Is it fuzzy?"), "I will simply guess now.", say("action", "Is it green inside?"),
-     say("action", "Is it a vegetable?"), say("answer", "Kiwi")],
+    [
+        say("action", "Is it fuzzy?"),
+        "I will simply guess now.",
+        say("action", "Is it green inside?"),
+        say("action", "Is it a vegetable?"),
+        say("answer", "Kiwi"),
+    ],
     [say("action", "Is it red?"), say("answer", "Banana"), say("action", "Is it a fruit?"), say("answer", "Kiwi")],
     [say("answer", "Kiwi")],  # no user reply at all
 ]

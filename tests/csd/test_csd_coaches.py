@@ -74,8 +74,10 @@ def test_scripted_coach_on_the_violin_example():
     reasoning = "The entity is a violin; 'is it played with a bow' is true."
     steps = [(turn("action", "Is it played with a bow?"), "Yes."), (turn("answer", "A violin"), None)]
     traj = make_trajectory(steps, [PrivilegedTurn("Yes.", reasoning), PrivilegedTurn()], opening="An instrument.")
-    avoid = hidden_values({"title": "Violin", "ground_truth": "Violin - a bowed string instrument."},
-                          public_text="\n".join(m["content"] for m in traj.messages[:4]))
+    avoid = hidden_values(
+        {"title": "Violin", "ground_truth": "Violin - a bowed string instrument."},
+        public_text="\n".join(m["content"] for m in traj.messages[:4]),
+    )
     assert "Violin" in avoid
     for style in ("prospective", "corrective"):
         request = build_request(traj.messages, TurnEvidence(1, reasoning, ""), style, avoid=avoid)
@@ -101,8 +103,7 @@ def test_reply_classes():
         "About the budget: Low.",
         "",
     )
-    assert [classify_reply(t) for t in replies] == [
-        "yes", "no", "partly", "unclear", "open", "statement", ""]
+    assert [classify_reply(t) for t in replies] == ["yes", "no", "partly", "unclear", "open", "statement", ""]
 
 
 @pytest.mark.parametrize("style", ["prospective", "corrective"])
@@ -143,10 +144,13 @@ def test_chat_completions_url_normalisation():
 
 
 def _request():
-    traj = make_trajectory([(turn("action", "Is it fuzzy?"), "Yes."), (turn("answer", "Kiwi"), None)],
-                           [PrivilegedTurn("Yes.", "It is a kiwi, a fuzzy fruit."), PrivilegedTurn()])
-    return build_request(traj.messages, TurnEvidence(1, "It is a kiwi, a fuzzy fruit.", ""), "prospective",
-                         avoid=["kiwi"], tag="ep:1")
+    traj = make_trajectory(
+        [(turn("action", "Is it fuzzy?"), "Yes."), (turn("answer", "Kiwi"), None)],
+        [PrivilegedTurn("Yes.", "It is a kiwi, a fuzzy fruit."), PrivilegedTurn()],
+    )
+    return build_request(
+        traj.messages, TurnEvidence(1, "It is a kiwi, a fuzzy fruit.", ""), "prospective", avoid=["kiwi"], tag="ep:1"
+    )
 
 
 async def _ask(script, request=None, **kwargs):
@@ -217,8 +221,9 @@ def test_openai_coach_refuses_a_missing_key_variable(monkeypatch):
 
 
 def test_coach_request_is_a_plain_value():
-    request = CoachRequest(style="corrective", turn=2, history="<H>", reasoning="<R>", next_reply="<N>",
-                           agent_turn="<A>")
+    request = CoachRequest(
+        style="corrective", turn=2, history="<H>", reasoning="<R>", next_reply="<N>", agent_turn="<A>"
+    )
     content = request.messages()[1]["content"]
     positions = [content.index(x) for x in ("<H>", "<A>", "<R>", "<N>")]
     assert positions == sorted(positions)

@@ -118,8 +118,15 @@ def test_selection_puts_evidenced_turns_first_and_caps_at_k():
     # Evidenced: 1 (no reply after), 4 (no reply), 6 (reply after); unevidenced: 0, 2, 3, 5.
     thought = "private"
     steps, record = [], []
-    plan = [("Yes.", thought), (None, None), ("No.", None), ("Yes.", thought), (None, None), ("Maybe.", thought),
-            ("Yes.", None)]
+    plan = [
+        ("Yes.", thought),
+        (None, None),
+        ("No.", None),
+        ("Yes.", thought),
+        (None, None),
+        ("Maybe.", thought),
+        ("Yes.", None),
+    ]
     for k, (reply, reasoning) in enumerate(plan):
         steps.append((turn("action", f"Question {k}?"), reply or "Error: bad call"))
         record.append(PrivilegedTurn(reply, reasoning) if reply else PrivilegedTurn())

@@ -25,8 +25,10 @@ MOVE = "Is it played with a bow?"
 
 
 def conversation():
-    steps = [(turn("action", "Is it an instrument?", thought="AGENT-SCRATCHPAD-0"), "Yes."),
-             (turn("action", MOVE, thought="AGENT-SCRATCHPAD-1"), "Yes, it is.")]
+    steps = [
+        (turn("action", "Is it an instrument?", thought="AGENT-SCRATCHPAD-0"), "Yes."),
+        (turn("action", MOVE, thought="AGENT-SCRATCHPAD-1"), "Yes, it is."),
+    ]
     record = [PrivilegedTurn("Yes.", REASONING), PrivilegedTurn("Yes, it is.", None)]
     return make_trajectory(steps, record)
 
@@ -111,8 +113,12 @@ def test_prompts_add_no_hidden_field_beyond_the_privileged_channel(style):
             prompt = "\n".join(m["content"] for m in request.messages())
             before = traj.messages[: positions[evidence.turn]]
             allowed = "\n".join(
-                [*(str(m["content"]) for m in before), evidence.reasoning_before, evidence.reply_after,
-                 str(request.turn_message["content"]) if request.turn_message else ""]
+                [
+                    *(str(m["content"]) for m in before),
+                    evidence.reasoning_before,
+                    evidence.reply_after,
+                    str(request.turn_message["content"]) if request.turn_message else "",
+                ]
             )
             for value in find_leaks(prompt, values):
                 if find_leaks(template, [value]):

@@ -48,7 +48,9 @@ def test_ranks_partition_the_batches():
 
 
 def test_collate_padded():
-    batch = collate_padded([{"input_ids": [5, 6, 7], "loss_mask": [0, 1, 1]}, {"input_ids": [8], "loss_mask": [1]}], pad_id=0)
+    batch = collate_padded(
+        [{"input_ids": [5, 6, 7], "loss_mask": [0, 1, 1]}, {"input_ids": [8], "loss_mask": [1]}], pad_id=0
+    )
     assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["loss_mask"].tolist() == [[0, 1, 1], [1, 0, 0]]

@@ -50,7 +50,9 @@ def test_raise_mode_names_the_row(tmp_path, tiny_model_path):
 
 
 def test_val_split_is_stable_and_disjoint(tiny_model_path):
-    kwargs = dict(files=[str(ASSETS / "data/chat_sft/train.jsonl")], tokenizer_path=str(tiny_model_path), val_fraction=0.25)
+    kwargs = dict(
+        files=[str(ASSETS / "data/chat_sft/train.jsonl")], tokenizer_path=str(tiny_model_path), val_fraction=0.25
+    )
     a, b = JsonlChatSFTDataModule(**kwargs), JsonlChatSFTDataModule(**kwargs)
     a.setup("fit")
     b.setup("fit")

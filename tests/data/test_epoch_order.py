@@ -33,8 +33,12 @@ class _RecordBatches(pl.LightningModule):
 
 def _prompt_file(tmp_path: Path) -> str:
     rows = [
-        {"data_source": "t", "prompt": [{"role": "user", "content": f"q{i}"}], "reward_model": {"ground_truth": str(i)},
-         "extra_info": {"index": i}}
+        {
+            "data_source": "t",
+            "prompt": [{"role": "user", "content": f"q{i}"}],
+            "reward_model": {"ground_truth": str(i)},
+            "extra_info": {"index": i},
+        }
         for i in range(ROWS)
     ]
     path = tmp_path / "prompts.parquet"
@@ -45,8 +49,14 @@ def _prompt_file(tmp_path: Path) -> str:
 def _fit(tmp_path: Path, files: str, callbacks=(), ckpt_path: str | None = None) -> _RecordBatches:
     module = _RecordBatches()
     trainer = pl.Trainer(
-        accelerator="cpu", max_epochs=EPOCHS, logger=False, enable_progress_bar=False, enable_model_summary=False,
-        enable_checkpointing=bool(callbacks), callbacks=list(callbacks), default_root_dir=tmp_path,
+        accelerator="cpu",
+        max_epochs=EPOCHS,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=bool(callbacks),
+        callbacks=list(callbacks),
+        default_root_dir=tmp_path,
         use_distributed_sampler=False,
     )
     trainer.fit(module, datamodule=GymPromptDataModule([files], batch_size=BATCH, seed=5), ckpt_path=ckpt_path)

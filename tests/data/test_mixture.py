@@ -9,7 +9,9 @@ from mimesis_pl.data.mixture import ParquetRows, mixture_index, parse_file_specs
 
 def make(tmp_path, name, n, row_group_size=4):
     path = tmp_path / name
-    pq.write_table(pa.Table.from_pylist([{"data_source": "x", "i": i} for i in range(n)]), path, row_group_size=row_group_size)
+    pq.write_table(
+        pa.Table.from_pylist([{"data_source": "x", "i": i} for i in range(n)]), path, row_group_size=row_group_size
+    )
     return str(path)
 
 

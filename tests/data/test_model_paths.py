@@ -15,8 +15,15 @@ from ..conftest import ASSETS, REPO, TINY_MODEL
 
 @pytest.mark.parametrize(
     "path, local",
-    [("assets/nope-model", True), ("./m", True), ("/abs/m", True), ("~/m", True), ("a/b/c", True),
-     ("Qwen/Qwen3-8B", False), ("gpt2", False)],
+    [
+        ("assets/nope-model", True),
+        ("./m", True),
+        ("/abs/m", True),
+        ("~/m", True),
+        ("a/b/c", True),
+        ("Qwen/Qwen3-8B", False),
+        ("gpt2", False),
+    ],
 )
 def test_looks_local(path, local, monkeypatch):
     monkeypatch.chdir(REPO)  # assets/ is a folder here, Qwen/ is not

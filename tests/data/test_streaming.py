@@ -44,8 +44,15 @@ def _stream(n=23, window=5, rank=0, world=1, batch_size=2):
         return {"input_ids": [0] * row["len"], "loss_mask": [1] * row["len"], "sample_id": row["id"]}
 
     stream = StreamingSFTBatches(
-        lambda: iter(rows), prepare, keep=lambda row: row["id"] != "r4", collate=lambda b: [s["sample_id"] for s in b],
-        batch_size=batch_size, shuffle_window=window, seed=3, rank=rank, world_size=world,
+        lambda: iter(rows),
+        prepare,
+        keep=lambda row: row["id"] != "r4",
+        collate=lambda b: [s["sample_id"] for s in b],
+        batch_size=batch_size,
+        shuffle_window=window,
+        seed=3,
+        rank=rank,
+        world_size=world,
     )
     return stream, rendered
 
@@ -103,8 +110,9 @@ def test_datamodule_streaming_matches_the_rendered_samples(tiny_model_path):
 
 
 def test_datamodule_streaming_with_two_workers_covers_each_sample_once_per_epoch(tiny_model_path):
-    dm = JsonlChatSFTDataModule(files=FILES, tokenizer_path=str(tiny_model_path), batch_size=4, streaming=True,
-                                num_workers=2, shuffle_window=6)
+    dm = JsonlChatSFTDataModule(
+        files=FILES, tokenizer_path=str(tiny_model_path), batch_size=4, streaming=True, num_workers=2, shuffle_window=6
+    )
     dm.setup("fit")
     eager = JsonlChatSFTDataModule(files=FILES, tokenizer_path=str(tiny_model_path), batch_size=4)
     eager.setup("fit")

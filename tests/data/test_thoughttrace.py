@@ -10,7 +10,11 @@ RECORD = {
     "task_expectation": "A 3-day itinerary",
     "survey_answers": [{"age": "25-34", "occupation": "Nurse", "purposes": ["travel", "work"], "gender": ""}],
     "messages": [
-        {"type": "user", "content": "need a cheap lisbon itinerary ", "reasons": [{"content": "I want a quick overview"}]},
+        {
+            "type": "user",
+            "content": "need a cheap lisbon itinerary ",
+            "reasons": [{"content": "I want a quick overview"}],
+        },
         {"type": "assistant", "content": "Day 1: Alfama ...", "reactions": [{"content": "too touristy"}]},
         {"type": "user", "content": "less touristy pls", "reasons": [{"content": "the list feels generic"}]},
         {"type": "assistant", "content": "Try Marvila."},

@@ -14,9 +14,8 @@ import asyncio
 import pytest
 from gym_fixtures import contains_words, expert_for, leaked_ngrams, needs_userrl, play_texts, tasks
 
-from mimesis_pl.envs import Action, EnvironmentManager
+from mimesis_pl.envs import Action, EnvironmentManager, run_expert_episode
 from mimesis_pl.envs.assets import bundled_gym_file
-from mimesis_pl.envs import run_expert_episode
 from mimesis_pl.envs.gyms.function import load_functions
 from mimesis_pl.envs.gyms.intention import load_details, preferred_option
 from mimesis_pl.envs.tool import action_to_tool_call

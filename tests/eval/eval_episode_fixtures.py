@@ -8,7 +8,7 @@ gyms, real users and the real shim with deterministic agent behaviour (TRL's scr
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from mimesis_pl.data.prompts import read_prompt_rows
 from mimesis_pl.envs import Action, GymTask
@@ -31,10 +31,18 @@ def val_tasks(*env_names: str) -> list[GymTask]:
 
 # turn text per (opening-text marker, turn index); the last entry repeats
 SCRIPTS: dict[str, list[str]] = {
-    "an animal": [say("action", "Is it a fast animal?"), say("action", "Does it have spots?"), say("answer", "Cheetah")],
+    "an animal": [
+        say("action", "Is it a fast animal?"),
+        say("action", "Does it have spots?"),
+        say("answer", "Cheetah"),
+    ],
     "a space artifact": [say("action", "Is it a satellite?"), say("answer", "The Moon")],
-    "My mapping function": [say("search", "test"), "I will not call a tool this turn.", say("action", "1 2 3 4"),
-                            say("answer", "42")],
+    "My mapping function": [
+        say("search", "test"),
+        "I will not call a tool this turn.",
+        say("action", "1 2 3 4"),
+        say("answer", "42"),
+    ],
 }
 
 

@@ -118,8 +118,10 @@ def replay_cases(draw, max_turns: int = 3, max_paths: int = 3, max_steps: int = 
         preferred = draw(st.sampled_from(sorted(paths)))
         turn: dict[str, Any] = {
             "user": f"user says {tok('REC')}",
-            "paths": [{"id": pid, "preferred": pid == preferred, "steps": [copy.deepcopy(t.raw) for t in steps]}
-                      for pid, steps in paths.items()],
+            "paths": [
+                {"id": pid, "preferred": pid == preferred, "steps": [copy.deepcopy(t.raw) for t in steps]}
+                for pid, steps in paths.items()
+            ],
         }
         if draw(st.booleans()):
             turn["context"] = {"n": draw(st.integers(10, 19)), "turn_only": True}

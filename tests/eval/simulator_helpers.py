@@ -13,8 +13,21 @@ class Killed(Exception):
 
 
 def run_suite(config: str, out: Path, runs: Path, *overrides: str) -> None:
-    assert main(["test", "--config", config, "--model.init_args.out_dir", str(out),
-                 "--trainer.logger.init_args.save_dir", str(runs), *overrides]) == 0
+    assert (
+        main(
+            [
+                "test",
+                "--config",
+                config,
+                "--model.init_args.out_dir",
+                str(out),
+                "--trainer.logger.init_args.save_dir",
+                str(runs),
+                *overrides,
+            ]
+        )
+        == 0
+    )
 
 
 def cache_lines(path: Path) -> list[dict]:

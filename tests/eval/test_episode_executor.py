@@ -6,19 +6,19 @@ import asyncio
 from typing import Any
 
 import pytest
-
 from eval_episode_fixtures import KillAfter, Killed, ScriptedTokenEngine, val_tasks
+
 from mimesis_pl.envs import EnvironmentManager, GymRegistry, GymTask
 from mimesis_pl.envs.base import Gym
 from mimesis_pl.envs.gyms.function import FunctionGym
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym
+from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.eval import RetryPolicy
 from mimesis_pl.eval.episodes import EngineEpisodeRunner, EpisodeExecutor, GymMetrics, episode_outcome, read_transcripts
 from mimesis_pl.eval.trials import RunIdentity, TrialCache, trial_matrix
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
 from mimesis_pl.rollout.services import ScriptedHTTPUserSettings, SimulatorServices
-from mimesis_pl.envs.user_protocol import UserSimulatorError
 from mimesis_pl.users.scripted import ScriptedUser
 
 IDENTITY = RunIdentity("tiny-agent", "rev-a", "scripted-user")
@@ -36,9 +36,13 @@ def test_scripted_turns_through_real_gyms_users_and_shim_record_the_real_observa
     try:
         manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, max_turns=4)
         engine = ScriptedTokenEngine(tiny_tokenizer)
-        executor = EpisodeExecutor(runner_for(engine, tiny_tokenizer, manager), IDENTITY,
-                                   TrialCache(tmp_path / "trials.jsonl"), n_trials=1,
-                                   transcripts=tmp_path / "episodes.jsonl")
+        executor = EpisodeExecutor(
+            runner_for(engine, tiny_tokenizer, manager),
+            IDENTITY,
+            TrialCache(tmp_path / "trials.jsonl"),
+            n_trials=1,
+            transcripts=tmp_path / "episodes.jsonl",
+        )
         run = asyncio.run(executor.run(val_tasks("TelepathyGym", "FunctionGym")))
     finally:
         services.stop()
@@ -49,8 +53,10 @@ def test_scripted_turns_through_real_gyms_users_and_shim_record_the_real_observa
     cheetah = episodes["Cheetah"]
     assert cheetah.status == "finished" and list(cheetah.turn_rewards) == [0.0, 0.0, 1.0]
     assert [s.action for s in cheetah.steps] == [
-        {"choice": "action", "content": "Is it a fast animal?"}, {"choice": "action", "content": "Does it have spots?"},
-        {"choice": "answer", "content": "Cheetah"}]
+        {"choice": "action", "content": "Is it a fast animal?"},
+        {"choice": "action", "content": "Does it have spots?"},
+        {"choice": "answer", "content": "Cheetah"},
+    ]
     for t, step in enumerate(cheetah.steps[:2]):
         # the observation is the simulated user's real (public) reply, served through the shim ...
         assert step.observation == cheetah.simulator[t]["reply"] and step.observation.startswith(("Yes", "No", "Maybe"))
@@ -84,9 +90,13 @@ def test_real_tiny_agent_episodes_record_real_observations(tmp_path):
     services = SimulatorServices(ScriptedHTTPUserSettings()).start()
     try:
         manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, max_turns=2)
-        executor = EpisodeExecutor(runner_for(engine, tokenizer, manager, max_new_tokens=80), IDENTITY,
-                                   TrialCache(tmp_path / "trials.jsonl"), n_trials=1,
-                                   transcripts=tmp_path / "episodes.jsonl")
+        executor = EpisodeExecutor(
+            runner_for(engine, tokenizer, manager, max_new_tokens=80),
+            IDENTITY,
+            TrialCache(tmp_path / "trials.jsonl"),
+            n_trials=1,
+            transcripts=tmp_path / "episodes.jsonl",
+        )
         tasks = val_tasks("FunctionGym", "TelepathyGym")
         run = asyncio.run(executor.run(tasks))
     finally:
@@ -101,7 +111,8 @@ def test_real_tiny_agent_episodes_record_real_observations(tmp_path):
         assert attempt == 1 and episode.messages[:2] == tuple(by_id[key.task_id].public_messages())
         # every observation but the last is the tool message the model read before its next turn
         assert [m["content"] for m in episode.messages if m["role"] == "tool"] == [
-            s.observation for s in episode.steps[:-1]]
+            s.observation for s in episode.steps[:-1]
+        ]
         for step in episode.steps:
             assert step.agent_output and (step.observation is None) == (step.finish_reason == "length")
             if step.action is not None:
@@ -118,8 +129,15 @@ def test_killed_run_resumes_and_every_trial_runs_exactly_once(tiny_tokenizer, tm
     def executor(kill_after):
         manager = EnvironmentManager(users=ScriptedUser(), max_turns=2)
         runner = KillAfter(runner_for(ScriptedTokenEngine(tiny_tokenizer), tiny_tokenizer, manager), kill_after)
-        return EpisodeExecutor(runner, IDENTITY, TrialCache(path), n_trials=2, retry=NO_WAIT, max_concurrency=3,
-                               transcripts=tmp_path / "episodes.jsonl"), runner
+        return EpisodeExecutor(
+            runner,
+            IDENTITY,
+            TrialCache(path),
+            n_trials=2,
+            retry=NO_WAIT,
+            max_concurrency=3,
+            transcripts=tmp_path / "episodes.jsonl",
+        ), runner
 
     first, killer = executor(7)
     with pytest.raises(Killed):
@@ -151,10 +169,12 @@ class ExplodingGym(Gym):
 
 
 def exploding_row() -> dict[str, Any]:
-    return {"data_source": "interact_exploding", "prompt": [{"role": "system", "content": "Play."},
-                                                           {"role": "user", "content": "Go."}],
-            "reward_model": {"env_name": "ExplodingGym", "id": "boom-1"},
-            "extra_info": {"tools_kwargs": {"interact_with_env": {"create_kwargs": {"env_name": "ExplodingGym"}}}}}
+    return {
+        "data_source": "interact_exploding",
+        "prompt": [{"role": "system", "content": "Play."}, {"role": "user", "content": "Go."}],
+        "reward_model": {"env_name": "ExplodingGym", "id": "boom-1"},
+        "extra_info": {"tools_kwargs": {"interact_with_env": {"create_kwargs": {"env_name": "ExplodingGym"}}}},
+    }
 
 
 class FlakyUsers:
@@ -178,23 +198,32 @@ def test_infrastructure_failures_are_unscored_not_zeros_and_rerun_later(tiny_tok
     path = tmp_path / "trials.jsonl"
 
     def executor(users):
-        manager = EnvironmentManager(users=users, max_turns=3, step_timeout_s=0.2, reset_timeout_s=30.0,
-                                     registry=registry)
+        manager = EnvironmentManager(
+            users=users, max_turns=3, step_timeout_s=0.2, reset_timeout_s=30.0, registry=registry
+        )
         runner = KillAfter(runner_for(ScriptedTokenEngine(tiny_tokenizer), tiny_tokenizer, manager), None)
-        return EpisodeExecutor(runner, IDENTITY, TrialCache(path), n_trials=1, retry=NO_WAIT,
-                               transcripts=tmp_path / "episodes.jsonl"), runner
+        return EpisodeExecutor(
+            runner, IDENTITY, TrialCache(path), n_trials=1, retry=NO_WAIT, transcripts=tmp_path / "episodes.jsonl"
+        ), runner
 
     broken, broken_runner = executor(FlakyUsers())
     run = asyncio.run(broken.run(tasks))
     by_task = {r.key.task_id: r for r in run.records}
     assert {t: (r.status, r.failure, r.attempts, r.reward) for t, r in by_task.items() if r.status == "unscored"} == {
-        "Cheetah": ("unscored", "simulator", 2, None), "Sputnik 1": ("unscored", "timeout", 2, None),
-        "boom-1": ("unscored", "environment", 2, None)}
+        "Cheetah": ("unscored", "simulator", 2, None),
+        "Sputnik 1": ("unscored", "timeout", 2, None),
+        "boom-1": ("unscored", "environment", 2, None),
+    }
     assert by_task["func-191"].status == "scored" and by_task["func-191"].reward == 0.0  # a real zero
     statuses = [(k.task_id, a, e.status) for k, a, e in read_transcripts(tmp_path / "episodes.jsonl") if e.failed]
-    assert sorted(statuses) == [("Cheetah", 1, "user_error"), ("Cheetah", 2, "user_error"),
-                                ("Sputnik 1", 1, "timeout"), ("Sputnik 1", 2, "timeout"),
-                                ("boom-1", 1, "env_error"), ("boom-1", 2, "env_error")]
+    assert sorted(statuses) == [
+        ("Cheetah", 1, "user_error"),
+        ("Cheetah", 2, "user_error"),
+        ("Sputnik 1", 1, "timeout"),
+        ("Sputnik 1", 2, "timeout"),
+        ("boom-1", 1, "env_error"),
+        ("boom-1", 2, "env_error"),
+    ]
 
     summaries = broken.summarize(run.tasks, ks=(1,))
     telepathy = summaries["telepathy"]
@@ -210,19 +239,28 @@ def test_infrastructure_failures_are_unscored_not_zeros_and_rerun_later(tiny_tok
     healed, healed_runner = executor(ScriptedUser())
     rerun = asyncio.run(healed.run(tasks[:-1]))
     assert sorted(p.split("-t")[0].split("-")[0] for p in healed_runner.started) == ["telepathy", "telepathy"]
-    assert {r.key.task_id: r.reward for r in rerun.records} == {"Cheetah": 1.0, "Sputnik 1": 0.0,
-                                                                 "func-191": 0.0, "func-324": 0.0}
+    assert {r.key.task_id: r.reward for r in rerun.records} == {
+        "Cheetah": 1.0,
+        "Sputnik 1": 0.0,
+        "func-191": 0.0,
+        "func-324": 0.0,
+    }
 
 
 def test_configuration_changes_start_a_new_cache_line(tiny_tokenizer, tmp_path):
     def ref(max_turns=16, temperature=0.0, options=None):
         manager = EnvironmentManager(users=ScriptedUser(), max_turns=max_turns, gym_options=options)
         sampling = SamplingParams(max_new_tokens=64, temperature=temperature)
-        runner = EngineEpisodeRunner(MultiTurnRollout(ScriptedTokenEngine(tiny_tokenizer), tiny_tokenizer, manager, sampling))
+        runner = EngineEpisodeRunner(
+            MultiTurnRollout(ScriptedTokenEngine(tiny_tokenizer), tiny_tokenizer, manager, sampling)
+        )
         return EpisodeExecutor(runner, IDENTITY, TrialCache(tmp_path / "t.jsonl")).task_ref(val_tasks("TurtleGym")[0])
 
     base = ref()
     assert base.gym == "turtle" and base.task_id == "The Deadly Bet"
-    variants = {ref(max_turns=8).gym_config_hash, ref(temperature=1.0).gym_config_hash,
-                ref(options={"TurtleGym": {"success_threshold": 0.5}}).gym_config_hash}
+    variants = {
+        ref(max_turns=8).gym_config_hash,
+        ref(temperature=1.0).gym_config_hash,
+        ref(options={"TurtleGym": {"success_threshold": 0.5}}).gym_config_hash,
+    }
     assert ref().gym_config_hash == base.gym_config_hash and base.gym_config_hash not in variants and len(variants) == 3

@@ -8,8 +8,8 @@ import socket
 from typing import Any
 
 from aiohttp import web
-
 from eval_episode_fixtures import val_tasks
+
 from mimesis_pl.envs import EnvironmentManager
 from mimesis_pl.eval import RetryPolicy
 from mimesis_pl.eval.episodes import EpisodeExecutor, OpenAIChatEpisodeRunner, turn_text
@@ -23,12 +23,22 @@ def _call(call_id: str, arguments: str) -> dict[str, Any]:
 
 # The agent's turns for the Cheetah task, by turn index.
 CHEETAH_TURNS: list[dict[str, Any]] = [
-    {"role": "assistant", "content": "", "reasoning_content": "start broad",
-     "tool_calls": [_call("c0", '{"choice": "action", "content": "Is it a fast animal?"}')]},
-    {"role": "assistant", "content": None, "tool_calls": [_call("c1", '{choice: action')]},  # not JSON
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "start broad",
+        "tool_calls": [_call("c0", '{"choice": "action", "content": "Is it a fast animal?"}')],
+    },
+    {"role": "assistant", "content": None, "tool_calls": [_call("c1", "{choice: action")]},  # not JSON
     {"role": "assistant", "content": "I think I know it now."},  # no tool call at all
-    {"role": "assistant", "content": None, "tool_calls": [
-        _call("c3", '{"choice": "answer", "content": "Cheetah"}'), _call("c4", '{"choice": "action", "content": "x?"}')]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            _call("c3", '{"choice": "answer", "content": "Cheetah"}'),
+            _call("c4", '{"choice": "action", "content": "x?"}'),
+        ],
+    },
 ]
 
 
@@ -58,8 +68,15 @@ class ScriptedAgentServer:
             return web.json_response({"error": {"message": "overloaded", "type": "server_error"}}, status=500)
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
         message = CHEETAH_TURNS[turn]
-        return web.json_response({"id": f"r{turn}", "object": "chat.completion", "created": 0, "model": body["model"],
-                                  "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]})
+        return web.json_response(
+            {
+                "id": f"r{turn}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            }
+        )
 
 
 def test_chat_agent_episode_and_transport_failures(tmp_path) -> None:
@@ -68,9 +85,13 @@ def test_chat_agent_episode_and_transport_failures(tmp_path) -> None:
         async with server as base_url:
             manager = EnvironmentManager(users=ScriptedUser(), max_turns=6)
             runner = OpenAIChatEpisodeRunner(manager, base_url, "served-agent")
-            executor = EpisodeExecutor(runner, RunIdentity("served-agent", "ckpt-7", "scripted"),
-                                       TrialCache(tmp_path / "trials.jsonl"), retry=RetryPolicy(2, backoff_s=0),
-                                       transcripts=tmp_path / "episodes.jsonl")
+            executor = EpisodeExecutor(
+                runner,
+                RunIdentity("served-agent", "ckpt-7", "scripted"),
+                TrialCache(tmp_path / "trials.jsonl"),
+                retry=RetryPolicy(2, backoff_s=0),
+                transcripts=tmp_path / "episodes.jsonl",
+            )
             run = await executor.run(val_tasks("TelepathyGym"))
             episode = await runner.run_episode(val_tasks("TelepathyGym")[0], "direct")
             await runner.aclose()
@@ -80,7 +101,10 @@ def test_chat_agent_episode_and_transport_failures(tmp_path) -> None:
     records = {r.key.task_id: r for r in run.records}
     assert (records["Cheetah"].status, records["Cheetah"].reward) == ("scored", 1.0)
     assert (records["Sputnik 1"].status, records["Sputnik 1"].failure, records["Sputnik 1"].attempts) == (
-        "unscored", "agent_transport", 2)
+        "unscored",
+        "agent_transport",
+        2,
+    )
     assert not manager.active_episode_ids  # the aborted episodes were released
 
     assert episode.status == "finished" and list(episode.turn_rewards) == [0.0, 0.0, 0.0, 1.0]
@@ -106,7 +130,9 @@ def test_chat_agent_episode_and_transport_failures(tmp_path) -> None:
 
 def test_turn_text_writes_calls_in_the_package_format() -> None:
     text = turn_text({"content": "ok", "tool_calls": [_call("a", '{"choice": "answer", "content": "7"}')]})
-    assert text == ('ok\n<tool_call>\n{"name": "interact_with_env", "arguments": {"choice": "answer", "content": "7"}}'
-                    '\n</tool_call>')
+    assert text == (
+        'ok\n<tool_call>\n{"name": "interact_with_env", "arguments": {"choice": "answer", "content": "7"}}'
+        "\n</tool_call>"
+    )
     dict_args = turn_text({"tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]})
     assert json.loads(dict_args.split("\n")[1]) == {"name": "f", "arguments": {"x": 1}}

@@ -24,8 +24,21 @@ def tensorboard_scalars(run_dir: Path) -> dict[str, float]:
 
 def run_cli(config: str, out: Path, runs: Path, *overrides: str) -> None:
     # configs name assets/ relatively; the eval conftest runs every test from the repository root
-    assert main(["test", "--config", config, "--model.init_args.out_dir", str(out),
-                 "--trainer.logger.init_args.save_dir", str(runs), *overrides]) == 0
+    assert (
+        main(
+            [
+                "test",
+                "--config",
+                config,
+                "--model.init_args.out_dir",
+                str(out),
+                "--trainer.logger.init_args.save_dir",
+                str(runs),
+                *overrides,
+            ]
+        )
+        == 0
+    )
 
 
 # The shipped config as is, but shorter turns: keeps the default test run fast (the full config's

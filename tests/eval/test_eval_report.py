@@ -7,7 +7,9 @@ import json
 import sys
 
 import pytest
+from replay_oracle_answers import decision_for
 
+from mimesis_pl.eval.replay import ReplayExecutor, ReplayScorer, ScriptedAgent, load_cases, project
 from mimesis_pl.eval.report import (
     episode_markdown,
     episode_scalars,
@@ -16,9 +18,7 @@ from mimesis_pl.eval.report import (
     write_episode_report,
     write_replay_report,
 )
-from mimesis_pl.eval.replay import ReplayExecutor, ReplayScorer, ScriptedAgent, load_cases, project
 from mimesis_pl.eval.trials import RunIdentity, TrialRecord, aggregate_trials
-from replay_oracle_answers import decision_for
 
 IDENTITY = RunIdentity("agent", "rev1", "sim")
 
@@ -28,8 +28,11 @@ def _summaries():
     for gym, rewards in {"function": [1.0, 0.0, 1.0, None], "turtle": [0.4, 1.0, None, None]}.items():
         for trial, reward in enumerate(rewards):
             key = IDENTITY.key(gym, "cfg", "t0", trial)
-            records.append(TrialRecord(key=key, status="unscored", failure="simulator") if reward is None
-                           else TrialRecord(key=key, status="scored", reward=reward))
+            records.append(
+                TrialRecord(key=key, status="unscored", failure="simulator")
+                if reward is None
+                else TrialRecord(key=key, status="scored", reward=reward)
+            )
     return aggregate_trials(records, n_trials=4, ks=(1, 2))
 
 

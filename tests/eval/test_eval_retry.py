@@ -24,7 +24,7 @@ def test_classification() -> None:
     assert classify_failure(JudgeFailure("x")) is FailureKind.JUDGE
     assert classify_failure(EnvironmentFailure("x")) is FailureKind.ENVIRONMENT
     assert classify_failure(AgentTransportFailure("x")) is FailureKind.AGENT_TRANSPORT
-    assert classify_failure(asyncio.TimeoutError()) is FailureKind.TIMEOUT
+    assert classify_failure(TimeoutError()) is FailureKind.TIMEOUT
     assert classify_failure(KeyError("bug")) is None
 
 
@@ -40,7 +40,9 @@ def test_succeeds_after_failures_and_records_them() -> None:
     result = asyncio.run(run_with_retries(attempt, RetryPolicy(max_attempts=3, backoff_s=0)))
     assert result.succeeded and result.value == "ok" and result.attempts == 3 and result.failure is None
     assert [(f.attempt, f.kind, f.error) for f in result.failures] == [
-        (1, FailureKind.JUDGE, "JudgeFailure: try 1"), (2, FailureKind.JUDGE, "JudgeFailure: try 2")]
+        (1, FailureKind.JUDGE, "JudgeFailure: try 1"),
+        (2, FailureKind.JUDGE, "JudgeFailure: try 2"),
+    ]
 
 
 def test_gives_up_after_the_limit_and_times_out_attempts() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from eval_episode_fixtures import ScriptedTokenEngine
+
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.eval import RetryPolicy
 from mimesis_pl.eval.replay import EngineChatAgent, ReplayExecutor, load_cases, project, request_messages
@@ -47,8 +47,10 @@ def test_one_engine_call_per_request_with_the_tiny_model(tiny_model_path, tiny_t
 def test_rendering_and_decision_parsing(tiny_tokenizer):
     (plan,) = [project(c) for c in load_cases("assets/replay/weather.yaml")]
     (request,) = plan.requests
-    call = ('<think>the user wants weather</think>\n'
-            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n</tool_call>')
+    call = (
+        "<think>the user wants weather</think>\n"
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n</tool_call>'
+    )
     engine = ScriptedTokenEngine(tiny_tokenizer, policy=lambda prompt: call)
     agent = EngineChatAgent(engine, tiny_tokenizer, max_new_tokens=64)
     decision = asyncio.run(agent.decide(request))

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from replay_oracle_answers import AcceptingJudge, decision_for
 
 from mimesis_pl.chat.tool_calls import format_tool_call
 from mimesis_pl.eval import AgentTransportFailure, RetryPolicy
@@ -16,13 +17,12 @@ from mimesis_pl.eval.replay import (
     ScriptedAgent,
     decision_from_text,
     load_cases,
-    project,
     parse_case,
+    project,
     read_replay_records,
     rescore,
     run_replay,
 )
-from replay_oracle_answers import AcceptingJudge, decision_for
 
 
 def _preferred_agent(plans):
@@ -85,7 +85,12 @@ def test_transport_failures_are_retried_then_reported_unscored() -> None:
     run = asyncio.run(ReplayExecutor(Flaky(), retry=RetryPolicy(max_attempts=3, backoff_s=0)).run(plans))
     weather, trivia = run.records
     assert (weather.status, weather.passed, weather.agent_calls) == ("scored", True, 2)
-    assert (trivia.status, trivia.passed, trivia.agent_calls, trivia.failure) == ("unscored", None, 3, "agent_transport")
+    assert (trivia.status, trivia.passed, trivia.agent_calls, trivia.failure) == (
+        "unscored",
+        None,
+        3,
+        "agent_transport",
+    )
     assert trivia.error == "AgentTransportFailure: connection refused"
     assert run.summary().unscored_by_kind == {"agent_transport": 1}
 
@@ -118,8 +123,15 @@ def test_decisions_from_raw_text_use_the_package_tool_call_format() -> None:
 
 
 def test_recorded_decisions_can_be_rescored_without_the_agent(tmp_path) -> None:
-    raw = {"id": "r", "turns": [{"user": "colours?", "paths": [
-        {"id": "p", "steps": [{"expect": {"final": True, "contains_any": ["purple"]}}]}]}]}
+    raw = {
+        "id": "r",
+        "turns": [
+            {
+                "user": "colours?",
+                "paths": [{"id": "p", "steps": [{"expect": {"final": True, "contains_any": ["purple"]}}]}],
+            }
+        ],
+    }
     agent = ScriptedAgent(lambda request: AgentDecision.final("red, green and blue"))
     run = asyncio.run(ReplayExecutor(agent).run([project(parse_case(raw))], artifacts=tmp_path / "r.jsonl"))
     assert run.records[0].passed is False

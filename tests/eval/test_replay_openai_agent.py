@@ -14,12 +14,29 @@ from mimesis_pl.eval import AgentTransportFailure, RetryPolicy
 from mimesis_pl.eval.replay import OpenAIChatAgent, ReplayExecutor, load_cases, parse_case, project
 
 REPLIES: dict[str, Any] = {
-    "structured": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "x1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Berlin", "units": "metric"}'}}]},
-    "text-call": {"role": "assistant", "content": '<think>need data</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n</tool_call>'},
+    "structured": {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "x1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Berlin", "units": "metric"}'},
+            }
+        ],
+    },
+    "text-call": {
+        "role": "assistant",
+        "content": '<think>need data</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n</tool_call>',
+    },
     "final": {"role": "assistant", "content": "It is sunny.", "reasoning_content": "easy one"},
-    "bad-args": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "x2", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Berlin"}}]},
+    "bad-args": {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "x2", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Berlin"}}
+        ],
+    },
     "error": 500,
 }
 
@@ -51,19 +68,41 @@ class ScriptedChatServer:
         reply = REPLIES[key]
         if isinstance(reply, int):
             return web.json_response({"error": {"message": "boom", "type": "server_error"}}, status=reply)
-        return web.json_response({
-            "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
-        })
+        return web.json_response(
+            {
+                "id": "cmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
+            }
+        )
 
 
 def _plan(user: str):
-    raw = {"id": user, "system": "Be brief.", "context": {"now": "2026-05-12T08:00:00Z", "locale": "de-DE"},
-           "tools": [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
-           "turns": [{"user": user, "paths": [
-               {"id": "call", "preferred": True, "steps": [{"expect": {"tool": "get_weather", "args": {"city": "Berlin"},
-                                                                       "allow_extra_args": True}}]},
-               {"id": "say", "steps": [{"expect": {"final": True, "contains_any": ["sunny"]}}]}]}]}
+    raw = {
+        "id": user,
+        "system": "Be brief.",
+        "context": {"now": "2026-05-12T08:00:00Z", "locale": "de-DE"},
+        "tools": [
+            {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+        ],
+        "turns": [
+            {
+                "user": user,
+                "paths": [
+                    {
+                        "id": "call",
+                        "preferred": True,
+                        "steps": [
+                            {"expect": {"tool": "get_weather", "args": {"city": "Berlin"}, "allow_extra_args": True}}
+                        ],
+                    },
+                    {"id": "say", "steps": [{"expect": {"final": True, "contains_any": ["sunny"]}}]},
+                ],
+            }
+        ],
+    }
     return project(parse_case(raw))
 
 
@@ -77,7 +116,9 @@ async def _decide(user: str, **agent_kwargs):
 
 def test_structured_tool_call_and_what_is_sent() -> None:
     decision, server = asyncio.run(_decide("structured", api_key="sk-test"))
-    assert [(c.name, c.arguments) for c in decision.tool_calls] == [("get_weather", {"city": "Berlin", "units": "metric"})]
+    assert [(c.name, c.arguments) for c in decision.tool_calls] == [
+        ("get_weather", {"city": "Berlin", "units": "metric"})
+    ]
     (body,) = server.bodies
     assert body["model"] == "agent-under-test" and body["temperature"] == 0.0 and body["tool_choice"] == "auto"
     assert body["tools"][0]["function"]["name"] == "get_weather"

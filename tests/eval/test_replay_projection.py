@@ -6,9 +6,9 @@ import copy
 import json
 
 from hypothesis import HealthCheck, given, settings
+from replay_case_strategies import CaseModel, replay_cases, tokens_in, user_tokens
 
 from mimesis_pl.eval.replay import load_cases, parse_case, project
-from replay_case_strategies import CaseModel, replay_cases, tokens_in, user_tokens
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -141,19 +141,50 @@ def test_alternatives_diverging_at_step_1_get_their_own_fixture() -> None:
     raw = {
         "id": "diverge",
         "tools": [{"name": "lookup"}, {"name": "refund"}, {"name": "escalate"}],
-        "turns": [{"user": "broken order", "paths": [
-            {"id": "A", "preferred": True, "steps": [
-                {"expect": {"tool": "lookup", "args": {"id": 1}}, "observation": {"content": "found", "evidence": "recorded"}},
-                {"expect": {"tool": "refund"}, "observation": {"content": "REFUNDED-OUTPUT", "evidence": "recorded"}},
-                {"expect": {"final": True, "contains_any": ["refund"]}}]},
-            {"id": "B", "steps": [
-                {"expect": {"tool": "lookup", "args": {"id": 1}}, "observation": {"content": "found", "evidence": "recorded"}},
-                {"expect": {"tool": "escalate"}, "observation": {"content": "ESCALATED-OUTPUT", "evidence": "recorded"}},
-                {"expect": {"final": True, "contains_any": ["escalat"]}}]},
-        ]}],
+        "turns": [
+            {
+                "user": "broken order",
+                "paths": [
+                    {
+                        "id": "A",
+                        "preferred": True,
+                        "steps": [
+                            {
+                                "expect": {"tool": "lookup", "args": {"id": 1}},
+                                "observation": {"content": "found", "evidence": "recorded"},
+                            },
+                            {
+                                "expect": {"tool": "refund"},
+                                "observation": {"content": "REFUNDED-OUTPUT", "evidence": "recorded"},
+                            },
+                            {"expect": {"final": True, "contains_any": ["refund"]}},
+                        ],
+                    },
+                    {
+                        "id": "B",
+                        "steps": [
+                            {
+                                "expect": {"tool": "lookup", "args": {"id": 1}},
+                                "observation": {"content": "found", "evidence": "recorded"},
+                            },
+                            {
+                                "expect": {"tool": "escalate"},
+                                "observation": {"content": "ESCALATED-OUTPUT", "evidence": "recorded"},
+                            },
+                            {"expect": {"final": True, "contains_any": ["escalat"]}},
+                        ],
+                    },
+                ],
+            }
+        ],
     }
     plan = project(parse_case(raw))
-    assert [r.id for r in plan.requests] == ["diverge:t0:s0:h0", "diverge:t0:s1:h0", "diverge:t0:s2:h0", "diverge:t0:s2:h1"]
+    assert [r.id for r in plan.requests] == [
+        "diverge:t0:s0:h0",
+        "diverge:t0:s1:h0",
+        "diverge:t0:s2:h0",
+        "diverge:t0:s2:h1",
+    ]
     assert [o.path_id for o in plan.expected["diverge:t0:s1:h0"]] == ["A", "B"]  # shared history: both oracles
     a_final, b_final = plan.requests[2], plan.requests[3]
     assert [o.path_id for o in plan.expected[a_final.id]] == ["A"]

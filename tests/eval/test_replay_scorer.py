@@ -7,6 +7,8 @@ import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from replay_case_strategies import replay_cases
+from replay_oracle_answers import AcceptingJudge, decision_for
 
 from mimesis_pl.eval import JudgeFailure, RetryPolicy
 from mimesis_pl.eval.replay import (
@@ -17,16 +19,28 @@ from mimesis_pl.eval.replay import (
     parse_case,
     project,
 )
-from replay_case_strategies import replay_cases
-from replay_oracle_answers import AcceptingJudge, decision_for
 
 CASE = {
     "id": "alt",
     "tools": [{"name": "search_flights"}, {"name": "ask_user"}],
-    "turns": [{"user": "Paris on Friday", "paths": [
-        {"id": "A", "preferred": True, "steps": [{"expect": {"tool": "search_flights", "args": {"to": "CDG"}}}]},
-        {"id": "B", "steps": [{"expect": {"tool": "ask_user", "args_any": {"question": ["Which airport?", "CDG or ORY?"]}}}]},
-    ]}],
+    "turns": [
+        {
+            "user": "Paris on Friday",
+            "paths": [
+                {
+                    "id": "A",
+                    "preferred": True,
+                    "steps": [{"expect": {"tool": "search_flights", "args": {"to": "CDG"}}}],
+                },
+                {
+                    "id": "B",
+                    "steps": [
+                        {"expect": {"tool": "ask_user", "args_any": {"question": ["Which airport?", "CDG or ORY?"]}}}
+                    ],
+                },
+            ],
+        }
+    ],
 }
 
 
@@ -43,12 +57,17 @@ def test_agent_answering_with_the_alternative_passes_with_one_call_per_request()
 def test_one_trial_is_not_retried_until_it_hits_some_path() -> None:
     # A "hidden pass@k" harness would ask again per alternative; this agent would then pass on its
     # second answer. Asked once, its one wrong answer fails.
-    answers = iter([AgentDecision.call("search_flights", {"to": "ORY"}), AgentDecision.call("ask_user", {"question": "Which airport?"})])
+    answers = iter(
+        [
+            AgentDecision.call("search_flights", {"to": "ORY"}),
+            AgentDecision.call("ask_user", {"question": "Which airport?"}),
+        ]
+    )
     agent = ScriptedAgent(lambda request: next(answers))
     run = asyncio.run(ReplayExecutor(agent).run([project(parse_case(CASE))]))
     assert run.records[0].passed is False
     assert len(agent.calls) == 1
-    assert run.records[0].oracle_results[0].reasons == ("argument 'to' is \"ORY\", expected \"CDG\"",)
+    assert run.records[0].oracle_results[0].reasons == ('argument \'to\' is "ORY", expected "CDG"',)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -66,15 +85,26 @@ def test_any_oracle_answer_passes_every_request_with_exactly_one_call(model, rnd
 
 
 def _score(expect_raw, decision, judge=None):
-    raw = {"id": "s", "tools": [{"name": "f"}], "turns": [{"user": "u", "paths": [{"id": "p", "steps": [{"expect": expect_raw}]}]}]}
+    raw = {
+        "id": "s",
+        "tools": [{"name": "f"}],
+        "turns": [{"user": "u", "paths": [{"id": "p", "steps": [{"expect": expect_raw}]}]}],
+    }
     plan = project(parse_case(raw))
     (request,) = plan.requests
-    return asyncio.run(ReplayScorer(judge=judge, judge_retry=RetryPolicy(max_attempts=2, backoff_s=0)).score(
-        request, plan.expected[request.id], decision))
+    return asyncio.run(
+        ReplayScorer(judge=judge, judge_retry=RetryPolicy(max_attempts=2, backoff_s=0)).score(
+            request, plan.expected[request.id], decision
+        )
+    )
 
 
 def test_argument_matching_rules() -> None:
-    expect = {"tool": "f", "args": {"n": 2, "flag": True, "obj": {"a": [1, "x"]}}, "args_any": {"d": ["Fri", "2026-03-06"]}}
+    expect = {
+        "tool": "f",
+        "args": {"n": 2, "flag": True, "obj": {"a": [1, "x"]}},
+        "args_any": {"d": ["Fri", "2026-03-06"]},
+    }
     ok = {"n": 2.0, "flag": True, "obj": {"a": [1.0, "x"]}, "d": "2026-03-06"}
     assert _score(expect, AgentDecision.call("f", ok)).passed is True
     assert _score(expect, AgentDecision.call("f", {**ok, "flag": 1})).passed is False  # bool is not a number
@@ -84,7 +114,7 @@ def test_argument_matching_rules() -> None:
     assert extra.passed is False and "unexpected argument(s) ['z']" in extra.results[0].reasons[0]
     assert _score({**expect, "allow_extra_args": True}, AgentDecision.call("f", {**ok, "z": 0})).passed is True
     missing = _score(expect, AgentDecision.call("f", {k: v for k, v in ok.items() if k != "d"}))
-    assert missing.results[0].reasons == ("argument 'd' missing (expected one of [\"Fri\",\"2026-03-06\"])",)
+    assert missing.results[0].reasons == ('argument \'d\' missing (expected one of ["Fri","2026-03-06"])',)
     two = _score(expect, AgentDecision(tool_calls=AgentDecision.call("f", ok).tool_calls * 2))
     assert two.passed is False and "exactly one call" in two.results[0].reasons[0]
     text = _score(expect, AgentDecision.final("sure"))

@@ -16,12 +16,25 @@ def _case(**overrides):
     case = {
         "id": "c1",
         "tools": copy.deepcopy(TOOLS),
-        "turns": [{"user": "hi", "paths": [
-            {"id": "main", "preferred": True, "steps": [
-                {"expect": {"tool": "search", "args": {"q": "x"}}, "observation": {"content": "r", "evidence": "recorded"}},
-                {"expect": {"final": True, "contains_any": ["done"]}}]},
-            {"id": "alt", "steps": [{"expect": {"final": True}}]},
-        ]}],
+        "turns": [
+            {
+                "user": "hi",
+                "paths": [
+                    {
+                        "id": "main",
+                        "preferred": True,
+                        "steps": [
+                            {
+                                "expect": {"tool": "search", "args": {"q": "x"}},
+                                "observation": {"content": "r", "evidence": "recorded"},
+                            },
+                            {"expect": {"final": True, "contains_any": ["done"]}},
+                        ],
+                    },
+                    {"id": "alt", "steps": [{"expect": {"final": True}}]},
+                ],
+            }
+        ],
     }
     case.update(overrides)
     return case
@@ -38,31 +51,68 @@ def test_error_names_case_turn_path_step_and_field() -> None:
     raw["turns"][0]["paths"][0]["steps"][0]["expect"]["args_any"] = {"when": "Friday"}
     err = _error(raw)
     assert (err.source, err.case_id, err.turn, err.path, err.step, err.field) == (
-        "cases/c1.yaml", "c1", 0, "main", 0, "expect.args_any.when")
+        "cases/c1.yaml",
+        "c1",
+        0,
+        "main",
+        0,
+        "expect.args_any.when",
+    )
     assert str(err).startswith("cases/c1.yaml, case 'c1', turn 0, path 'main', step 0, field 'expect.args_any.when': ")
     assert "non-empty list" in str(err) and "'Friday'" in str(err)
 
 
-@pytest.mark.parametrize("mutate, field, words", [
-    (lambda c: c.pop("id"), "id", "missing"),
-    (lambda c: c.update(turns=[]), "turns", "non-empty list"),
-    (lambda c: c.update(colour="red"), None, "unknown key"),
-    (lambda c: c["turns"][0]["paths"][1].update(preferred=True), "paths", "exactly one path"),
-    (lambda c: c["turns"][0]["paths"][1].update(id="main"), "paths[1].id", "used twice"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"].reverse(), "expect.final", "last step"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][0]["expect"].update(tool="nope"), "expect.tool", "not offered"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][0]["observation"].pop("evidence"), "observation.evidence", "one of"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][0]["observation"].pop("content"), "observation.content", "recorded content"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][1]["expect"].update(final=False), "expect.final", "must be true"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][1]["expect"].update(contains_any=[]), "expect.contains_any", "non-empty"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][0]["expect"].update(args_any={"q": ["y"]}), "expect.args_any.q", "also in args"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][0]["observation"].update(call_args={"q": "other"}),
-     "observation.call_args", "does not satisfy"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][1].update(observation={"evidence": "recorded", "content": "x",
-                                                                        "call_args": {}}), "observation.call_args", "only a tool step"),
-    (lambda c: c["turns"][0]["paths"][0]["steps"][0]["expect"].update(args={"q": float("nan")}), "expect.args", "non-finite"),
-    (lambda c: c.update(tools=TOOLS + TOOLS), "tools[1].name", "defined twice"),
-])
+@pytest.mark.parametrize(
+    "mutate, field, words",
+    [
+        (lambda c: c.pop("id"), "id", "missing"),
+        (lambda c: c.update(turns=[]), "turns", "non-empty list"),
+        (lambda c: c.update(colour="red"), None, "unknown key"),
+        (lambda c: c["turns"][0]["paths"][1].update(preferred=True), "paths", "exactly one path"),
+        (lambda c: c["turns"][0]["paths"][1].update(id="main"), "paths[1].id", "used twice"),
+        (lambda c: c["turns"][0]["paths"][0]["steps"].reverse(), "expect.final", "last step"),
+        (lambda c: c["turns"][0]["paths"][0]["steps"][0]["expect"].update(tool="nope"), "expect.tool", "not offered"),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][0]["observation"].pop("evidence"),
+            "observation.evidence",
+            "one of",
+        ),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][0]["observation"].pop("content"),
+            "observation.content",
+            "recorded content",
+        ),
+        (lambda c: c["turns"][0]["paths"][0]["steps"][1]["expect"].update(final=False), "expect.final", "must be true"),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][1]["expect"].update(contains_any=[]),
+            "expect.contains_any",
+            "non-empty",
+        ),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][0]["expect"].update(args_any={"q": ["y"]}),
+            "expect.args_any.q",
+            "also in args",
+        ),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][0]["observation"].update(call_args={"q": "other"}),
+            "observation.call_args",
+            "does not satisfy",
+        ),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][1].update(
+                observation={"evidence": "recorded", "content": "x", "call_args": {}}
+            ),
+            "observation.call_args",
+            "only a tool step",
+        ),
+        (
+            lambda c: c["turns"][0]["paths"][0]["steps"][0]["expect"].update(args={"q": float("nan")}),
+            "expect.args",
+            "non-finite",
+        ),
+        (lambda c: c.update(tools=TOOLS + TOOLS), "tools[1].name", "defined twice"),
+    ],
+)
 def test_each_rule_is_reported_where_it_is_broken(mutate, field, words) -> None:
     raw = _case()
     mutate(raw)
@@ -98,11 +148,18 @@ def test_yaml_keeps_dates_times_and_no_as_written(tmp_path) -> None:
         "      - id: p\n"
         "        steps:\n"
         "          - expect: {tool: book, args: {time: 10:30, answer: no, zip: 007, n: 12, x: 1.5, ok: true}}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (case,) = load_cases(tmp_path)
     assert dict(case.context) == {"now": "2026-03-01T10:00:00Z", "day": "2026-03-06"}
     assert dict(case.turns[0].paths[0].steps[0].expect.args) == {
-        "time": "10:30", "answer": "no", "zip": "007", "n": 12, "x": 1.5, "ok": True}
+        "time": "10:30",
+        "answer": "no",
+        "zip": "007",
+        "n": 12,
+        "x": 1.5,
+        "ok": True,
+    }
 
 
 def test_yaml_duplicate_key_and_syntax_errors_name_the_file_and_line(tmp_path) -> None:
@@ -139,8 +196,11 @@ def test_shipped_sample_cases_load_and_cover_the_issue() -> None:
     by_id = {c.id: c for c in cases}
     multi_step = [c for c in cases if any(len(p.steps) >= 3 for t in c.turns for p in t.paths)]
     two_turn = [c for c in cases if len(c.turns) >= 2]
-    unevidenced = [c for c in cases if any(not s.has_evidence and not s.is_final
-                                           for t in c.turns for p in t.paths for s in p.steps[:-1])]
+    unevidenced = [
+        c
+        for c in cases
+        if any(not s.has_evidence and not s.is_final for t in c.turns for p in t.paths for s in p.steps[:-1])
+    ]
     assert multi_step and two_turn and unevidenced
     refund = by_id["refund-002"].turns[0]
     assert refund.paths[0].steps[0] == refund.paths[1].steps[0] != refund.paths[1].steps[1]

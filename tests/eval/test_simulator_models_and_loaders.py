@@ -43,8 +43,15 @@ def test_served_model_sends_sampling_and_reattaches_reasoning():
     bodies: list[dict] = []
 
     async def action(url):
-        settings = ChatModelSettings(kind="openai", base_url=url, model="judge-x", revision="r1", enable_thinking=False,
-                                     reasoning_effort="none", extra_body={"top_p": 0.9})
+        settings = ChatModelSettings(
+            kind="openai",
+            base_url=url,
+            model="judge-x",
+            revision="r1",
+            enable_thinking=False,
+            reasoning_effort="none",
+            extra_body={"top_p": 0.9},
+        )
         model = ServedChatModel(settings, JudgeFailure)
         try:
             return await model.complete([{"role": "user", "content": "hi"}], temperature=0.001, max_tokens=77, seed=3)
@@ -55,7 +62,12 @@ def test_served_model_sends_sampling_and_reattaches_reasoning():
     assert text == "<think>\nprivate\n</think>\n\nhello"
     (body,) = bodies
     assert (body["model"], body["temperature"], body["max_tokens"], body["seed"], body["top_p"]) == (
-        "judge-x", 0.001, 77, 3, 0.9)
+        "judge-x",
+        0.001,
+        77,
+        3,
+        0.9,
+    )
     assert body["chat_template_kwargs"] == {"enable_thinking": False} and "reasoning_effort" not in body
 
 
@@ -63,8 +75,9 @@ def test_served_model_retries_empty_replies_then_raises_the_roles_failure():
     bodies: list[dict] = []
 
     async def action(url):
-        model = ServedChatModel(ChatModelSettings(kind="openai", base_url=url, max_retries=1, retry_backoff_s=0.0),
-                                JudgeFailure)
+        model = ServedChatModel(
+            ChatModelSettings(kind="openai", base_url=url, max_retries=1, retry_backoff_s=0.0), JudgeFailure
+        )
         try:
             return await model.complete([{"role": "user", "content": "x"}], temperature=0.0, max_tokens=8)
         finally:
@@ -93,8 +106,10 @@ def test_turing_rows_from_parquet_and_their_errors(tmp_path):
 
 
 def test_soul_validation_parquets_grouped_and_checked(tmp_path):
-    rows = [{"data_source": "hitom", "prompt": [{"role": "user", "content": "q"}], "extra_info": {"index": i}}
-            for i in range(2)]
+    rows = [
+        {"data_source": "hitom", "prompt": [{"role": "user", "content": "q"}], "extra_info": {"index": i}}
+        for i in range(2)
+    ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "hitom_val.parquet")
     assert [r.index for r in load_soul_validation([str(tmp_path)])["hitom"]] == [0, 1]
     pq.write_table(pa.Table.from_pylist([{**rows[0], "data_source": "hitomi"}]), tmp_path / "x_val.parquet")

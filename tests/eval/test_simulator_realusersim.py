@@ -39,7 +39,7 @@ def test_tiny_realusersim_runs_is_killed_and_resumes_without_redoing_items(tmp_p
     monkeypatch.undo()
     run_suite(CONFIG, out, runs)
     lines = cache_lines(out / "realusersim_items.jsonl")
-    assert_no_scored_item_redone(first, lines[len(first):])
+    assert_no_scored_item_redone(first, lines[len(first) :])
     done = sum(r["status"] == "scored" for r in first)
     resumed = scalars(runs / "tiny_eval_realusersim" / "version_1")
     assert resumed["items/reused"] == done and resumed["items/run"] == ITEMS - done
@@ -91,8 +91,13 @@ def test_strip_reasoning_and_strict_verdict_parsing():
     assert strip_reasoning("<think>x</think> hello") == "hello"
     assert strip_reasoning("**Thinking Process:** be casual.\nMessage: hey there") == "hey there"
     assert strip_reasoning("Reasoning:\nno hand-off label") == ""
-    keys = ["Persona_Affective_Traits_Match", "Linguistic_Style_Mechanics_Match",
-            "Technical_Competency_Knowledge_Match", "Interaction_Data_Flow_Match", "Pacing_Action_Sequencing_Match"]
+    keys = [
+        "Persona_Affective_Traits_Match",
+        "Linguistic_Style_Mechanics_Match",
+        "Technical_Competency_Knowledge_Match",
+        "Interaction_Data_Flow_Match",
+        "Pacing_Action_Sequencing_Match",
+    ]
     verdict = {keys[0]: True, keys[1]: {"is_matched": False}, keys[2]: "yes", keys[3]: "No", keys[4]: False}
     assert parse_fidelity_verdict("Here: " + json.dumps(verdict)) == (1, 0, 1, 0, 0)
     with pytest.raises(JudgeFailure, match="Pacing_Action_Sequencing_Match"):

@@ -52,9 +52,13 @@ def test_scores_axes_headline_and_row_weighted_overall_by_hand():
 
 
 def _seed(zero_sets: int, overall: float) -> dict:
-    return {"datasets": {f"s{i}": 0.0 for i in range(zero_sets)} | {"fantom": 80.0}, "overall_row_weighted": overall,
-            "axes": {a: 10.0 for a in ("CONV", "SS", "COG", "ROLE", "EVAL")}, "soul_index": overall,
-            "alignx_combined": None}
+    return {
+        "datasets": {f"s{i}": 0.0 for i in range(zero_sets)} | {"fantom": 80.0},
+        "overall_row_weighted": overall,
+        "axes": {a: 10.0 for a in ("CONV", "SS", "COG", "ROLE", "EVAL")},
+        "soul_index": overall,
+        "alignx_combined": None,
+    }
 
 
 def test_degenerate_seed_rule_needs_eight_zero_sets_and_a_15_point_gap():
@@ -69,12 +73,16 @@ def test_degenerate_seed_rule_needs_eight_zero_sets_and_a_15_point_gap():
     per_seed[1] = _seed(8, 30.9)
     summary = across_seeds(per_seed, degenerate_seeds(per_seed))
     assert summary["soul_index"]["n"] == 2 and summary["soul_index"]["mean"] == pytest.approx(53.0)
-    assert summary["soul_index"]["std"] == pytest.approx(2 ** 0.5 * 7)  # stdev(60, 46)
+    assert summary["soul_index"]["std"] == pytest.approx(2**0.5 * 7)  # stdev(60, 46)
 
 
 def _row(source: str, index: int) -> str:
-    return json.dumps({"data_source": source, "prompt": [{"role": "user", "content": "q"}],
-                       "extra_info": {"index": index}}) + "\n"
+    return (
+        json.dumps(
+            {"data_source": source, "prompt": [{"role": "user", "content": "q"}], "extra_info": {"index": index}}
+        )
+        + "\n"
+    )
 
 
 def test_every_soul_set_has_a_task_and_listed_sets_must_have_rows(tmp_path):
@@ -111,7 +119,7 @@ def test_tiny_soul_runs_is_killed_and_resumes_without_redoing_items(tmp_path, mo
     monkeypatch.undo()
     run_suite(CONFIG, out, runs, *SETS)
     lines = cache_lines(out / "soul_items.jsonl")
-    assert_no_scored_item_redone(first, lines[len(first):])
+    assert_no_scored_item_redone(first, lines[len(first) :])
     results = json.loads((out / "results.json").read_text())
     assert results["sets"] == ["fantom", "hitom", "mistakes"] and results["rows_per_set"]["mistakes"] == 3
     assert results["unscored"] == {"task_error": BROKEN}
@@ -135,8 +143,9 @@ def test_tiny_soul_runs_is_killed_and_resumes_without_redoing_items(tmp_path, mo
 def test_judge_failures_are_retried_then_unscored_and_counted_never_zero(tmp_path, monkeypatch):
     async def verdicts(row, ctx, group_id, gen_uid, timeout_s):
         failed = row["data_source"] == "hitom"
-        return TaskResult(row["data_source"], gen_uid, "judge_failed" if failed else "ok", 0.0, 0.0 if failed else 1.0,
-                          {}, None)
+        return TaskResult(
+            row["data_source"], gen_uid, "judge_failed" if failed else "ok", 0.0, 0.0 if failed else 1.0, {}, None
+        )
 
     monkeypatch.setattr(soul, "run_row", verdicts)
     dm = SoulDataModule(["assets/data/eval/soul"], sets=["fantom", "hitom"])

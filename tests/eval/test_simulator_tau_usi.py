@@ -44,7 +44,7 @@ def test_tiny_tau_usi_runs_is_killed_and_resumes_without_redoing_items(tmp_path,
     monkeypatch.undo()
     run_suite(CONFIG, out, runs)
     lines = cache_lines(out / "tau_usi_items.jsonl")
-    assert_no_scored_item_redone(first, lines[len(first):])
+    assert_no_scored_item_redone(first, lines[len(first) :])
     resumed = scalars(runs / "tiny_eval_tau_usi" / "version_1")
     assert resumed["items/reused"] == len(first) and resumed["items/run"] == ROLLOUTS - len(first)
     results = json.loads((out / "results.json").read_text())
@@ -63,11 +63,13 @@ def test_tiny_tau_usi_runs_is_killed_and_resumes_without_redoing_items(tmp_path,
 
 
 def test_features_hand_worked():
-    conversation = [{"role": "assistant", "content": "Hi! How can I help you today?"},
-                    {"role": "user", "content": "hi i need to cancel an order please"},  # 8 words, polite
-                    {"role": "assistant", "content": "Which order?"},
-                    {"role": "user", "content": "#W1001"},                               # 1 word, 1 id, short
-                    {"role": "user", "content": "ok ###STOP###"}]                        # ack, short
+    conversation = [
+        {"role": "assistant", "content": "Hi! How can I help you today?"},
+        {"role": "user", "content": "hi i need to cancel an order please"},  # 8 words, polite
+        {"role": "assistant", "content": "Which order?"},
+        {"role": "user", "content": "#W1001"},  # 1 word, 1 id, short
+        {"role": "user", "content": "ok ###STOP###"},
+    ]  # ack, short
     f = conversation_features(conversation)
     assert f["politeness_rate"] == pytest.approx(1 / 3)
     assert f["short_message_rate"] == pytest.approx(2 / 3) and f["ack_only_rate"] == pytest.approx(1 / 3)
@@ -102,15 +104,23 @@ def test_tau_loaders_name_file_and_field(tmp_path):
     human.write_text(json.dumps({"retail_0_ann2": {"conversation": [{"role": "user"}], "reward": 1}}))
     with pytest.raises(DataFormatError, match=r"entry 'retail_0_ann2': conversation\[0\] needs string"):
         load_human_batches(human)
-    human.write_text(json.dumps({"retail_0_ann2": {"conversation": [], "reward": 1, "keep": False},
-                                 "retail_0": {"conversation": [{"role": "user", "content": "hi"}], "reward": 0}}))
+    human.write_text(
+        json.dumps(
+            {
+                "retail_0_ann2": {"conversation": [], "reward": 1, "keep": False},
+                "retail_0": {"conversation": [{"role": "user", "content": "hi"}], "reward": 0},
+            }
+        )
+    )
     assert list(load_human_batches(human)) == [1]
 
 
 def test_unreachable_runtime_leaves_rollouts_unscored_and_counted(tmp_path):
-    suite = TauUSISuite(human_file="assets/data/eval/tau_usi/tau_bench_tasks_unified.json",
-                        difficulty_file="assets/data/eval/tau_usi/tau_usi_difficulty.json",
-                        runtime=RuntimeSettings(kind="http", url="http://127.0.0.1:9", timeout_s=2.0))
+    suite = TauUSISuite(
+        human_file="assets/data/eval/tau_usi/tau_bench_tasks_unified.json",
+        difficulty_file="assets/data/eval/tau_usi/tau_usi_difficulty.json",
+        runtime=RuntimeSettings(kind="http", url="http://127.0.0.1:9", timeout_s=2.0),
+    )
     suite.start()
     ctx = SuiteContext(TrialCache(tmp_path / "items.jsonl"), RetryPolicy(max_attempts=1, backoff_s=0), 2, tmp_path)
     tasks = load_tau_tasks(["assets/data/eval/tau_usi/tasks.json"])[:1]

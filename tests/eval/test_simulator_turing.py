@@ -38,7 +38,7 @@ def test_tiny_turing_runs_is_killed_and_resumes_without_redoing_items(tmp_path, 
     monkeypatch.undo()
     run_suite(CONFIG, out, runs)
     lines = cache_lines(out / "turing_items.jsonl")
-    assert_no_scored_item_redone(first, lines[len(first):])
+    assert_no_scored_item_redone(first, lines[len(first) :])
     results = json.loads((out / "results.json").read_text())
     # S25: the summary counts the items scored before the kill and after it.
     assert sum(s["n_scored"] for s in results["per_seed"]) == SCORES - JUDGE_FAILS
@@ -68,9 +68,15 @@ def test_every_judge_call_failing_is_an_error_not_a_nan_summary(tmp_path, monkey
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-ROW = TuringRow(user_id="u1", post_id="p1", target_idx=2, prompt=({"role": "user", "content": "x"},),
-                ground_truth="ok thanks", user_history="i like hiking in the alps every summer",
-                context="Assistant: The Alps have many trails for every level.")
+ROW = TuringRow(
+    user_id="u1",
+    post_id="p1",
+    target_idx=2,
+    prompt=({"role": "user", "content": "x"},),
+    ground_truth="ok thanks",
+    user_history="i like hiking in the alps every summer",
+    context="Assistant: The Alps have many trails for every level.",
+)
 
 
 def test_cleaning_and_penalties():

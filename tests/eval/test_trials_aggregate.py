@@ -21,7 +21,9 @@ from mimesis_pl.metrics import AvgAtN, PassAtK, PassHatK, RewardStats
 IDENTITY = RunIdentity("agent", "rev1", "sim")
 
 
-def _rec(gym: str, task: str, trial: int, reward: float | None, failure: str | None = None, success=None) -> TrialRecord:
+def _rec(
+    gym: str, task: str, trial: int, reward: float | None, failure: str | None = None, success=None
+) -> TrialRecord:
     key = IDENTITY.key(gym, "cfg", task, trial)
     if reward is None:
         return TrialRecord(key=key, status="unscored", failure=failure or "simulator", error="502")
@@ -30,11 +32,20 @@ def _rec(gym: str, task: str, trial: int, reward: float | None, failure: str | N
 
 RECORDS = [
     # task a: 4 scored, 2 successes
-    _rec("function", "a", 0, 1.0), _rec("function", "a", 1, 0.0), _rec("function", "a", 2, 1.0), _rec("function", "a", 3, 0.0),
+    _rec("function", "a", 0, 1.0),
+    _rec("function", "a", 1, 0.0),
+    _rec("function", "a", 2, 1.0),
+    _rec("function", "a", 3, 0.0),
     # task b: 3 scored (1 success) + 1 unscored
-    _rec("function", "b", 0, 0.0), _rec("function", "b", 1, None, "judge"), _rec("function", "b", 2, 1.0), _rec("function", "b", 3, 0.0),
+    _rec("function", "b", 0, 0.0),
+    _rec("function", "b", 1, None, "judge"),
+    _rec("function", "b", 2, 1.0),
+    _rec("function", "b", 3, 0.0),
     # task c: only 1 scored trial (0), 3 unscored
-    _rec("function", "c", 0, None), _rec("function", "c", 1, None), _rec("function", "c", 2, 0.0), _rec("function", "c", 3, None, "environment"),
+    _rec("function", "c", 0, None),
+    _rec("function", "c", 1, None),
+    _rec("function", "c", 2, 0.0),
+    _rec("function", "c", 3, None, "environment"),
 ]
 
 
@@ -83,8 +94,13 @@ def test_missing_tasks_latest_records_and_trial_window() -> None:
 
 
 def test_success_rules_bound_scores_and_follow_gym_families() -> None:
-    records = [_rec("intention", "t", 0, 1.8), _rec("intention", "t", 1, 0.6), _rec("turtle", "t", 0, 0.99),
-               _rec("travel233", "t", 0, 1.0), _rec("tau", "t", 0, 0.0, success=True)]
+    records = [
+        _rec("intention", "t", 0, 1.8),
+        _rec("intention", "t", 1, 0.6),
+        _rec("turtle", "t", 0, 0.99),
+        _rec("travel233", "t", 0, 1.0),
+        _rec("tau", "t", 0, 0.0, success=True),
+    ]
     out = aggregate_trials(records, n_trials=2)
     assert out["intention"].avg_at_n == pytest.approx((1.0 + 0.6) / 2)  # 1.8 is bounded to 1
     assert out["intention"].reward["max"] == 1.8  # raw reward stats keep the raw value
@@ -98,7 +114,9 @@ def test_success_rules_bound_scores_and_follow_gym_families() -> None:
 
 
 def test_mixed_runs_are_refused() -> None:
-    other = TrialRecord(key=RunIdentity("agent", "rev2", "sim").key("function", "cfg", "a", 0), status="scored", reward=1.0)
+    other = TrialRecord(
+        key=RunIdentity("agent", "rev2", "sim").key("function", "cfg", "a", 0), status="scored", reward=1.0
+    )
     with pytest.raises(ValueError, match="several runs"):
         aggregate_trials([RECORDS[0], other], n_trials=1)
     other_cfg = TrialRecord(key=IDENTITY.key("function", "cfg2", "a", 1), status="scored", reward=1.0)

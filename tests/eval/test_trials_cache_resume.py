@@ -108,7 +108,9 @@ def test_key_covers_model_revision_simulator_config_and_harness(tmp_path) -> Non
     variants = [
         RunIdentity("tiny-agent", "def456", "scripted-user").key("function", GYM_HASH, "task-0", 0),
         RunIdentity("tiny-agent", "abc123", "other-sim").key("function", GYM_HASH, "task-0", 0),
-        RunIdentity("tiny-agent", "abc123", "scripted-user", harness_version="2").key("function", GYM_HASH, "task-0", 0),
+        RunIdentity("tiny-agent", "abc123", "scripted-user", harness_version="2").key(
+            "function", GYM_HASH, "task-0", 0
+        ),
         IDENTITY.key("function", config_hash({"max_turns": 8, "temperature": 0}), "task-0", 0),
         IDENTITY.key("function", GYM_HASH, "task-0", 1),
         IDENTITY.key("function", GYM_HASH, "task-1", 0),

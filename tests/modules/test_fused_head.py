@@ -45,7 +45,9 @@ def test_token_logprobs_values_entropy_and_grads_match_plain(chunk):
     torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(ent, ref_ent, atol=1e-5, rtol=1e-5)
     assert not ent.requires_grad
-    for a, b in zip(_grads((ours * upstream).sum(), [hidden, weight, bias]), _grads((ref * upstream).sum(), [hidden, weight, bias])):
+    for a, b in zip(
+        _grads((ours * upstream).sum(), [hidden, weight, bias]), _grads((ref * upstream).sum(), [hidden, weight, bias])
+    ):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 

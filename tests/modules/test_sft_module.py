@@ -6,8 +6,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from mimesis_pl.data import JsonlChatSFTDataModule
-from mimesis_pl.modules import CausalLMSFT, LoraSettings, OptimSettings, export_hf
 from mimesis_pl.models import lr_multiplier
+from mimesis_pl.modules import CausalLMSFT, LoraSettings, OptimSettings, export_hf
 from mimesis_pl.modules.token_ops import chunked_token_logprobs, model_token_logprobs
 
 from ..conftest import ASSETS
@@ -52,10 +52,18 @@ def test_masked_loss_equals_hf_cross_entropy(tiny_model_path):
 
 
 def _fit(module, tmp_path, steps=3):
-    dm = JsonlChatSFTDataModule(files=[str(ASSETS / "data/chat_sft/train.jsonl")], tokenizer_path=str(ASSETS / "tiny-qwen3"), batch_size=4)
+    dm = JsonlChatSFTDataModule(
+        files=[str(ASSETS / "data/chat_sft/train.jsonl")], tokenizer_path=str(ASSETS / "tiny-qwen3"), batch_size=4
+    )
     trainer = pl.Trainer(
-        max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, default_root_dir=tmp_path, use_distributed_sampler=False,
+        max_steps=steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        use_distributed_sampler=False,
     )
     trainer.fit(module, datamodule=dm)
     return dm
@@ -71,7 +79,9 @@ def test_lora_export_reloads_with_the_trained_behaviour(tmp_path, tiny_model_pat
     module.model.eval()
     with torch.no_grad():
         want = module.model(input_ids=ids).logits
-    out = export_hf(module.model, tmp_path / "export", tokenizer=dm.tokenizer, source_dir=tiny_model_path, merge_lora=merge)
+    out = export_hf(
+        module.model, tmp_path / "export", tokenizer=dm.tokenizer, source_dir=tiny_model_path, merge_lora=merge
+    )
     if merge:
         reloaded = AutoModelForCausalLM.from_pretrained(out)
         assert not any("lora" in k for k in reloaded.state_dict())

@@ -16,12 +16,12 @@ from torch.utils.data import DataLoader
 
 from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
-from mimesis_pl.spans import TurnSpan
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
 from mimesis_pl.rollout.stage import RolloutStage
 from mimesis_pl.rollout.step import RLStep
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 
 PROMPT_IDS = [1, 17, 42, 99, 7, 256, 3]
 TARGET, OTHER = 300, 301
@@ -70,10 +70,16 @@ class ToyRollout(RolloutStage):
                 n = len(PROMPT_IDS)
                 trajectories.append(
                     Trajectory(
-                        input_ids=ids, response_mask=[0] * n + [1] * (len(ids) - n), prompt_length=n,
+                        input_ids=ids,
+                        response_mask=[0] * n + [1] * (len(ids) - n),
+                        prompt_length=n,
                         turn_spans=[TurnSpan(header_start=n - 1, start=n, end=len(ids))],
-                        turn_rewards=[target_share(ids[n:])], group_id=f"s{step}-g{g}", gen_uid=f"s{step}-g{g}-{k}",
-                        episode_id=f"s{step}-g{g}-{k}", status="finished", rollout_logprobs=logprobs,
+                        turn_rewards=[target_share(ids[n:])],
+                        group_id=f"s{step}-g{g}",
+                        gen_uid=f"s{step}-g{g}-{k}",
+                        episode_id=f"s{step}-g{g}-{k}",
+                        status="finished",
+                        rollout_logprobs=logprobs,
                     )
                 )
         return trajectories
@@ -104,8 +110,15 @@ def run_toy_grpo(module: AgentGRPO, steps: int, rollout: ToyRollout):
 
     module.rollout_stage = rollout
     trainer = pl.Trainer(
-        accelerator="cpu", devices=1, precision="32-true", max_steps=steps, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+        accelerator="cpu",
+        devices=1,
+        precision="32-true",
+        max_steps=steps,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
     )
     loader = DataLoader(list(range(steps)), batch_size=1, collate_fn=lambda rows: rows)
     trainer.fit(module, train_dataloaders=loader)

@@ -94,13 +94,27 @@ def update(devices: int, out: str) -> None:
 
     strategy = "auto"
     if devices > 1:
-        strategy = ModelParallelStrategy(data_parallel_size=devices, tensor_parallel_size=1, process_group_backend="gloo")
-    module = AgentGRPO(policy=ModelSettings(model_path=model_path), optim=OptimSettings(lr=1e-3, schedule="constant"),
-                       ppo=PPOSettings(mini_batch_size=4, micro_batch_size=1))
+        strategy = ModelParallelStrategy(
+            data_parallel_size=devices, tensor_parallel_size=1, process_group_backend="gloo"
+        )
+    module = AgentGRPO(
+        policy=ModelSettings(model_path=model_path),
+        optim=OptimSettings(lr=1e-3, schedule="constant"),
+        ppo=PPOSettings(mini_batch_size=4, micro_batch_size=1),
+    )
     module.rollout_stage = FixedRollout(module.rollout_stage.settings, AdvantageSettings())
-    trainer = pl.Trainer(accelerator="cpu", devices=devices, strategy=strategy, max_steps=1, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[SaveGradient()], use_distributed_sampler=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=devices,
+        strategy=strategy,
+        max_steps=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[SaveGradient()],
+        use_distributed_sampler=False,
+    )
     data = GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=2)
     trainer.fit(module, datamodule=data)
 

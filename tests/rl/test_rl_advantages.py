@@ -169,9 +169,7 @@ def test_multiturn_hand_worked_r2g():
     adv = grpo_multiturn_advantages(turn_index, [[0.0, 1.0], [0.0, 0.0]], ["g", "g"], gamma=0.5)
     close(adv[0], [0.0, 0.75 * z, 0.75 * z, 0.0, 1.5 * z, 0.0])
     close(adv[1], [0.0, -z, 0.0, -z, -z, -z])
-    none = grpo_multiturn_advantages(
-        turn_index, [[0.0, 1.0], [0.0, 0.0]], ["g", "g"], gamma=0.5, zero_credit="none"
-    )
+    none = grpo_multiturn_advantages(turn_index, [[0.0, 1.0], [0.0, 0.0]], ["g", "g"], gamma=0.5, zero_credit="none")
     close(none[0], adv[0])
     close(none[1], torch.zeros(6))
 
@@ -251,8 +249,7 @@ def test_mixed_sign_credits_stay_bounded_and_keep_the_sign_of_z():
 def test_mean_advantage_over_credited_tokens_is_the_zscore(data, batch, credit, score, signed):
     low = -1.0 if signed else 0.0
     rewards = [
-        data.draw(st.lists(st.sampled_from([low, 0.0, 0.25, 1.0]), min_size=1, max_size=4))
-        for _ in range(batch)
+        data.draw(st.lists(st.sampled_from([low, 0.0, 0.25, 1.0]), min_size=1, max_size=4)) for _ in range(batch)
     ]
     groups = data.draw(st.lists(st.integers(0, 1), min_size=batch, max_size=batch))
     length = 10

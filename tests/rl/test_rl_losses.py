@@ -66,8 +66,9 @@ def test_dual_clip_only_touches_negative_advantages():
 
 def test_asymmetric_clip():
     # A = +1, ρ = 1.5, clip_high = 0.28 → −min(1.5, 1.28) = −1.28
-    loss, _ = policy_loss(torch.tensor([[LN(1.5)]]), torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1),
-                          clip_high=0.28)
+    loss, _ = policy_loss(
+        torch.tensor([[LN(1.5)]]), torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1), clip_high=0.28
+    )
     close(loss, -1.28)
 
 
@@ -220,7 +221,10 @@ def test_placebo_where_present_raw_teacher_elsewhere():
     # gap mean 0.4, raw |t − s| mean 0.5 → placebo_share = 1 − 0.4/0.5 = 0.2
     s = torch.tensor([[-1.0, -1.0]])
     loss, metrics = csd_loss(
-        s, torch.tensor([[-0.5, -0.5]]), torch.ones(1, 2), beta=0.0,
+        s,
+        torch.tensor([[-0.5, -0.5]]),
+        torch.ones(1, 2),
+        beta=0.0,
         placebo_logprobs=torch.tensor([[-0.8, float("nan")]]),
     )
     close(metrics["teacher_gap_mean"], 0.4)
@@ -281,12 +285,25 @@ def test_distill_hand_worked():
     teacher = torch.log(torch.tensor([[[0.5, 0.25], [0.9, 0.05]]]))
     close(topk_reverse_kl(student, teacher)[0, 0], 0.25 * LN(2.0))
     mask = torch.tensor([[1.0, 0.0]])
-    loss, _ = csd_loss(torch.zeros(1, 2), torch.zeros(1, 2), mask, estimator="distill",
-                       student_topk_logprobs=student, teacher_topk_logprobs=teacher)
+    loss, _ = csd_loss(
+        torch.zeros(1, 2),
+        torch.zeros(1, 2),
+        mask,
+        estimator="distill",
+        student_topk_logprobs=student,
+        teacher_topk_logprobs=teacher,
+    )
     close(loss, 0.25 * LN(2.0))
-    full, _ = csd_loss(torch.zeros(1, 2), torch.zeros(1, 2), mask, estimator="distill", norm="full",
-                       response_mask=torch.ones(1, 2),
-                       student_topk_logprobs=student, teacher_topk_logprobs=teacher)
+    full, _ = csd_loss(
+        torch.zeros(1, 2),
+        torch.zeros(1, 2),
+        mask,
+        estimator="distill",
+        norm="full",
+        response_mask=torch.ones(1, 2),
+        student_topk_logprobs=student,
+        teacher_topk_logprobs=teacher,
+    )
     close(full, 0.25 * LN(2.0) / 2)
 
 
@@ -306,13 +323,18 @@ def test_true_divergences_match_finite_differences(estimator):
     teacher_topk = torch.log_softmax(torch.randn(2, 3, 5, dtype=torch.float64), -1)[..., :3]
 
     if estimator == "k3":
+
         def fn(s):
             return csd_loss(s, t, mask, estimator="k3")[0]
+
         x = (torch.randn(2, 3, dtype=torch.float64) * 0.3 - 1.0).requires_grad_()
     else:
+
         def fn(s_topk):
-            return csd_loss(t, t, mask, estimator="distill", student_topk_logprobs=s_topk,
-                            teacher_topk_logprobs=teacher_topk)[0]
+            return csd_loss(
+                t, t, mask, estimator="distill", student_topk_logprobs=s_topk, teacher_topk_logprobs=teacher_topk
+            )[0]
+
         x = torch.log_softmax(torch.randn(2, 3, 5, dtype=torch.float64), -1)[..., :3].clone().requires_grad_()
     assert torch.autograd.gradcheck(fn, (x,))
 
@@ -346,8 +368,14 @@ def test_csd_empty_mask_keeps_the_graph_and_gives_zero():
         ({"estimator": "distill"}, "student_topk_logprobs"),
         ({"estimator": "distill", "placebo_logprobs": torch.zeros(1, 2)}, "placebo_logprobs"),
         ({"placebo_logprobs": torch.zeros(2, 2)}, "placebo_logprobs"),
-        ({"estimator": "distill", "student_topk_logprobs": torch.zeros(1, 2, 3),
-          "teacher_topk_logprobs": torch.zeros(1, 2, 4)}, "student_topk_logprobs"),
+        (
+            {
+                "estimator": "distill",
+                "student_topk_logprobs": torch.zeros(1, 2, 3),
+                "teacher_topk_logprobs": torch.zeros(1, 2, 4),
+            },
+            "student_topk_logprobs",
+        ),
     ],
 )
 def test_csd_bad_input(kwargs, needle):

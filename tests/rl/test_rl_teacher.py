@@ -26,8 +26,37 @@ from mimesis_pl.spans import TurnSpan
 #   22-24 60 32 99                        tool reply
 #   25-26 50 51                           header
 #   27-28 25 99                           turn 2, generated
-IDS = [10, 11, 12, 60, 13, 14, 99, 50, 51, 20, 21, 22, 99, 60, 30, 31, 99, 50, 51, 23, 24, 99, 60, 32, 99,
-       50, 51, 25, 99]
+IDS = [
+    10,
+    11,
+    12,
+    60,
+    13,
+    14,
+    99,
+    50,
+    51,
+    20,
+    21,
+    22,
+    99,
+    60,
+    30,
+    31,
+    99,
+    50,
+    51,
+    23,
+    24,
+    99,
+    60,
+    32,
+    99,
+    50,
+    51,
+    25,
+    99,
+]
 PROMPT_LEN = 9
 TURNS = [TurnSpan(7, 9, 13), TurnSpan(17, 19, 22), TurnSpan(25, 27, 29)]
 PAD = 0
@@ -85,8 +114,7 @@ def test_null_note_reproduces_the_student_prefix():
 def test_over_wide_rows_are_skipped_and_counted():
     # width 25: turn 0 row = 13 + 4 = 17 ✓; turn 1 row = 22 + 3 = 25 ✓ ("a" → 3 ids);
     # turn 2 row = 29 + 7 = 36 ✗ ("abcde" → 7 ids)
-    out = build_teacher_rows(IDS, TURNS, {0: "ab", 1: "a", 2: "abcde"}, render_note, width=25,
-                             prompt_len=PROMPT_LEN)
+    out = build_teacher_rows(IDS, TURNS, {0: "ab", 1: "a", 2: "abcde"}, render_note, width=25, prompt_len=PROMPT_LEN)
     assert out.row_turns == [0, 1]
     assert out.skipped == 1
     assert not out.teacher_mask[TURNS[2].start - PROMPT_LEN :].any()
@@ -113,8 +141,14 @@ def test_empty_notes_are_skipped_without_counting():
     ],
 )
 def test_build_bad_input(kwargs, needle):
-    args = {"input_ids": IDS, "turns": TURNS, "notes": {0: "a"}, "note_renderer": render_note, "width": 64,
-            "prompt_len": PROMPT_LEN}
+    args = {
+        "input_ids": IDS,
+        "turns": TURNS,
+        "notes": {0: "a"},
+        "note_renderer": render_note,
+        "width": 64,
+        "prompt_len": PROMPT_LEN,
+    }
     args.update(kwargs)
     with pytest.raises(ValueError, match=needle):
         build_teacher_rows(**args)

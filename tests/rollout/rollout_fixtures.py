@@ -11,7 +11,9 @@ from mimesis_pl.rollout.engines import GenerationResult, SamplingParams
 KIWI = "Kiwi - a small, brown, fuzzy fruit with bright green flesh."
 
 
-def telepathy_row(title: str = "Kiwi", description: str = KIWI, opening: str = "I am thinking of a fruit.") -> dict[str, Any]:
+def telepathy_row(
+    title: str = "Kiwi", description: str = KIWI, opening: str = "I am thinking of a fruit."
+) -> dict[str, Any]:
     return {
         "data_source": "interact_telepathygym",
         "prompt": [{"role": "system", "content": "Guess the entity."}, {"role": "user", "content": opening}],

@@ -28,7 +28,9 @@ def episodes(tok, n=2):
     manager = EnvironmentManager(users=ScriptedUser())
     out = []
     for k in range(n):
-        texts = [say("action", "Is it a fruit?"), say("action", "Is it green inside?")] + [say("answer", "Kiwi")] * (k + 1)
+        texts = [say("action", "Is it a fruit?"), say("action", "Is it green inside?")] + [say("answer", "Kiwi")] * (
+            k + 1
+        )
         loop = MultiTurnRollout(ScriptedEngine(tok, texts[: 2 + 1]), tok, manager, SamplingParams(max_new_tokens=64))
         out.append(asyncio.run(loop.run_episode(telepathy_row(), group_id=f"g{k}", gen_uid=f"g{k}-0")))
     return out
@@ -64,7 +66,9 @@ def test_teacher_logprobs_are_gathered_at_the_right_positions(tiny_tokenizer, mo
     notes = [{1: NOTE}, {0: NOTE, 2: "Commit to the answer."}]
     renderer = ChatRenderer(tok)
     render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})  # noqa: E731
-    rows = [build_teacher_rows(t.input_ids, t.turn_spans, nb, render, 10_000, prompt_len=0) for t, nb in zip(trajs, notes)]
+    rows = [
+        build_teacher_rows(t.input_ids, t.turn_spans, nb, render, 10_000, prompt_len=0) for t, nb in zip(trajs, notes)
+    ]
     length = max(len(t.input_ids) for t in trajs)
     packed = pack_teacher_rows(rows, response_length=length, pad_id=tok.pad_token_id)
     got = teacher_logprobs(model, packed, chunk_rows=2)
@@ -83,7 +87,9 @@ def test_teacher_logprobs_are_gathered_at_the_right_positions(tiny_tokenizer, mo
 def test_null_probe_teacher_equals_student(tiny_tokenizer, model):
     tok = tiny_tokenizer
     traj = episodes(tok, 1)[0]
-    rows = build_teacher_rows(traj.input_ids, traj.turn_spans, {0: "x", 1: "x", 2: "x"}, lambda n: [], 10_000, prompt_len=0)
+    rows = build_teacher_rows(
+        traj.input_ids, traj.turn_spans, {0: "x", 1: "x", 2: "x"}, lambda n: [], 10_000, prompt_len=0
+    )
     packed = pack_teacher_rows([rows], response_length=len(traj.input_ids), pad_id=tok.pad_token_id)
     teacher = teacher_logprobs(model, packed)[0, 1:]
     with torch.no_grad():

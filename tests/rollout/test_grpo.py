@@ -80,20 +80,49 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
 
     monkeypatch.chdir(REPO)
     config = str(REPO / "configs" / "tiny" / "agent_grpo.yaml")
-    common = ["fit", "--config", config, "--model.init_args.rollout.max_new_tokens=16",
-              "--model.init_args.rollout.n_samples=2"]
+    common = [
+        "fit",
+        "--config",
+        config,
+        "--model.init_args.rollout.max_new_tokens=16",
+        "--model.init_args.rollout.n_samples=2",
+    ]
     straight = tmp_path / "straight.jsonl"
-    main(common + [f"--trainer.logger.init_args.save_dir={tmp_path / 'a'}", "--trainer.max_steps=3",
-                   f"--trainer.callbacks+={_audit(straight)}"])
-    ckpt_cb = json.dumps({"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-                          "init_args": {"dirpath": str(tmp_path / "ckpt"), "every_n_train_steps": 2, "save_top_k": -1}})
+    main(
+        common
+        + [
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'a'}",
+            "--trainer.max_steps=3",
+            f"--trainer.callbacks+={_audit(straight)}",
+        ]
+    )
+    ckpt_cb = json.dumps(
+        {
+            "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+            "init_args": {"dirpath": str(tmp_path / "ckpt"), "every_n_train_steps": 2, "save_top_k": -1},
+        }
+    )
     first = tmp_path / "first.jsonl"
-    main(common + [f"--trainer.logger.init_args.save_dir={tmp_path / 'b'}", "--trainer.max_steps=2",
-                   f"--trainer.callbacks+={_audit(first)}", f"--trainer.callbacks+={ckpt_cb}"])
+    main(
+        common
+        + [
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'b'}",
+            "--trainer.max_steps=2",
+            f"--trainer.callbacks+={_audit(first)}",
+            f"--trainer.callbacks+={ckpt_cb}",
+        ]
+    )
     ckpt = next((tmp_path / "ckpt").glob("*.ckpt"))
     second = tmp_path / "second.jsonl"
-    main(common + [f"--trainer.logger.init_args.save_dir={tmp_path / 'c'}", "--trainer.max_steps=3",
-                   f"--trainer.callbacks+={_audit(second)}", f"--ckpt_path={ckpt}"])
+    main(
+        common
+        + [
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'c'}",
+            "--trainer.max_steps=3",
+            f"--trainer.callbacks+={_audit(second)}",
+            f"--ckpt_path={ckpt}",
+        ]
+    )
     digests = lambda p: [json.loads(line)["digest"] for line in p.read_text().splitlines()]
     assert digests(first) + digests(second) == digests(straight)
 
@@ -103,9 +132,21 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
     events = EventAccumulator(str(run))
     events.Reload()
     tags = set(events.Tags()["scalars"])
-    for tag in ("rollout/episode_reward_mean", "rollout/success_rate", "rollout/turns_mean", "train/clipfrac",
-                "time/user_simulator_s", "time/update_s", "time/old_logprobs_s", "rollout/reward",
-                "train/approx_kl", "train/entropy", "train/logprob_mismatch_abs", "time/rollout_s", "time/generate_s"):
+    for tag in (
+        "rollout/episode_reward_mean",
+        "rollout/success_rate",
+        "rollout/turns_mean",
+        "train/clipfrac",
+        "time/user_simulator_s",
+        "time/update_s",
+        "time/old_logprobs_s",
+        "rollout/reward",
+        "train/approx_kl",
+        "train/entropy",
+        "train/logprob_mismatch_abs",
+        "time/rollout_s",
+        "time/generate_s",
+    ):
         assert tag in tags, tag
     assert len(events.Scalars("train/updates")) == 3
     assert any(t.startswith("rollout/status/") for t in tags)
@@ -148,15 +189,25 @@ def _one_update(tiny_model_path, experience, force_old_pass: bool, monkeypatch):
     from mimesis_pl.modules import AgentGRPO
     from mimesis_pl.modules.settings import ModelSettings, PPOSettings
 
-    module = AgentGRPO(policy=ModelSettings(model_path=str(tiny_model_path)),
-                       ppo=PPOSettings(mini_batch_size=8, micro_batch_size=1))
+    module = AgentGRPO(
+        policy=ModelSettings(model_path=str(tiny_model_path)), ppo=PPOSettings(mini_batch_size=8, micro_batch_size=1)
+    )
     module.rollout_stage = _Fixed(experience)
     if force_old_pass:
         monkeypatch.setattr(AgentGRPO, "_has_dropout", lambda self: True)
     torch.manual_seed(0)
-    trainer = pl.Trainer(accelerator="cpu", max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, use_distributed_sampler=False)
-    trainer.fit(module, datamodule=GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=1))
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        max_steps=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+    )
+    trainer.fit(
+        module, datamodule=GymPromptDataModule(files=[str(REPO / "assets/data/gyms/train/*.parquet")], batch_size=1)
+    )
     monkeypatch.undo()
     return {k: v.detach().clone() for k, v in module.model.state_dict().items()}
 

@@ -18,7 +18,9 @@ E = "<|im_end|>"
 def make_rollout(tok, texts, cut=None, max_length=4096, max_turns=16, **template_kwargs):
     engine = ScriptedEngine(tok, texts, cut=cut)
     manager = EnvironmentManager(users=ScriptedUser(), max_turns=max_turns)
-    loop = MultiTurnRollout(engine, tok, manager, SamplingParams(max_new_tokens=64), max_length=max_length, template_kwargs=template_kwargs)
+    loop = MultiTurnRollout(
+        engine, tok, manager, SamplingParams(max_new_tokens=64), max_length=max_length, template_kwargs=template_kwargs
+    )
     return loop, engine
 
 
@@ -86,7 +88,10 @@ def test_max_turns_and_max_length(tiny_tokenizer):
 def test_thinking_template_keeps_sampled_ids(tiny_tokenizer):
     tok = tiny_tokenizer
     # with enable_thinking the header pre-fills "<think>": the policy writes the rest of the block
-    texts = ["\nask\n</think>\n\n" + say("action", "Is it a fruit?").split("\n", 1)[1], "\nsure\n</think>\n\n" + say("answer", "Kiwi").split("\n", 1)[1]]
+    texts = [
+        "\nask\n</think>\n\n" + say("action", "Is it a fruit?").split("\n", 1)[1],
+        "\nsure\n</think>\n\n" + say("answer", "Kiwi").split("\n", 1)[1],
+    ]
     loop, engine = make_rollout(tok, texts, enable_thinking=True)
     traj = asyncio.run(loop.run_episode(telepathy_row(), group_id="g", gen_uid="g-0"))
     assert traj.turn_rewards == [0.0, 1.0]
@@ -96,7 +101,9 @@ def test_thinking_template_keeps_sampled_ids(tiny_tokenizer):
 
 def test_batch_runs_episodes_concurrently(tiny_tokenizer):
     loop, engine = make_rollout(tiny_tokenizer, [say("answer", "Kiwi")])
-    trajs, timings = asyncio.run(loop.run_batch([telepathy_row(), telepathy_row("Kiwi")], n_samples=3, group_ids=["a", "b"]))
+    trajs, timings = asyncio.run(
+        loop.run_batch([telepathy_row(), telepathy_row("Kiwi")], n_samples=3, group_ids=["a", "b"])
+    )
     assert [t.group_id for t in trajs] == ["a"] * 3 + ["b"] * 3
     assert len({t.episode_id for t in trajs}) == 6
     assert all(t.turn_rewards == [1.0] for t in trajs)

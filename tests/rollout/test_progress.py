@@ -16,18 +16,32 @@ from mimesis_pl.spans import TurnSpan
 
 def traj(group: str, reward: float, status: str = "finished", turns: int = 1) -> Trajectory:
     spans = [TurnSpan(header_start=0, start=1, end=2)] * turns
-    t = Trajectory(input_ids=[1, 2], response_mask=[0, 1], prompt_length=1, turn_spans=spans,
-                   turn_rewards=[reward] * turns, group_id=group, gen_uid=group, episode_id=group, status=status)
+    t = Trajectory(
+        input_ids=[1, 2],
+        response_mask=[0, 1],
+        prompt_length=1,
+        turn_spans=spans,
+        turn_rewards=[reward] * turns,
+        group_id=group,
+        gen_uid=group,
+        episode_id=group,
+        status=status,
+    )
     t.reward = reward
     return t
 
 
 def test_groups_with_signal_counts_groups_whose_scores_differ():
     batch = [
-        traj("a", 0.0), traj("a", 0.5),            # spread: signal
-        traj("b", 1.0), traj("b", 1.0),            # all equal: every advantage is 0
-        traj("c", 0.0), traj("c", 1.0, "user_error"),  # the failure is masked: one scored member, no signal
-        traj("d", 0.2), traj("d", 0.2), traj("d", 0.3),
+        traj("a", 0.0),
+        traj("a", 0.5),  # spread: signal
+        traj("b", 1.0),
+        traj("b", 1.0),  # all equal: every advantage is 0
+        traj("c", 0.0),
+        traj("c", 1.0, "user_error"),  # the failure is masked: one scored member, no signal
+        traj("d", 0.2),
+        traj("d", 0.2),
+        traj("d", 0.3),
     ]
     assert groups_with_signal(batch) == 2 / 4
     assert groups_with_signal([]) == 0.0
@@ -40,8 +54,18 @@ def test_format_eta():
 
 
 def test_progress_line_shows_what_was_logged():
-    line = progress_line(3, 24, {"rollout/episode_reward_mean": 0.41666, "rollout/success_rate": 0.125,
-                                 "rollout/groups_with_signal": 0.5, "coach/notes": 6.0}, 3.14, 65.0)
+    line = progress_line(
+        3,
+        24,
+        {
+            "rollout/episode_reward_mean": 0.41666,
+            "rollout/success_rate": 0.125,
+            "rollout/groups_with_signal": 0.5,
+            "coach/notes": 6.0,
+        },
+        3.14,
+        65.0,
+    )
     assert line == "step  3/24  reward 0.417  success 0.125  signal 0.50  notes 6  3.1s/step  ETA 1m05s"
     assert progress_line(1, -1, {}, 1.0, float("nan")) == "step 1/?  1.0s/step  ETA ?"
 

@@ -32,14 +32,18 @@ def test_validation_schedule():
 
 
 def test_metrics_merge_ranks_and_average_sources_equally():
-    rank0 = summarize([
-        EpisodeRecord("travel", 1.0, True, 3, "finished"),
-        EpisodeRecord("travel", 0.0, False, 16, "max_turns"),
-    ])
-    rank1 = summarize([
-        EpisodeRecord("travel", 0.5, False, 4, "finished"),
-        EpisodeRecord("turtle", 0.0, False, 2, "env_error"),
-    ])
+    rank0 = summarize(
+        [
+            EpisodeRecord("travel", 1.0, True, 3, "finished"),
+            EpisodeRecord("travel", 0.0, False, 16, "max_turns"),
+        ]
+    )
+    rank1 = summarize(
+        [
+            EpisodeRecord("travel", 0.5, False, 4, "finished"),
+            EpisodeRecord("turtle", 0.0, False, 2, "env_error"),
+        ]
+    )
     m = validation_metrics(merge_summaries([rank0, rank1]))
     # 4 episodes: reward (1 + 0 + 0.5 + 0) / 4 = 0.375; travel mean 1.5 / 3 = 0.5, turtle 0 -> core 0.25
     assert m["val/reward"] == pytest.approx(0.375)
@@ -94,7 +98,10 @@ def test_engines_split_device_memory_between_the_ranks_on_it():
     cpu = vllm_llm_kwargs("m", ranks_per_device=4, on_cpu=True)
     assert cpu["kv_cache_memory_bytes"] == CPU_KV_CACHE_BYTES // 4
     assert "kv_cache_memory_bytes" not in vllm_llm_kwargs("m", on_cpu=True)  # one process: vLLM's own default
-    assert vllm_llm_kwargs("m", ranks_per_device=2, engine_kwargs={"kv_cache_memory_bytes": 7})["kv_cache_memory_bytes"] == 7
+    assert (
+        vllm_llm_kwargs("m", ranks_per_device=2, engine_kwargs={"kv_cache_memory_bytes": 7})["kv_cache_memory_bytes"]
+        == 7
+    )
     assert sglang_mem_fraction(0.5, 2) == 0.25
     with pytest.raises(ValueError, match="ranks_per_device"):
         vllm_llm_kwargs("m", ranks_per_device=0)
@@ -127,4 +134,10 @@ def test_training_validation_and_evaluation_share_one_turn_budget_and_reference_
     # reference optimiser: torch AdamW betas and eps; RL lr 1e-6 constant, weight decay 0.01, no warm-up
     assert (OptimSettings().betas, OptimSettings().eps) == ((0.9, 0.999), 1e-8)
     rl = REFERENCE_RL_OPTIM
-    assert (rl.lr, rl.weight_decay, rl.schedule, rl.warmup_ratio, rl.warmup_steps) == (1e-6, 0.01, "constant", 0.0, None)
+    assert (rl.lr, rl.weight_decay, rl.schedule, rl.warmup_ratio, rl.warmup_steps) == (
+        1e-6,
+        0.01,
+        "constant",
+        0.0,
+        None,
+    )

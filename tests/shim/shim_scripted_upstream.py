@@ -81,8 +81,12 @@ class ScriptedUpstream:
             await asyncio.sleep(float(spec["delay"]))
         if spec.get("status"):
             return web.json_response(
-                {"error": {"message": f"scripted failure {spec['status']} {spec.get('think') or ''}".strip(),
-                           "type": "server_error"}},
+                {
+                    "error": {
+                        "message": f"scripted failure {spec['status']} {spec.get('think') or ''}".strip(),
+                        "type": "server_error",
+                    }
+                },
                 status=int(spec["status"]),
             )
         if spec.get("mode") == "not_json":

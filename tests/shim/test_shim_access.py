@@ -7,10 +7,9 @@ import time
 
 import openai
 import pytest
-
-from mimesis_pl.shim import ShimClient, ShimError, StoreLimits
 from shim_scripted_upstream import directive
 
+from mimesis_pl.shim import ShimClient, ShimError, StoreLimits
 
 PERSONA = {"gym": "TelepathyGym", "entity": "Violin", "description": "Violin - a wooden string instrument."}
 PERSONA_MESSAGES = [

@@ -6,9 +6,9 @@ import asyncio
 import random
 
 import openai
+from shim_scripted_upstream import directive
 
 from mimesis_pl.shim import AsyncShimClient
-from shim_scripted_upstream import directive
 
 EPISODES = 64
 TURNS = 4

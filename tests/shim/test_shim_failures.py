@@ -8,10 +8,9 @@ import time
 
 import openai
 import pytest
-
-from mimesis_pl.shim import ShimClient
 from shim_scripted_upstream import directive
 
+from mimesis_pl.shim import ShimClient
 
 SECRET = "SECRET-the-user-wants-a-refund"
 

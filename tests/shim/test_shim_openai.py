@@ -7,9 +7,9 @@ import urllib.request
 
 import openai
 import pytest
+from shim_scripted_upstream import directive
 
 from mimesis_pl.shim import ShimClient
-from shim_scripted_upstream import directive
 
 REASONING_MODES = ["inline", "prefilled", "truncated", "two_blocks", "reasoning_content", "reasoning"]
 

@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from shim_scripted_upstream import directive
 
 from mimesis_pl.shim import PrivilegedShim, ServerThread, ShimClient, ShimError, shim_root
 from mimesis_pl.shim.serve import build_parser
 from mimesis_pl.shim.service import is_loopback_host
 from mimesis_pl.shim.upstream import completions_url
-from shim_scripted_upstream import directive
 
 REPO = Path(__file__).resolve().parents[2]
 

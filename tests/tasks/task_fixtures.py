@@ -42,11 +42,16 @@ class TextEngine:
         pass
 
 
-def make_context(tokenizer, respond, *, is_train=True, enable_think=True, max_new_tokens=64, judge=None,
-                 max_length=4096) -> TaskContext:
+def make_context(
+    tokenizer, respond, *, is_train=True, enable_think=True, max_new_tokens=64, judge=None, max_length=4096
+) -> TaskContext:
     engine = TextEngine(tokenizer, respond)
     sampling = SamplingParams(max_new_tokens=max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
     return TaskContext(
-        policy=Policy(engine, tokenizer, sampling, max_length=max_length), judge=judge or ScriptedJudge(),
-        partner=ScriptedPartner(), support_agent=ScriptedSupportAgent(), is_train=is_train, enable_think=enable_think,
+        policy=Policy(engine, tokenizer, sampling, max_length=max_length),
+        judge=judge or ScriptedJudge(),
+        partner=ScriptedPartner(),
+        support_agent=ScriptedSupportAgent(),
+        is_train=is_train,
+        enable_think=enable_think,
     )

@@ -50,7 +50,9 @@ from mimesis_pl.tasks.userllm import (
 )
 
 DATA = Path(__file__).resolve().parents[2] / "assets/data/simulator_rl"
-REPLY = "\nI weigh what this person would say here\n</think>\n\n<response>Message: hmm ok, tell me more about it</response>"
+REPLY = (
+    "\nI weigh what this person would say here\n</think>\n\n<response>Message: hmm ok, tell me more about it</response>"
+)
 
 
 def sample_rows() -> dict[str, dict]:
@@ -67,8 +69,15 @@ def test_sotopia_score_is_the_weighted_normalised_mean():
     worst = SotopiaVerdict(**{d: lo for d, (lo, hi, w) in DIMENSIONS.items()})
     assert sotopia_score(best) == 1.0 and sotopia_score(worst) == 0.0
     # goal 10 (w 2), relationship 0 → 0.5 (w 1), secret/social_rules 0 → 1 (w .5 each), the rest at their minimum
-    mid = SotopiaVerdict(believability=0, relationship=0, knowledge=0, secret=0, social_rules=0,
-                         financial_and_material_benefits=-5, goal=10)
+    mid = SotopiaVerdict(
+        believability=0,
+        relationship=0,
+        knowledge=0,
+        secret=0,
+        social_rules=0,
+        financial_and_material_benefits=-5,
+        goal=10,
+    )
     assert sotopia_score(mid) == pytest.approx((2 + 0.5 + 0.5 + 0.5) / 6)
     assert sotopia_score(SotopiaVerdict(**{d: 99 for d in DIMENSIONS})) == 1.0  # out of range is clamped
 
@@ -118,8 +127,15 @@ def test_userllm_terms():
 
 def test_arena_mapping_termination_and_labels():
     assert arena_score(MathVerdict(writing=5, interaction=2.5, fulfilment=0)) == pytest.approx(0.5)
-    assert arena_score(DocVerdict(document=10, writing=5, interaction=5, writing_features=0, interaction_features=0)) == pytest.approx(0.6)
-    for said in ("terminate conversation", "OK thanks. [TERMINATE CONVERSATION]", "TERMINATE_CONVERSATION", "bye <|endconversation|>"):
+    assert arena_score(
+        DocVerdict(document=10, writing=5, interaction=5, writing_features=0, interaction_features=0)
+    ) == pytest.approx(0.6)
+    for said in (
+        "terminate conversation",
+        "OK thanks. [TERMINATE CONVERSATION]",
+        "TERMINATE_CONVERSATION",
+        "bye <|endconversation|>",
+    ):
         assert wants_to_end(said)
     assert not wants_to_end("I will not terminate this")
     assert extract_message("thinking aloud. Query: what is a gcd?", "math") == "what is a gcd?"
@@ -146,7 +162,7 @@ def test_every_mixture_key_runs_its_sample_row_with_exact_masks(tiny_tokenizer):
         t = result.trajectory
         assert t.num_turns >= 1, key
         for span in t.turn_spans:  # every generated turn is trained exactly, nothing else is
-            assert t.input_ids[span.start:span.end] == reply_ids, key
+            assert t.input_ids[span.start : span.end] == reply_ids, key
         assert sum(t.response_mask) == len(reply_ids) * t.num_turns, key
         if key in ("sotopia", "coser", "mirrorbench", "sim_arena_math", "sim_arena_doc"):
             context = tiny_tokenizer.decode([i for i, m in zip(t.input_ids, t.response_mask) if m == 0])
@@ -160,7 +176,9 @@ def test_coser_plays_every_character_in_its_own_context(tiny_tokenizer):
     assert result.status == "ok" and len(trajectories) == 2 and {t.gen_uid for t in trajectories} == {"7"}
     nora, ida = (tiny_tokenizer.decode(t.input_ids) for t in trajectories)
     assert "You are Nora" in nora and "You are Ida" not in nora and "You are Ida" in ida
-    assert "Nora: <response>Message: hmm ok" in ida and "Environment: I see. Tell me more." in ida  # others' lines are Ida's context
+    assert (
+        "Nora: <response>Message: hmm ok" in ida and "Environment: I see. Tell me more." in ida
+    )  # others' lines are Ida's context
     assert result.metrics["coser/characters"] == 2.0
 
 
@@ -174,7 +192,9 @@ def test_judge_failure_is_counted_not_scored(tiny_tokenizer):
 
 def test_simulator_arena_user_can_end_and_sotopia_partner_can_open(tiny_tokenizer):
     rows = sample_rows()
-    ctx = make_context(tiny_tokenizer, lambda p, k: "\nI got what I needed now\n</think>\n\nQuery: thanks! TERMINATE CONVERSATION")
+    ctx = make_context(
+        tiny_tokenizer, lambda p, k: "\nI got what I needed now\n</think>\n\nQuery: thanks! TERMINATE CONVERSATION"
+    )
     result = asyncio.run(get_task("sim_arena_math").run(rows["sim_arena_math"], ctx, group_id="g", gen_uid="0"))
     assert result.metrics["sim_arena_math/turns"] == 1.0 and result.metrics["sim_arena_math/ended_by_user"] == 1.0
     row = json.loads(json.dumps(rows["sotopia"]))
@@ -195,7 +215,9 @@ def test_served_partner_and_judge_are_a_change_of_settings(tiny_tokenizer):
 
     async def run():
         async with judge_server([action, action, verdict]) as (url, seen):
-            ctx = make_context(tiny_tokenizer, lambda p, k: REPLY, max_new_tokens=96, judge=OpenAIJudge(settings(url), "judge"))
+            ctx = make_context(
+                tiny_tokenizer, lambda p, k: REPLY, max_new_tokens=96, judge=OpenAIJudge(settings(url), "judge")
+            )
             ctx.partner = OpenAIChatModel(settings(url), "partner")
             ctx.options = {"sotopia": {"max_turns": 4}}
             result = await get_task("sotopia").run(sample_rows()["sotopia"], ctx, group_id="g", gen_uid="0")

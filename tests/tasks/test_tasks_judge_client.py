@@ -66,8 +66,9 @@ async def judge_server(replies):
 
 
 def settings(url: str, retries: int = 2) -> EndpointSettings:
-    return EndpointSettings(kind="openai", url=url, model="judge-x", max_retries=retries, retry_backoff_s=0.0,
-                            reasoning_effort="low")
+    return EndpointSettings(
+        kind="openai", url=url, model="judge-x", max_retries=retries, retry_backoff_s=0.0, reasoning_effort="low"
+    )
 
 
 def test_served_judge_retries_invalid_json_then_returns_a_typed_verdict():
@@ -110,8 +111,12 @@ def test_empty_completion_is_an_error_not_an_empty_turn():
 
 def test_scripted_judge_is_deterministic_and_fails_at_its_rate():
     transcript = [("CUSTOMER", "my jeans are too small and i want a return"), ("AGENT", "sure")]
-    requests = [JudgeRequest(messages=[{"role": "user", "content": f"case {i}"}], transcript=transcript,
-                             goal="return due to size") for i in range(200)]
+    requests = [
+        JudgeRequest(
+            messages=[{"role": "user", "content": f"case {i}"}], transcript=transcript, goal="return due to size"
+        )
+        for i in range(200)
+    ]
     judge = ScriptedJudge(failure_rate=0.25)
     verdicts = [asyncio.run(judge.judge(r, Verdict)) for r in requests]
     again = [asyncio.run(ScriptedJudge(failure_rate=0.25).judge(r, Verdict)) for r in requests]

@@ -9,16 +9,20 @@ import torch
 
 from mimesis_pl.data.simulator_rl import read_task_rows
 from mimesis_pl.modules.simulator_stage import fold_experience
-from mimesis_pl.spans import TurnSpan
 from mimesis_pl.rollout.trajectory import Trajectory
+from mimesis_pl.spans import TurnSpan
 from mimesis_pl.tasks import UnknownTaskError
 from mimesis_pl.tasks.base import TaskResult
 
 
 def test_unknown_data_source_in_a_file_is_an_error_naming_the_row_and_the_known_keys(tmp_path):
     path = tmp_path / "rows.jsonl"
-    path.write_text(json.dumps({"data_source": "hitom", "extra_info": {}}) + "\n"
-                    + json.dumps({"data_source": "hitom_v2", "extra_info": {}}) + "\n")
+    path.write_text(
+        json.dumps({"data_source": "hitom", "extra_info": {}})
+        + "\n"
+        + json.dumps({"data_source": "hitom_v2", "extra_info": {}})
+        + "\n"
+    )
     with pytest.raises(UnknownTaskError) as err:
         read_task_rows([str(path)])
     assert f"{path}:row1" in str(err.value) and "'hitom_v2'" in str(err.value) and "usersim-behavior" in str(err.value)
@@ -34,9 +38,19 @@ def test_a_row_without_extra_info_is_named(tmp_path):
 def result(group: str, k: int, reward: float, n_tokens: int = 2) -> TaskResult:
     ids = [1, 2, 3] + [7] * n_tokens
     mask = [0, 0, 0] + [1] * n_tokens
-    t = Trajectory(input_ids=ids, response_mask=mask, prompt_length=3, turn_spans=[TurnSpan(1, 3, 3 + n_tokens)],
-                   turn_rewards=[reward], group_id=group, gen_uid=f"{group}-{k}", episode_id="e", status="ok",
-                   rollout_logprobs=[0.0] * len(ids), reward=reward)
+    t = Trajectory(
+        input_ids=ids,
+        response_mask=mask,
+        prompt_length=3,
+        turn_spans=[TurnSpan(1, 3, 3 + n_tokens)],
+        turn_rewards=[reward],
+        group_id=group,
+        gen_uid=f"{group}-{k}",
+        episode_id="e",
+        status="ok",
+        rollout_logprobs=[0.0] * len(ids),
+        reward=reward,
+    )
     return TaskResult("hitom", f"{group}-{k}", "ok", reward, reward, {}, t)
 
 

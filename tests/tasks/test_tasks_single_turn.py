@@ -22,8 +22,16 @@ from mimesis_pl.tasks.tom import (
     parse_options,
 )
 
-ROW = {"data_source": "hitom", "extra_info": {"index": 3, "story": "The pen is in the box.", "question": "Where?",
-                                               "choices": "A. box, B. green drawer", "correct_answer": "box"}}
+ROW = {
+    "data_source": "hitom",
+    "extra_info": {
+        "index": 3,
+        "story": "The pen is in the box.",
+        "question": "Where?",
+        "choices": "A. box, B. green drawer",
+        "correct_answer": "box",
+    },
+}
 
 
 def test_fantom_scoring_by_question_type():
@@ -64,7 +72,9 @@ def test_persona_scorers():
 
 
 def test_a_well_formed_answer_scores_and_passes_the_gate(tiny_tokenizer):
-    ctx = make_context(tiny_tokenizer, lambda prompt, k: "\nThe pen never moved from the box\n</think>\n\n<answer>A</answer>")
+    ctx = make_context(
+        tiny_tokenizer, lambda prompt, k: "\nThe pen never moved from the box\n</think>\n\n<answer>A</answer>"
+    )
     result = asyncio.run(get_task("hitom").run(ROW, ctx, group_id="g", gen_uid="g-0"))
     assert (result.status, result.reward, result.score) == ("ok", 1.0, 1.0)
     assert result.metrics["all/format_correct"] == 1.0 and result.metrics["hitom/reward"] == 1.0
@@ -75,16 +85,23 @@ def test_a_well_formed_answer_scores_and_passes_the_gate(tiny_tokenizer):
 
 def test_the_gate_zeroes_a_correct_answer_without_reasoning_in_training_only(tiny_tokenizer):
     reply = "\nA\n</think>\n\n<answer>A</answer>"  # 1-2 reasoning tokens < 4
-    train = asyncio.run(get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply), group_id="g", gen_uid="0"))
-    evaluate = asyncio.run(get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply, is_train=False),
-                                                 group_id="g", gen_uid="0"))
+    train = asyncio.run(
+        get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply), group_id="g", gen_uid="0")
+    )
+    evaluate = asyncio.run(
+        get_task("hitom").run(
+            ROW, make_context(tiny_tokenizer, lambda p, k: reply, is_train=False), group_id="g", gen_uid="0"
+        )
+    )
     assert train.metrics["all/format_correct"] == 0.0 and train.reward == 0.0 and train.score == 1.0
     assert evaluate.reward == 1.0
 
 
 def test_the_answer_is_never_read_from_the_reasoning(tiny_tokenizer):
     reply = "\nmaybe <answer>A</answer> is right\n</think>\n\nnot sure"
-    result = asyncio.run(get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply), group_id="g", gen_uid="0"))
+    result = asyncio.run(
+        get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply), group_id="g", gen_uid="0")
+    )
     assert result.score == 0.0
 
 

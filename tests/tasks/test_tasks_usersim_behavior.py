@@ -22,16 +22,26 @@ from mimesis_pl.tasks.usersim_behavior.reward import behavior_reward, control_re
 from mimesis_pl.tasks.usersim_behavior.support import clean_reply
 
 SECRET = "PRIVATE-PLAN-7781"
-SCENARIO = {"personal": {"customer_name": "dana lee", "member_level": "bronze", "username": "dlee4",
-                         "email": "dana@mail.test"},
-            "order": {"order_id": "5512038841", "payment_method": "paypal"}, "product": {"names": ["jeans"]}}
+SCENARIO = {
+    "personal": {"customer_name": "dana lee", "member_level": "bronze", "username": "dlee4", "email": "dana@mail.test"},
+    "order": {"order_id": "5512038841", "payment_method": "paypal"},
+    "product": {"names": ["jeans"]},
+}
 
 
 def row(behavior: str | None, kwargs: dict | None = None, budget: int = 2) -> dict:
-    return {"data_source": "usersim-behavior", "extra_info": {
-        "index": 17, "flow": "product_defect", "subflow": "return_size", "turn_budget": budget,
-        "behavior_ids": json.dumps([behavior] if behavior else []), "kwargs": json.dumps([kwargs or {}] if behavior else []),
-        "scenario": json.dumps(SCENARIO)}}
+    return {
+        "data_source": "usersim-behavior",
+        "extra_info": {
+            "index": 17,
+            "flow": "product_defect",
+            "subflow": "return_size",
+            "turn_budget": budget,
+            "behavior_ids": json.dumps([behavior] if behavior else []),
+            "kwargs": json.dumps([kwargs or {}] if behavior else []),
+            "scenario": json.dumps(SCENARIO),
+        },
+    }
 
 
 def test_reward_weights_hand_worked():
@@ -67,7 +77,9 @@ def reply_with_thought(prompt: str, k: int) -> str:
 
 
 @pytest.mark.parametrize("behavior", ["fabricated_or_false_premise", "hidden_evaluation_criteria", None])
-def test_private_reasoning_never_reaches_the_support_agent_and_reaches_the_judge_only_for_trace(tiny_tokenizer, behavior):
+def test_private_reasoning_never_reaches_the_support_agent_and_reaches_the_judge_only_for_trace(
+    tiny_tokenizer, behavior
+):
     ctx = make_context(tiny_tokenizer, reply_with_thought, enable_think=True, max_new_tokens=64)
     kwargs = {
         "fabricated_or_false_premise": {"field": "member_level", "true_value": "bronze", "false_value": "gold"},
@@ -92,8 +104,11 @@ def test_private_reasoning_never_reaches_the_support_agent_and_reaches_the_judge
 
 def test_no_turns_and_judge_failure_are_flagged_not_scored(tiny_tokenizer):
     malformed = make_context(tiny_tokenizer, lambda p, k: "never closes the think block", enable_think=True)
-    result = asyncio.run(get_task("usersim-behavior").run(row("request_overloading", {"n_requests": 3}), malformed,
-                                                          group_id="g", gen_uid="0"))
+    result = asyncio.run(
+        get_task("usersim-behavior").run(
+            row("request_overloading", {"n_requests": 3}), malformed, group_id="g", gen_uid="0"
+        )
+    )
     assert result.status == "no_turns" and not result.trained and not malformed.judge.requests
     failing = make_context(tiny_tokenizer, reply_with_thought, judge=ScriptedJudge(failure_rate=1.0))
     result = asyncio.run(get_task("usersim-behavior").run(row(None), failing, group_id="g", gen_uid="0"))
@@ -123,15 +138,18 @@ def test_the_trajectory_is_token_for_token_the_served_render(tiny_tokenizer, ena
     last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
     full = ChatRenderer(tiny_tokenizer, enable_thinking=enable_think).render(messages[: last + 1]).input_ids
     assert full[: len(ids)] == ids
-    assert tiny_tokenizer.decode(full[len(ids):]) == "\n"  # only the separator after the last generated turn
+    assert tiny_tokenizer.decode(full[len(ids) :]) == "\n"  # only the separator after the last generated turn
 
 
 def test_selfcheck_every_applicable_behaviour_derives_kwargs_renders_a_hint_and_bounds_its_rule():
     import random
 
     data = AbcdData.load()
-    public = [("user", "i am a GOLD member and i want it NOW"), ("agent", "Sorry, that is not possible."),
-              ("user", "can you check it and also send a label? please hurry")]
+    public = [
+        ("user", "i am a GOLD member and i want it NOW"),
+        ("agent", "Sorry, that is not possible."),
+        ("user", "can you check it and also send a label? please hurry"),
+    ]
     applicable = 0
     for behavior in BEHAVIORS.values():
         if not behavior.applicable(data, "product_defect", "return_size", SCENARIO):

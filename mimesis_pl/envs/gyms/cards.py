@@ -20,7 +20,7 @@ _FILLER_STEMS = frozenset(stem(w) for w in QUESTION_FILLER) | QUESTION_FILLER
 
 
 def reply_verdict(observation: str) -> str | None:
-    """"Yes", "No" or "Maybe" when the observation starts with one, else ``None``."""
+    """ "Yes", "No" or "Maybe" when the observation starts with one, else ``None``."""
     first = words(observation[:20])
     head = first[0] if first else ""
     return {"yes": "Yes", "no": "No", "maybe": "Maybe"}.get(head)

@@ -26,7 +26,20 @@ from mimesis_pl.eval.episodes.records import (
 from mimesis_pl.eval.episodes.runners import EngineEpisodeRunner, EpisodeRunner, step_record
 
 __all__ = [
-    "EngineEpisodeRunner", "EpisodeExecutor", "EpisodeRecord", "EpisodeRun", "EpisodeRunner", "EpisodeStep",
-    "EpisodeTimeout", "FAILURE_FOR_STATUS", "GymMetrics", "OpenAIChatEpisodeRunner", "append_transcript",
-    "episode_outcome", "gym_label", "read_transcripts", "step_record", "turn_text",
+    "EngineEpisodeRunner",
+    "EpisodeExecutor",
+    "EpisodeRecord",
+    "EpisodeRun",
+    "EpisodeRunner",
+    "EpisodeStep",
+    "EpisodeTimeout",
+    "FAILURE_FOR_STATUS",
+    "GymMetrics",
+    "OpenAIChatEpisodeRunner",
+    "append_transcript",
+    "episode_outcome",
+    "gym_label",
+    "read_transcripts",
+    "step_record",
+    "turn_text",
 ]

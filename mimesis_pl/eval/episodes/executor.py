@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from mimesis_pl.envs import GymTask
 from mimesis_pl.eval.episodes.records import append_transcript, episode_outcome
@@ -71,9 +72,17 @@ class EpisodeExecutor:
         extra_config: anything else that changes results and belongs in the configuration hash.
     """
 
-    def __init__(self, runner: EpisodeRunner, identity: RunIdentity, cache: TrialCache, n_trials: int = 1,
-                 retry: RetryPolicy | None = None, max_concurrency: int = 8, transcripts: str | Path | None = None,
-                 extra_config: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        runner: EpisodeRunner,
+        identity: RunIdentity,
+        cache: TrialCache,
+        n_trials: int = 1,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 8,
+        transcripts: str | Path | None = None,
+        extra_config: Mapping[str, Any] | None = None,
+    ) -> None:
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
         self.runner = runner
@@ -90,21 +99,38 @@ class EpisodeExecutor:
         """Everything besides the task and the agent's identity that decides a trial's result."""
         manager = self.runner.manager
         canonical = manager.registry.canonical_name(env_name)
-        return {"env_name": canonical, "gym_options": manager.gym_options.get(canonical, {}),
-                "max_turns": manager.max_turns, "show_reward": manager.show_reward,
-                "agent": dict(self.runner.settings()), "extra": self.extra_config}
+        return {
+            "env_name": canonical,
+            "gym_options": manager.gym_options.get(canonical, {}),
+            "max_turns": manager.max_turns,
+            "show_reward": manager.show_reward,
+            "agent": dict(self.runner.settings()),
+            "extra": self.extra_config,
+        }
 
     def task_ref(self, task: GymTask) -> TaskRef:
-        return TaskRef(gym=gym_label(task.env_name), task_id=task.key,
-                       gym_config_hash=config_hash(self.gym_config(task.env_name)), payload=task)
+        return TaskRef(
+            gym=gym_label(task.env_name),
+            task_id=task.key,
+            gym_config_hash=config_hash(self.gym_config(task.env_name)),
+            payload=task,
+        )
 
     async def run(self, tasks: Sequence[GymTask | Mapping[str, Any]]) -> EpisodeRun:
         """Run every missing trial of ``tasks`` (rows are parsed into :class:`GymTask`)."""
-        parsed = [t if isinstance(t, GymTask) else GymTask.from_row(t, source=str(t.get("_source", "<row>")))
-                  for t in tasks]
+        parsed = [
+            t if isinstance(t, GymTask) else GymTask.from_row(t, source=str(t.get("_source", "<row>"))) for t in tasks
+        ]
         refs = tuple(self.task_ref(t) for t in parsed)
-        report = await run_trials(refs, self.n_trials, self.identity, self._trial, self.cache, self.retry,
-                                  max_concurrency=self.max_concurrency)
+        report = await run_trials(
+            refs,
+            self.n_trials,
+            self.identity,
+            self._trial,
+            self.cache,
+            self.retry,
+            max_concurrency=self.max_concurrency,
+        )
         return EpisodeRun(tasks=refs, report=report, records=tuple(self.records(refs)))
 
     async def _trial(self, ref: TaskRef, trial: int) -> TrialOutcome:

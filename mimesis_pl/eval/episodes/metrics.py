@@ -7,7 +7,8 @@ by batch; unscored trials are masked out (``valid``), so they count neither as f
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn

@@ -14,7 +14,8 @@ import json
 import os
 import time
 import uuid
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import openai
 
@@ -37,8 +38,10 @@ def turn_text(message: Mapping[str, Any]) -> str:
         function = call.get("function") or {}
         arguments = function.get("arguments")
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
-        parts.append(f'<tool_call>\n{{"name": {json.dumps(function.get("name"), ensure_ascii=False)}, '
-                     f'"arguments": {arguments}}}\n</tool_call>')
+        parts.append(
+            f'<tool_call>\n{{"name": {json.dumps(function.get("name"), ensure_ascii=False)}, '
+            f'"arguments": {arguments}}}\n</tool_call>'
+        )
     return "\n".join(p for p in parts if p).strip()
 
 
@@ -62,32 +65,54 @@ class OpenAIChatEpisodeRunner:
     servers reject a ``tool`` message that answers no call.
     """
 
-    def __init__(self, manager: EnvironmentManager, base_url: str, model: str, api_key: str | None = None,
-                 api_key_env: str | None = None, temperature: float = 0.0, max_tokens: int = 2048,
-                 tool_choice: Literal["auto", "required"] = "auto", timeout_s: float = 120.0,
-                 extra_body: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        manager: EnvironmentManager,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        tool_choice: Literal["auto", "required"] = "auto",
+        timeout_s: float = 120.0,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
         if api_key is None and api_key_env is not None:
             api_key = os.environ.get(api_key_env)
             if not api_key:
-                raise ValueError(f"OpenAIChatEpisodeRunner: environment variable {api_key_env!r} (api_key_env) "
-                                 "is not set")
+                raise ValueError(
+                    f"OpenAIChatEpisodeRunner: environment variable {api_key_env!r} (api_key_env) is not set"
+                )
         check_choice("tool_choice", tool_choice, ("auto", "required"))
         self.manager = manager
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.tool_choice = tool_choice
         self.extra_body = dict(extra_body or {})
         # Retries belong to the trial runner's policy, so the client makes one attempt per request.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s,
-                                          max_retries=0)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
+        )
 
     def settings(self) -> dict[str, Any]:
-        return {"runner": "openai_chat", "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "tool_choice": self.tool_choice, "extra_body": self.extra_body}
+        return {
+            "runner": "openai_chat",
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "tool_choice": self.tool_choice,
+            "extra_body": self.extra_body,
+        }
 
     async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], where: str) -> Any:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "tools": tools,
-                                  "tool_choice": self.tool_choice, "temperature": self.temperature,
-                                  "max_tokens": self.max_tokens, "n": 1}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "tools": tools,
+            "tool_choice": self.tool_choice,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "n": 1,
+        }
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         try:
@@ -114,8 +139,18 @@ class OpenAIChatEpisodeRunner:
                 text = turn_text(message)
                 if choice.finish_reason == "length":
                     # A cut turn is not a finished action (as in the token loop): nothing is executed.
-                    steps.append(EpisodeStep(turn=turn, agent_output=text, action=None, tool_error=None,
-                                             observation=None, reward=0.0, done=True, finish_reason="length"))
+                    steps.append(
+                        EpisodeStep(
+                            turn=turn,
+                            agent_output=text,
+                            action=None,
+                            tool_error=None,
+                            observation=None,
+                            reward=0.0,
+                            done=True,
+                            finish_reason="length",
+                        )
+                    )
                     truncated = True
                     break
                 result = await episode.step(text)
@@ -125,11 +160,17 @@ class OpenAIChatEpisodeRunner:
             summary = await episode.finish(Termination.ABORTED if truncated else None)
         rewards = list(summary.rewards) + ([0.0] if truncated else [])
         return EpisodeRecord(
-            episode_id=episode.episode_id, env_name=task.env_name, task_id=task.key,
-            status="truncated" if truncated else summary.status.value, turn_rewards=tuple(rewards),
-            steps=tuple(steps), messages=tuple(messages),
+            episode_id=episode.episode_id,
+            env_name=task.env_name,
+            task_id=task.key,
+            status="truncated" if truncated else summary.status.value,
+            turn_rewards=tuple(rewards),
+            steps=tuple(steps),
+            messages=tuple(messages),
             simulator=tuple({"reply": p.reply, "reasoning": p.reasoning} for p in episode.privileged),
-            error=summary.error, counters=dict(summary.counters), duration_s=time.perf_counter() - started,
+            error=summary.error,
+            counters=dict(summary.counters),
+            duration_s=time.perf_counter() - started,
         )
 
     async def aclose(self) -> None:

@@ -14,9 +14,10 @@ scored again without re-running anything (:func:`read_transcripts`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from mimesis_pl.eval.failures import (
     EnvironmentFailure,
@@ -104,21 +105,33 @@ class EpisodeRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "version": RECORD_VERSION, "episode_id": self.episode_id, "env_name": self.env_name,
-            "task_id": self.task_id, "status": self.status, "turn_rewards": list(self.turn_rewards),
-            "steps": [s.to_dict() for s in self.steps], "messages": [dict(m) for m in self.messages],
-            "simulator": [dict(s) for s in self.simulator], "error": self.error,
-            "counters": dict(self.counters), "duration_s": self.duration_s,
+            "version": RECORD_VERSION,
+            "episode_id": self.episode_id,
+            "env_name": self.env_name,
+            "task_id": self.task_id,
+            "status": self.status,
+            "turn_rewards": list(self.turn_rewards),
+            "steps": [s.to_dict() for s in self.steps],
+            "messages": [dict(m) for m in self.messages],
+            "simulator": [dict(s) for s in self.simulator],
+            "error": self.error,
+            "counters": dict(self.counters),
+            "duration_s": self.duration_s,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "EpisodeRecord":
+    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeRecord:
         return cls(
-            episode_id=data["episode_id"], env_name=data["env_name"], task_id=data["task_id"],
-            status=data["status"], turn_rewards=tuple(float(r) for r in data["turn_rewards"]),
+            episode_id=data["episode_id"],
+            env_name=data["env_name"],
+            task_id=data["task_id"],
+            status=data["status"],
+            turn_rewards=tuple(float(r) for r in data["turn_rewards"]),
             steps=tuple(EpisodeStep(**s) for s in data.get("steps", ())),
-            messages=tuple(data.get("messages", ())), simulator=tuple(data.get("simulator", ())),
-            error=data.get("error"), counters=dict(data.get("counters", {})),
+            messages=tuple(data.get("messages", ())),
+            simulator=tuple(data.get("simulator", ())),
+            error=data.get("error"),
+            counters=dict(data.get("counters", {})),
             duration_s=float(data.get("duration_s", 0.0)),
         )
 
@@ -132,11 +145,16 @@ def episode_outcome(record: EpisodeRecord) -> TrialOutcome:
     """
     failure = FAILURE_FOR_STATUS.get(record.status)
     if failure is not None:
-        raise failure(f"episode {record.episode_id} ({record.env_name}/{record.task_id}) ended with "
-                      f"{record.status}: {record.error or 'no error message'}")
+        raise failure(
+            f"episode {record.episode_id} ({record.env_name}/{record.task_id}) ended with "
+            f"{record.status}: {record.error or 'no error message'}"
+        )
     info = {
-        "episode_id": record.episode_id, "status": record.status, "turns": len(record.steps),
-        "turn_rewards": list(record.turn_rewards), "tool_errors": int(record.counters.get("tool_errors", 0)),
+        "episode_id": record.episode_id,
+        "status": record.status,
+        "turns": len(record.steps),
+        "turn_rewards": list(record.turn_rewards),
+        "tool_errors": int(record.counters.get("tool_errors", 0)),
     }
     return TrialOutcome(reward=record.reward, info=info)
 

@@ -14,8 +14,9 @@ evaluation sees the same prompt, template, tool schema and observation format as
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mimesis_pl.envs import EnvironmentManager, GymTask, TurnResult
 from mimesis_pl.envs.tool import parse_turn
@@ -42,14 +43,22 @@ class EpisodeRunner(Protocol):
     async def run_episode(self, task: GymTask, episode_prefix: str) -> EpisodeRecord: ...
 
 
-def step_record(turn: int, text: str, result: TurnResult, choices: tuple[str, ...],
-                finish_reason: str | None = None) -> EpisodeStep:
+def step_record(
+    turn: int, text: str, result: TurnResult, choices: tuple[str, ...], finish_reason: str | None = None
+) -> EpisodeStep:
     """The record of one executed turn: what the agent wrote, what was executed, what came back."""
     parsed = parse_turn(text, allowed_choices=choices)  # the same parse Episode.step just made
     action = {"choice": parsed.action.choice, "content": parsed.action.content} if parsed.action else None
-    return EpisodeStep(turn=turn, agent_output=text, action=action,
-                       tool_error=parsed.error.kind if parsed.error else None, observation=result.observation,
-                       reward=result.reward, done=result.done, finish_reason=finish_reason)
+    return EpisodeStep(
+        turn=turn,
+        agent_output=text,
+        action=action,
+        tool_error=parsed.error.kind if parsed.error else None,
+        observation=result.observation,
+        reward=result.reward,
+        done=result.done,
+        finish_reason=finish_reason,
+    )
 
 
 @dataclass
@@ -106,9 +115,15 @@ class EngineEpisodeRunner:
 
     def settings(self) -> dict[str, Any]:
         s = self.rollout.sampling
-        return {"runner": "engine", "max_new_tokens": s.max_new_tokens, "temperature": s.temperature,
-                "top_p": s.top_p, "top_k": s.top_k, "max_length": self.rollout.max_length,
-                "template_kwargs": dict(self.rollout.template_kwargs)}
+        return {
+            "runner": "engine",
+            "max_new_tokens": s.max_new_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "top_k": s.top_k,
+            "max_length": self.rollout.max_length,
+            "template_kwargs": dict(self.rollout.template_kwargs),
+        }
 
     async def run_episode(self, task: GymTask, episode_prefix: str) -> EpisodeRecord:
         started = time.perf_counter()
@@ -123,19 +138,36 @@ class EngineEpisodeRunner:
             for episode_id in [e for e in self._recorder.logs if e.startswith(f"{episode_prefix}-") and e != keep]:
                 del self._recorder.logs[episode_id]
         log = self._recorder.logs.pop(trajectory.episode_id, _StepLog((), []))
-        steps = [step_record(t, text, result, log.choices, _at(trajectory.finish_reasons, t))
-                 for t, (text, result) in enumerate(log.steps)]
+        steps = [
+            step_record(t, text, result, log.choices, _at(trajectory.finish_reasons, t))
+            for t, (text, result) in enumerate(log.steps)
+        ]
         if len(trajectory.finish_reasons) > len(steps):
             # The last turn ran out of tokens: the loop did not send it to the environment.
             t = len(steps)
-            steps.append(EpisodeStep(turn=t, agent_output=trajectory.messages[-1]["content"], action=None,
-                                     tool_error=None, observation=None, reward=0.0, done=True,
-                                     finish_reason=trajectory.finish_reasons[t]))
+            steps.append(
+                EpisodeStep(
+                    turn=t,
+                    agent_output=trajectory.messages[-1]["content"],
+                    action=None,
+                    tool_error=None,
+                    observation=None,
+                    reward=0.0,
+                    done=True,
+                    finish_reason=trajectory.finish_reasons[t],
+                )
+            )
         return EpisodeRecord(
-            episode_id=trajectory.episode_id, env_name=task.env_name, task_id=task.key, status=trajectory.status,
-            turn_rewards=tuple(trajectory.turn_rewards), steps=tuple(steps), messages=tuple(trajectory.messages),
+            episode_id=trajectory.episode_id,
+            env_name=task.env_name,
+            task_id=task.key,
+            status=trajectory.status,
+            turn_rewards=tuple(trajectory.turn_rewards),
+            steps=tuple(steps),
+            messages=tuple(trajectory.messages),
             simulator=tuple({"reply": p.reply, "reasoning": p.reasoning} for p in trajectory.privileged),
-            error=getattr(log.episode, "error", None), counters=dict(trajectory.counters),
+            error=getattr(log.episode, "error", None),
+            counters=dict(trajectory.counters),
             duration_s=time.perf_counter() - started,
         )
 

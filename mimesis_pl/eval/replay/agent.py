@@ -7,8 +7,9 @@ talks to any OpenAI-compatible server; :class:`ScriptedAgent` answers from a scr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.chat.tool_calls import ToolCall, ToolCallParseError, parse_tool_calls
@@ -35,24 +36,34 @@ class AgentDecision:
         return not self.tool_calls and self.parse_error is None
 
     @classmethod
-    def final(cls, text: str) -> "AgentDecision":
+    def final(cls, text: str) -> AgentDecision:
         return cls(text=text, raw=text)
 
     @classmethod
-    def call(cls, name: str, arguments: Mapping[str, Any] | None = None) -> "AgentDecision":
+    def call(cls, name: str, arguments: Mapping[str, Any] | None = None) -> AgentDecision:
         return cls(tool_calls=(ToolCall(name=name, arguments=dict(arguments or {})),))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in self.tool_calls],
-            "text": self.text, "raw": self.raw, "reasoning": self.reasoning, "parse_error": self.parse_error,
+            "text": self.text,
+            "raw": self.raw,
+            "reasoning": self.reasoning,
+            "parse_error": self.parse_error,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "AgentDecision":
-        calls = tuple(ToolCall(name=c["name"], arguments=dict(c.get("arguments", {}))) for c in data.get("tool_calls", ()))
-        return cls(tool_calls=calls, text=data.get("text", ""), raw=data.get("raw", ""),
-                   reasoning=data.get("reasoning"), parse_error=data.get("parse_error"))
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentDecision:
+        calls = tuple(
+            ToolCall(name=c["name"], arguments=dict(c.get("arguments", {}))) for c in data.get("tool_calls", ())
+        )
+        return cls(
+            tool_calls=calls,
+            text=data.get("text", ""),
+            raw=data.get("raw", ""),
+            reasoning=data.get("reasoning"),
+            parse_error=data.get("parse_error"),
+        )
 
 
 def decision_from_text(text: str) -> AgentDecision:

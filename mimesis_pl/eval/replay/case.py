@@ -11,9 +11,10 @@ the parser checks the cross-field rules that these classes assume.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, Union
+from typing import Any, Literal, Union
 
 from mimesis_pl.eval.replay.values import thaw
 
@@ -41,8 +42,12 @@ class ToolExpectation:
         return pinned
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "args": thaw(self.args), "args_any": thaw(self.args_any),
-                "allow_extra_args": self.allow_extra_args}
+        return {
+            "tool": self.tool,
+            "args": thaw(self.args),
+            "args_any": thaw(self.args_any),
+            "allow_extra_args": self.allow_extra_args,
+        }
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,11 @@ class FinalExpectation:
     judge: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"final": True, "contains_any": list(self.contains_any),
-                               "contains_all": list(self.contains_all)}
+        out: dict[str, Any] = {
+            "final": True,
+            "contains_any": list(self.contains_any),
+            "contains_all": list(self.contains_all),
+        }
         if self.judge is not None:
             out["judge"] = self.judge
         return out

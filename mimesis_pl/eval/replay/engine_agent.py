@@ -10,7 +10,8 @@ only thing that may repeat it, and only after an infrastructure failure.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.eval.failures import AgentTransportFailure
@@ -39,9 +40,15 @@ class EngineChatAgent:
     ``calls`` counts ``engine.generate`` calls, so tests and artifacts can check "one call per request".
     """
 
-    def __init__(self, engine: RolloutEngine, tokenizer: Any, max_new_tokens: int = 1024,
-                 context_mode: Literal["system", "none"] = "system",
-                 template_kwargs: Mapping[str, Any] | None = None, max_prompt_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        engine: RolloutEngine,
+        tokenizer: Any,
+        max_new_tokens: int = 1024,
+        context_mode: Literal["system", "none"] = "system",
+        template_kwargs: Mapping[str, Any] | None = None,
+        max_prompt_tokens: int | None = None,
+    ) -> None:
         if tokenizer.eos_token_id is None:
             raise ValueError("EngineChatAgent: the tokenizer has no eos_token_id to stop a turn on")
         self.engine = engine
@@ -49,8 +56,9 @@ class EngineChatAgent:
         self.context_mode = context_mode
         self.template_kwargs = dict(template_kwargs or {})
         self.max_prompt_tokens = max_prompt_tokens
-        self.sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0,
-                                       stop_token_ids=(tokenizer.eos_token_id,))
+        self.sampling = SamplingParams(
+            max_new_tokens=max_new_tokens, temperature=0.0, stop_token_ids=(tokenizer.eos_token_id,)
+        )
         self.calls = 0
         self._renderers: dict[str, ChatRenderer] = {}
 
@@ -66,8 +74,10 @@ class EngineChatAgent:
         tools = request.to_openai()["tools"]
         ids = self._renderer(tools).prompt_ids(request_messages(request, self.context_mode), sample=request.id)
         if self.max_prompt_tokens is not None and len(ids) > self.max_prompt_tokens:
-            raise ValueError(f"replay request {request.id!r} renders to {len(ids)} tokens, more than "
-                             f"max_prompt_tokens={self.max_prompt_tokens}")
+            raise ValueError(
+                f"replay request {request.id!r} renders to {len(ids)} tokens, more than "
+                f"max_prompt_tokens={self.max_prompt_tokens}"
+            )
         return ids
 
     async def decide(self, request: ReplayRequest) -> AgentDecision:

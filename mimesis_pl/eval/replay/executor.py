@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from mimesis_pl.eval.failures import RetryPolicy, run_with_retries
 from mimesis_pl.eval.replay.agent import ChatAgent
@@ -44,8 +44,13 @@ class ReplayExecutor:
         max_concurrency: requests in flight at once.
     """
 
-    def __init__(self, agent: ChatAgent, scorer: ReplayScorer | None = None, retry: RetryPolicy | None = None,
-                 max_concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        agent: ChatAgent,
+        scorer: ReplayScorer | None = None,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 4,
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.agent = agent
@@ -78,25 +83,48 @@ class ReplayExecutor:
         preferred = next((o.path_id for o in oracles if o.preferred), None)
         started = time.perf_counter()
         result = await run_with_retries(lambda: self.agent.decide(request), self.retry)
-        common = dict(request_id=request.id, case_id=request.case_id, turn=request.turn, step=request.step,
-                      oracles=tuple(o.path_id for o in oracles), preferred_path=preferred,
-                      history=request.history, attempts=result.attempts, agent_calls=result.attempts)
+        common = dict(
+            request_id=request.id,
+            case_id=request.case_id,
+            turn=request.turn,
+            step=request.step,
+            oracles=tuple(o.path_id for o in oracles),
+            preferred_path=preferred,
+            history=request.history,
+            attempts=result.attempts,
+            agent_calls=result.attempts,
+        )
         if not result.succeeded:
-            return ReplayRecord(**common, status="unscored", passed=None, matched=(), oracle_results=(),
-                                decision=None, failure=result.failure.value if result.failure else None,
-                                error=result.error, duration_s=time.perf_counter() - started)
+            return ReplayRecord(
+                **common,
+                status="unscored",
+                passed=None,
+                matched=(),
+                oracle_results=(),
+                decision=None,
+                failure=result.failure.value if result.failure else None,
+                error=result.error,
+                duration_s=time.perf_counter() - started,
+            )
         decision = result.value
         assert decision is not None
         score = await self.scorer.score(request, oracles, decision)
         passed = score.passed
-        return ReplayRecord(**common, status="scored" if passed is not None else "unscored", passed=passed,
-                            matched=score.matched, oracle_results=score.results, decision=decision,
-                            failure=None if passed is not None else "unjudged",
-                            duration_s=time.perf_counter() - started)
+        return ReplayRecord(
+            **common,
+            status="scored" if passed is not None else "unscored",
+            passed=passed,
+            matched=score.matched,
+            oracle_results=score.results,
+            decision=decision,
+            failure=None if passed is not None else "unjudged",
+            duration_s=time.perf_counter() - started,
+        )
 
 
-async def rescore(records: Iterable[ReplayRecord], plans: Iterable[ExecutionPlan],
-                  scorer: ReplayScorer | None = None) -> ReplayRun:
+async def rescore(
+    records: Iterable[ReplayRecord], plans: Iterable[ExecutionPlan], scorer: ReplayScorer | None = None
+) -> ReplayRun:
     """Score recorded decisions again against ``plans`` without calling the agent (e.g. after a case's
     expectations were corrected, or with a judge added). Records without a decision stay as they are."""
     scorer = scorer or ReplayScorer()
@@ -113,17 +141,29 @@ async def rescore(records: Iterable[ReplayRecord], plans: Iterable[ExecutionPlan
         oracles = plan.expected[request.id]
         score = await scorer.score(request, oracles, record.decision)
         passed = score.passed
-        out.append(replace(record, oracles=tuple(o.path_id for o in oracles),
-                           preferred_path=next((o.path_id for o in oracles if o.preferred), None),
-                           status="scored" if passed is not None else "unscored", passed=passed,
-                           matched=score.matched, oracle_results=score.results,
-                           failure=None if passed is not None else "unjudged"))
+        out.append(
+            replace(
+                record,
+                oracles=tuple(o.path_id for o in oracles),
+                preferred_path=next((o.path_id for o in oracles if o.preferred), None),
+                status="scored" if passed is not None else "unscored",
+                passed=passed,
+                matched=score.matched,
+                oracle_results=score.results,
+                failure=None if passed is not None else "unjudged",
+            )
+        )
     return ReplayRun(records=tuple(out), skipped=tuple(s for p in plans for s in p.skipped))
 
 
-async def run_replay(case_paths: Sequence[str | Path], agent: ChatAgent, artifacts: str | Path | None = None,
-                     scorer: ReplayScorer | None = None, retry: RetryPolicy | None = None,
-                     max_concurrency: int = 4) -> ReplayRun:
+async def run_replay(
+    case_paths: Sequence[str | Path],
+    agent: ChatAgent,
+    artifacts: str | Path | None = None,
+    scorer: ReplayScorer | None = None,
+    retry: RetryPolicy | None = None,
+    max_concurrency: int = 4,
+) -> ReplayRun:
     """Load, validate and project every case under ``case_paths``, then execute them against ``agent``."""
     plans = [project(case) for case in load_cases(*case_paths)]
     executor = ReplayExecutor(agent, scorer=scorer, retry=retry, max_concurrency=max_concurrency)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path as FsPath
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -32,8 +33,7 @@ class _CaseYamlLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
             if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -45,14 +45,19 @@ _CaseYamlLoader.yaml_implicit_resolvers = {
 _CaseYamlLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 _CaseYamlLoader.add_implicit_resolver(_INT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789"))
 _CaseYamlLoader.add_implicit_resolver(
-    _FLOAT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)$"), list("-+0123456789"))
+    _FLOAT,
+    re.compile(r"^[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)$"),
+    list("-+0123456789"),
+)
 
 
 def read_case_file(path: str | FsPath) -> Any:
     """The raw content of one case file: a case (mapping) or a list of cases."""
     path = FsPath(path)
     if path.suffix not in CASE_SUFFIXES:
-        raise CaseFormatError(f"unsupported file type {path.suffix!r}; use one of {list(CASE_SUFFIXES)}", source=str(path))
+        raise CaseFormatError(
+            f"unsupported file type {path.suffix!r}; use one of {list(CASE_SUFFIXES)}", source=str(path)
+        )
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_CaseYamlLoader)
@@ -96,8 +101,9 @@ def load_cases(*paths: str | FsPath) -> tuple[ReplayCase, ...]:
             source = f"{file}[{index}]" if many else str(file)
             case = parse_case(raw, source=source)
             if case.id in origin:
-                raise CaseFormatError(f"duplicate case id; first defined in {origin[case.id]}",
-                                      source=source, case_id=case.id)
+                raise CaseFormatError(
+                    f"duplicate case id; first defined in {origin[case.id]}", source=source, case_id=case.id
+                )
             origin[case.id] = source
             cases.append(case)
     if not cases:

@@ -7,7 +7,8 @@ reasons end up in the artifacts, so they name the argument and both values.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mimesis_pl.eval.replay.case import FinalExpectation, ToolExpectation
 from mimesis_pl.eval.replay.values import canonical_json, json_equal

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import openai
 
@@ -22,7 +23,9 @@ def render_context_message(context: Mapping[str, Any]) -> dict[str, str]:
     return {"role": "system", "content": "Request context (JSON): " + canonical_json(context)}
 
 
-def request_messages(request: ReplayRequest, context_mode: Literal["system", "none"] = "system") -> list[dict[str, Any]]:
+def request_messages(
+    request: ReplayRequest, context_mode: Literal["system", "none"] = "system"
+) -> list[dict[str, Any]]:
     """The request's messages as fresh dicts, with the request context as a system message after the
     case's own system prompt (``context_mode="system"``). Every agent kind sends the same messages."""
     check_choice("context_mode", context_mode, ("system", "none"))
@@ -58,11 +61,19 @@ def decision_from_message(message: Mapping[str, Any]) -> AgentDecision:
         try:
             parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
         except json.JSONDecodeError as err:
-            return AgentDecision(text=text, raw=raw, reasoning=reasoning,
-                                 parse_error=f"tool call {i} ({name}): arguments are not JSON ({err.msg})")
+            return AgentDecision(
+                text=text,
+                raw=raw,
+                reasoning=reasoning,
+                parse_error=f"tool call {i} ({name}): arguments are not JSON ({err.msg})",
+            )
         if not isinstance(name, str) or not name or not isinstance(parsed, dict):
-            return AgentDecision(text=text, raw=raw, reasoning=reasoning,
-                                 parse_error=f"tool call {i}: needs a name and an object of arguments, got {function!r}")
+            return AgentDecision(
+                text=text,
+                raw=raw,
+                reasoning=reasoning,
+                parse_error=f"tool call {i}: needs a name and an object of arguments, got {function!r}",
+            )
         calls.append(ToolCall(name=name, arguments=parsed))
     return AgentDecision(tool_calls=tuple(calls), text=text, raw=raw, reasoning=reasoning)
 
@@ -85,11 +96,19 @@ class OpenAIChatAgent:
         extra_body: extra JSON fields for the server (e.g. ``{"chat_template_kwargs": {...}}``).
     """
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, api_key_env: str | None = None,
-                 temperature: float = 0.0, max_tokens: int = 2048,
-                 tool_choice: Literal["auto", "required", "none"] = "auto",
-                 context_mode: Literal["system", "none"] = "system", timeout_s: float = 120.0,
-                 extra_body: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        tool_choice: Literal["auto", "required", "none"] = "auto",
+        context_mode: Literal["system", "none"] = "system",
+        timeout_s: float = 120.0,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
         check_choice("context_mode", context_mode, ("system", "none"))
         if api_key is None and api_key_env is not None:
             api_key = os.environ.get(api_key_env)
@@ -99,14 +118,21 @@ class OpenAIChatAgent:
         self.tool_choice, self.context_mode = tool_choice, context_mode
         self.extra_body = dict(extra_body or {})
         # Retries belong to the executor's policy, so the client itself makes one attempt.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
+        )
 
     def build_messages(self, request: ReplayRequest) -> list[dict[str, Any]]:
         return request_messages(request, self.context_mode)
 
     async def decide(self, request: ReplayRequest) -> AgentDecision:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": self.build_messages(request),
-                                  "temperature": self.temperature, "max_tokens": self.max_tokens, "n": 1}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": self.build_messages(request),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "n": 1,
+        }
         if request.tools:
             kwargs["tools"] = request.to_openai()["tools"]
             kwargs["tool_choice"] = self.tool_choice
@@ -116,7 +142,8 @@ class OpenAIChatAgent:
             response = await self._client.chat.completions.create(**kwargs)
         except openai.APIError as err:
             raise AgentTransportFailure(
-                f"agent {self.model!r} request {request.id!r} failed: {type(err).__name__}: {err}") from err
+                f"agent {self.model!r} request {request.id!r} failed: {type(err).__name__}: {err}"
+            ) from err
         if not response.choices:
             raise AgentTransportFailure(f"agent {self.model!r} request {request.id!r}: response has no choices")
         return decision_from_message(response.choices[0].message.model_dump(exclude_none=True))
@@ -124,7 +151,7 @@ class OpenAIChatAgent:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def __aenter__(self) -> "OpenAIChatAgent":
+    async def __aenter__(self) -> OpenAIChatAgent:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from mimesis_pl.eval.replay.case import Expectation, Path, ReplayCase, Step, ToolExpectation
 from mimesis_pl.eval.replay.values import canonical_json, freeze, thaw
@@ -67,8 +68,14 @@ class ReplayRequest:
         return {"messages": thaw(self.messages), "tools": thaw(self.tools), "context": thaw(self.context)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "case_id": self.case_id, "turn": self.turn, "step": self.step,
-                **self.to_openai(), "history": [h.to_dict() for h in self.history]}
+        return {
+            "id": self.id,
+            "case_id": self.case_id,
+            "turn": self.turn,
+            "step": self.step,
+            **self.to_openai(),
+            "history": [h.to_dict() for h in self.history],
+        }
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,13 @@ class Oracle:
     expect: Expectation
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path_id": self.path_id, "preferred": self.preferred, "turn": self.turn, "step": self.step,
-                "expect": self.expect.to_dict()}
+        return {
+            "path_id": self.path_id,
+            "preferred": self.preferred,
+            "turn": self.turn,
+            "step": self.step,
+            "expect": self.expect.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -111,12 +123,14 @@ class ExecutionPlan:
 
     def to_json(self) -> str:
         """Canonical JSON of the whole plan (byte-identical for equal cases)."""
-        return canonical_json({
-            "case_id": self.case_id,
-            "requests": [r.to_dict() for r in self.requests],
-            "expected": {rid: [o.to_dict() for o in oracles] for rid, oracles in self.expected.items()},
-            "skipped": [s.to_dict() for s in self.skipped],
-        })
+        return canonical_json(
+            {
+                "case_id": self.case_id,
+                "requests": [r.to_dict() for r in self.requests],
+                "expected": {rid: [o.to_dict() for o in oracles] for rid, oracles in self.expected.items()},
+                "skipped": [s.to_dict() for s in self.skipped],
+            }
+        )
 
 
 def _tool_call_id(turn: int, step: int) -> str:
@@ -127,18 +141,29 @@ def _step_history(turn: int, index: int, step: Step) -> list[tuple[dict[str, Any
     """The recorded messages of one completed step (the caller has checked it has evidence)."""
     assert step.observation is not None and step.observation.content is not None
     if not isinstance(step.expect, ToolExpectation):
-        return [({"role": "assistant", "content": step.observation.content},
-                 HistoryEntry(-1, turn, index, "reply"))]
+        return [({"role": "assistant", "content": step.observation.content}, HistoryEntry(-1, turn, index, "reply"))]
     recorded = step.observation.call_args is not None
     args = thaw(step.observation.call_args) if recorded else step.expect.pinned_args()
     call_id = _tool_call_id(turn, index)
-    call = {"role": "assistant", "content": "", "tool_calls": [{
-        "id": call_id, "type": "function",
-        "function": {"name": step.expect.tool, "arguments": json.dumps(args, ensure_ascii=False)}}]}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": step.expect.tool, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+        ],
+    }
     output = {"role": "tool", "tool_call_id": call_id, "content": step.observation.content}
     return [
-        (call, HistoryEntry(-1, turn, index, "call", tool_call_id=call_id,
-                            call_args_from="recorded" if recorded else "expectation")),
+        (
+            call,
+            HistoryEntry(
+                -1, turn, index, "call", tool_call_id=call_id, call_args_from="recorded" if recorded else "expectation"
+            ),
+        ),
         (output, HistoryEntry(-1, turn, index, "observation", tool_call_id=call_id)),
     ]
 
@@ -169,7 +194,9 @@ def project(case: ReplayCase) -> ExecutionPlan:
 
     for t, turn in enumerate(case.turns):
         if carry_failure is not None:
-            skipped.extend(SkippedStep(case.id, t, p.id, n, carry_failure) for p in turn.paths for n in range(len(p.steps)))
+            skipped.extend(
+                SkippedStep(case.id, t, p.id, n, carry_failure) for p in turn.paths for n in range(len(p.steps))
+            )
             continue
         turn_context = freeze({**context, **turn.context})
         base = prefix + [({"role": "user", "content": turn.user}, HistoryEntry(-1, t, None, "user"))]
@@ -192,20 +219,38 @@ def project(case: ReplayCase) -> ExecutionPlan:
         preferred = turn.preferred
         gap = _missing_evidence(preferred, len(preferred.steps))
         if gap is not None:
-            carry_failure = (f"not replayable: turn {t} carries its preferred path forward, and "
-                             + _why_missing(preferred, gap))
+            carry_failure = f"not replayable: turn {t} carries its preferred path forward, and " + _why_missing(
+                preferred, gap
+            )
             continue
         prefix = base + [item for k, step in enumerate(preferred.steps) for item in _step_history(t, k, step)]
 
-    return ExecutionPlan(case_id=case.id, requests=tuple(requests), expected=MappingProxyType(expected),
-                         skipped=tuple(skipped))
+    return ExecutionPlan(
+        case_id=case.id, requests=tuple(requests), expected=MappingProxyType(expected), skipped=tuple(skipped)
+    )
 
 
-def _request(case: ReplayCase, request_id: str, turn: int, step: int,
-             items: list[tuple[dict[str, Any], HistoryEntry]], context: Mapping[str, Any]) -> ReplayRequest:
+def _request(
+    case: ReplayCase,
+    request_id: str,
+    turn: int,
+    step: int,
+    items: list[tuple[dict[str, Any], HistoryEntry]],
+    context: Mapping[str, Any],
+) -> ReplayRequest:
     # Entries are built with a placeholder index; here each learns its position in this request.
-    history = [replace(entry, message_index=index) for index, (_, entry) in enumerate(items)
-               if entry.kind not in ("system", "user")]
-    return ReplayRequest(id=request_id, case_id=case.id, turn=turn, step=step,
-                         messages=tuple(freeze(message) for message, _ in items), tools=case.tools,
-                         context=context, history=tuple(history))
+    history = [
+        replace(entry, message_index=index)
+        for index, (_, entry) in enumerate(items)
+        if entry.kind not in ("system", "user")
+    ]
+    return ReplayRequest(
+        id=request_id,
+        case_id=case.id,
+        turn=turn,
+        step=step,
+        messages=tuple(freeze(message) for message, _ in items),
+        tools=case.tools,
+        context=context,
+        history=tuple(history),
+    )

@@ -7,9 +7,10 @@ in the case) or a real call, so a reader can tell what was replayed from what wa
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from mimesis_pl.eval.io import write_jsonl_atomic
 from mimesis_pl.eval.replay.agent import AgentDecision
@@ -47,33 +48,55 @@ class ReplayRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "record": "request", "version": RECORD_VERSION,
-            "request_id": self.request_id, "case_id": self.case_id, "turn": self.turn, "step": self.step,
-            "oracles": list(self.oracles), "preferred_path": self.preferred_path,
-            "status": self.status, "passed": self.passed, "matched": list(self.matched),
+            "record": "request",
+            "version": RECORD_VERSION,
+            "request_id": self.request_id,
+            "case_id": self.case_id,
+            "turn": self.turn,
+            "step": self.step,
+            "oracles": list(self.oracles),
+            "preferred_path": self.preferred_path,
+            "status": self.status,
+            "passed": self.passed,
+            "matched": list(self.matched),
             "oracle_results": [r.to_dict() for r in self.oracle_results],
             "decision": self.decision.to_dict() if self.decision is not None else None,
             "history": [h.to_dict() for h in self.history],
             "observations": [
                 {"message_index": h.message_index, "turn": h.turn, "step": h.step, "source": h.source}
-                for h in self.history if h.kind == "observation"
+                for h in self.history
+                if h.kind == "observation"
             ],
-            "attempts": self.attempts, "agent_calls": self.agent_calls, "failure": self.failure,
-            "error": self.error, "duration_s": self.duration_s,
+            "attempts": self.attempts,
+            "agent_calls": self.agent_calls,
+            "failure": self.failure,
+            "error": self.error,
+            "duration_s": self.duration_s,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReplayRecord":
+    def from_dict(cls, data: Mapping[str, Any]) -> ReplayRecord:
         return cls(
-            request_id=data["request_id"], case_id=data["case_id"], turn=data["turn"], step=data["step"],
-            oracles=tuple(data["oracles"]), preferred_path=data.get("preferred_path"), status=data["status"],
-            passed=data["passed"], matched=tuple(data.get("matched", ())),
-            oracle_results=tuple(OracleResult(r["path_id"], r["preferred"], r["passed"], tuple(r.get("reasons", ())))
-                                 for r in data.get("oracle_results", ())),
+            request_id=data["request_id"],
+            case_id=data["case_id"],
+            turn=data["turn"],
+            step=data["step"],
+            oracles=tuple(data["oracles"]),
+            preferred_path=data.get("preferred_path"),
+            status=data["status"],
+            passed=data["passed"],
+            matched=tuple(data.get("matched", ())),
+            oracle_results=tuple(
+                OracleResult(r["path_id"], r["preferred"], r["passed"], tuple(r.get("reasons", ())))
+                for r in data.get("oracle_results", ())
+            ),
             decision=AgentDecision.from_dict(data["decision"]) if data.get("decision") else None,
             history=tuple(HistoryEntry(**h) for h in data.get("history", ())),
-            attempts=data.get("attempts", 1), failure=data.get("failure"), error=data.get("error"),
-            duration_s=data.get("duration_s", 0.0), agent_calls=data.get("agent_calls", 1),
+            attempts=data.get("attempts", 1),
+            failure=data.get("failure"),
+            error=data.get("error"),
+            duration_s=data.get("duration_s", 0.0),
+            agent_calls=data.get("agent_calls", 1),
         )
 
 
@@ -81,7 +104,9 @@ def skipped_to_dict(skipped: SkippedStep) -> dict[str, Any]:
     return {"record": "skipped", "version": RECORD_VERSION, **skipped.to_dict()}
 
 
-def write_replay_records(path: str | Path, records: Iterable[ReplayRecord], skipped: Iterable[SkippedStep] = ()) -> Path:
+def write_replay_records(
+    path: str | Path, records: Iterable[ReplayRecord], skipped: Iterable[SkippedStep] = ()
+) -> Path:
     """Write the artifacts JSONL atomically: request records first, then skipped steps."""
     rows = [r.to_dict() for r in records] + [skipped_to_dict(s) for s in skipped]
     return write_jsonl_atomic(path, rows)
@@ -133,10 +158,17 @@ class ReplaySummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "mode": "replay", "cases": self.cases, "requests": self.requests, "scored": self.scored,
-            "passed": self.passed, "pass_rate": self.pass_rate, "preferred_rate": self.preferred_rate,
-            "unscored": self.unscored, "unscored_by_kind": dict(self.unscored_by_kind),
-            "skipped_steps": self.skipped_steps, "cases_passed": self.cases_passed,
+            "mode": "replay",
+            "cases": self.cases,
+            "requests": self.requests,
+            "scored": self.scored,
+            "passed": self.passed,
+            "pass_rate": self.pass_rate,
+            "preferred_rate": self.preferred_rate,
+            "unscored": self.unscored,
+            "unscored_by_kind": dict(self.unscored_by_kind),
+            "skipped_steps": self.skipped_steps,
+            "cases_passed": self.cases_passed,
             "per_case": {k: dict(v) for k, v in self.per_case.items()},
         }
 
@@ -161,10 +193,18 @@ def summarize_replay(records: Iterable[ReplayRecord], skipped: Iterable[SkippedS
         per_case.setdefault(s.case_id, dict(blank))["skipped"] += 1
     scored = [r for r in records if r.status == "scored"]
     return ReplaySummary(
-        cases=len(per_case), requests=len(records), scored=len(scored),
-        passed=sum(1 for r in scored if r.passed), unscored=len(records) - len(scored), skipped_steps=len(skipped),
+        cases=len(per_case),
+        requests=len(records),
+        scored=len(scored),
+        passed=sum(1 for r in scored if r.passed),
+        unscored=len(records) - len(scored),
+        skipped_steps=len(skipped),
         preferred_matches=sum(1 for r in scored if r.preferred_path in r.matched),
-        cases_passed=sum(1 for row in per_case.values()
-                         if row["requests"] and row["passed"] == row["requests"] and not row["skipped"]),
-        per_case={k: per_case[k] for k in sorted(per_case)}, unscored_by_kind=dict(sorted(unscored_by_kind.items())),
+        cases_passed=sum(
+            1
+            for row in per_case.values()
+            if row["requests"] and row["passed"] == row["requests"] and not row["skipped"]
+        ),
+        per_case={k: per_case[k] for k in sorted(per_case)},
+        unscored_by_kind=dict(sorted(unscored_by_kind.items())),
     )

@@ -8,8 +8,9 @@ configured, or the judge kept failing).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mimesis_pl.eval.failures import JudgeFailure, RetryPolicy, run_with_retries
 from mimesis_pl.eval.replay.agent import AgentDecision
@@ -40,7 +41,12 @@ class OracleResult:
     reasons: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path_id": self.path_id, "preferred": self.preferred, "passed": self.passed, "reasons": list(self.reasons)}
+        return {
+            "path_id": self.path_id,
+            "preferred": self.preferred,
+            "passed": self.passed,
+            "reasons": list(self.reasons),
+        }
 
 
 @dataclass(frozen=True)
@@ -112,12 +118,20 @@ class ReplayScorer:
                 verdicts.append((not reasons, reasons))
         if pending:
             await self._judge(request, decision.text, pending, verdicts)
-        return RequestScore(tuple(
-            OracleResult(o.path_id, o.preferred, passed, tuple(reasons)) for o, (passed, reasons) in zip(oracles, verdicts)
-        ))
+        return RequestScore(
+            tuple(
+                OracleResult(o.path_id, o.preferred, passed, tuple(reasons))
+                for o, (passed, reasons) in zip(oracles, verdicts)
+            )
+        )
 
-    async def _judge(self, request: ReplayRequest, reply: str, pending: dict[str, list[int]],
-                     verdicts: list[tuple[bool | None, list[str]]]) -> None:
+    async def _judge(
+        self,
+        request: ReplayRequest,
+        reply: str,
+        pending: dict[str, list[int]],
+        verdicts: list[tuple[bool | None, list[str]]],
+    ) -> None:
         rubrics = list(pending)
         if self.judge is None:
             for indices in pending.values():

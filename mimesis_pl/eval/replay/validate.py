@@ -8,7 +8,8 @@ never modified.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mimesis_pl.eval.replay.case import (
     FinalExpectation,
@@ -46,7 +47,14 @@ class CaseFormatError(ValueError):
         step: int | None = None,
         field: str | None = None,
     ) -> None:
-        self.source, self.case_id, self.turn, self.path, self.step, self.field = source, case_id, turn, path, step, field
+        self.source, self.case_id, self.turn, self.path, self.step, self.field = (
+            source,
+            case_id,
+            turn,
+            path,
+            step,
+            field,
+        )
         where = [source] if source else []
         if case_id is not None:
             where.append(f"case {case_id!r}")
@@ -65,18 +73,31 @@ class CaseFormatError(ValueError):
 class _Where:
     """The location being validated; ``fail`` raises a CaseFormatError there."""
 
-    def __init__(self, source: str | None, case_id: str | None = None, turn: int | None = None,
-                 path: str | None = None, step: int | None = None) -> None:
+    def __init__(
+        self,
+        source: str | None,
+        case_id: str | None = None,
+        turn: int | None = None,
+        path: str | None = None,
+        step: int | None = None,
+    ) -> None:
         self.source, self.case_id, self.turn, self.path, self.step = source, case_id, turn, path, step
 
-    def at(self, **kwargs: Any) -> "_Where":
+    def at(self, **kwargs: Any) -> _Where:
         fields = dict(source=self.source, case_id=self.case_id, turn=self.turn, path=self.path, step=self.step)
         fields.update(kwargs)
         return _Where(**fields)
 
     def fail(self, field: str | None, message: str) -> CaseFormatError:
-        return CaseFormatError(message, source=self.source, case_id=self.case_id, turn=self.turn,
-                               path=self.path, step=self.step, field=field)
+        return CaseFormatError(
+            message,
+            source=self.source,
+            case_id=self.case_id,
+            turn=self.turn,
+            path=self.path,
+            step=self.step,
+            field=field,
+        )
 
     def mapping(self, value: Any, field: str | None, allowed: tuple[str, ...]) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
@@ -126,8 +147,14 @@ def parse_case(raw: Any, source: str | None = None) -> ReplayCase:
         raise where.fail("turns", f"must be a non-empty list of turns, got {_short(turns_raw)}")
     tool_names = {t["function"]["name"] for t in tools}
     turns = tuple(_turn(where.at(turn=i), t, tool_names) for i, t in enumerate(turns_raw))
-    return ReplayCase(id=case_id, turns=turns, tools=tuple(freeze(t) for t in tools),
-                      context=freeze(context), system=system, source=source)
+    return ReplayCase(
+        id=case_id,
+        turns=turns,
+        tools=tuple(freeze(t) for t in tools),
+        context=freeze(context),
+        system=system,
+        source=source,
+    )
 
 
 def _context(where: _Where, value: Any, field: str) -> dict[str, Any]:
@@ -195,7 +222,9 @@ def _path(where: _Where, raw: Mapping[str, Any], tool_names: set[str]) -> Path:
     steps = tuple(_step(where.at(step=i), s, tool_names) for i, s in enumerate(steps_raw))
     for i, step in enumerate(steps[:-1]):
         if step.is_final:
-            raise where.at(step=i).fail("expect.final", "a final reply ends the turn, so it must be the path's last step")
+            raise where.at(step=i).fail(
+                "expect.final", "a final reply ends the turn, so it must be the path's last step"
+            )
     return Path(id=raw["id"], preferred=preferred, steps=steps)
 
 
@@ -209,8 +238,10 @@ def _step(where: _Where, raw: Any, tool_names: set[str]) -> Step:
     elif isinstance(expect_raw, Mapping) and "final" in expect_raw:
         expect = _final_expect(where, expect_raw)
     else:
-        raise where.fail("expect", "must name a tool ({tool: ...}) or be a final reply ({final: true}), "
-                                   f"got {_short(expect_raw)}")
+        raise where.fail(
+            "expect",
+            f"must name a tool ({{tool: ...}}) or be a final reply ({{final: true}}), got {_short(expect_raw)}",
+        )
     observation = _observation(where, raw["observation"], expect) if raw.get("observation") is not None else None
     return Step(expect=expect, observation=observation)
 
@@ -226,19 +257,28 @@ def _tool_expect(where: _Where, raw: Mapping[str, Any], tool_names: set[str]) ->
     where.json_value(args, "expect.args")
     args_any = raw.get("args_any", {})
     if not isinstance(args_any, Mapping):
-        raise where.fail("expect.args_any", f"must map argument names to lists of acceptable values, got {_short(args_any)}")
+        raise where.fail(
+            "expect.args_any", f"must map argument names to lists of acceptable values, got {_short(args_any)}"
+        )
     for key, options in args_any.items():
         if not isinstance(options, list) or not options:
-            raise where.fail(f"expect.args_any.{key}",
-                             f"must be a non-empty list of acceptable values, got {_short(options)}")
+            raise where.fail(
+                f"expect.args_any.{key}", f"must be a non-empty list of acceptable values, got {_short(options)}"
+            )
         where.json_value(options, f"expect.args_any.{key}")
         if key in args:
-            raise where.fail(f"expect.args_any.{key}", "the argument is also in args; give it in one of args / args_any")
+            raise where.fail(
+                f"expect.args_any.{key}", "the argument is also in args; give it in one of args / args_any"
+            )
     allow_extra = raw.get("allow_extra_args", False)
     if not isinstance(allow_extra, bool):
         raise where.fail("expect.allow_extra_args", f"must be true or false, got {_short(allow_extra)}")
-    return ToolExpectation(tool=tool, args=freeze(args), args_any=freeze({k: list(v) for k, v in args_any.items()}),
-                           allow_extra_args=allow_extra)
+    return ToolExpectation(
+        tool=tool,
+        args=freeze(args),
+        args_any=freeze({k: list(v) for k, v in args_any.items()}),
+        allow_extra_args=allow_extra,
+    )
 
 
 def _final_expect(where: _Where, raw: Mapping[str, Any]) -> FinalExpectation:
@@ -272,8 +312,10 @@ def _observation(where: _Where, raw: Any, expect: ToolExpectation | FinalExpecta
         where.json_value(call_args, "observation.call_args")
         problems = tool_call_mismatches(expect, expect.tool, call_args)
         if problems:
-            raise where.fail("observation.call_args", "the recorded call does not satisfy the step's own expectation: "
-                             + "; ".join(problems))
+            raise where.fail(
+                "observation.call_args",
+                "the recorded call does not satisfy the step's own expectation: " + "; ".join(problems),
+            )
         call_args = freeze(call_args)
     return Observation(evidence=evidence, content=content, call_args=call_args)
 

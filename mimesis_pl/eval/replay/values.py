@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 
 def freeze(value: Any) -> Any:

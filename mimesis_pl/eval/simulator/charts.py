@@ -10,8 +10,15 @@ from mimesis_pl.eval.charts import _pyplot, _save
 COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860")
 
 
-def bar_chart(path: Path, labels: Sequence[str], series: Mapping[str, Sequence[float | None]], *, ylabel: str,
-              title: str, ylim: tuple[float, float] | None = None) -> Path | None:
+def bar_chart(
+    path: Path,
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    ylabel: str,
+    title: str,
+    ylim: tuple[float, float] | None = None,
+) -> Path | None:
     """Grouped bars: one group per label, one bar per series (None drawn as 0)."""
     plt = _pyplot()
     if plt is None or not labels:

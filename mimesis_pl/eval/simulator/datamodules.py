@@ -86,8 +86,9 @@ class RealUserSimDataModule(_ItemDataModule):
         limit: first N cases; ``batch_size``: cases per ``test_step``.
     """
 
-    def __init__(self, files: list[str], derangement_seed: int = 0, limit: int | None = None,
-                 batch_size: int = 32) -> None:
+    def __init__(
+        self, files: list[str], derangement_seed: int = 0, limit: int | None = None, batch_size: int = 32
+    ) -> None:
         super().__init__(files=files, limit=limit, batch_size=batch_size)
         self.derangement_seed = derangement_seed
 
@@ -99,7 +100,9 @@ class RealUserSimDataModule(_ItemDataModule):
             return
         cases = self.load()[: self.limit]
         if len(cases) < 2:
-            raise ValueError(f"the shuffled-profile condition needs at least 2 cases, got {len(cases)} from {self.files}")
+            raise ValueError(
+                f"the shuffled-profile condition needs at least 2 cases, got {len(cases)} from {self.files}"
+            )
         donors = sattolo_derangement(len(cases), self.derangement_seed)
         self.items = [RealUserSimItem(case, cases[d]) for case, d in zip(cases, donors)]
 
@@ -128,8 +131,9 @@ class SoulDataModule(_ItemDataModule):
         limit: first N rows *per set*; ``batch_size``: rows per ``test_step``.
     """
 
-    def __init__(self, files: list[str], sets: list[str] | None = None, limit: int | None = None,
-                 batch_size: int = 64) -> None:
+    def __init__(
+        self, files: list[str], sets: list[str] | None = None, limit: int | None = None, batch_size: int = 64
+    ) -> None:
         super().__init__(files=files, limit=limit, batch_size=batch_size)
         self.sets = None if sets is None else list(sets)
 
@@ -140,8 +144,10 @@ class SoulDataModule(_ItemDataModule):
             unknown = [s for s in self.sets if s not in known]
             absent = [s for s in self.sets if s in known and s not in by_set]
             if unknown or absent:
-                raise ValueError(f"SOUL sets: {unknown or absent} {'are not SOUL sets' if unknown else 'have no rows'} "
-                                 f"in {self.files} (SOUL sets: {known})")
+                raise ValueError(
+                    f"SOUL sets: {unknown or absent} {'are not SOUL sets' if unknown else 'have no rows'} "
+                    f"in {self.files} (SOUL sets: {known})"
+                )
         chosen = [s for s in known if s in by_set and (self.sets is None or s in self.sets)]
         return [row for s in chosen for row in sorted(by_set[s], key=lambda r: r.index)[: self.limit]]
 

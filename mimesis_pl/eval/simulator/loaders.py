@@ -77,8 +77,9 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def field_of(row: Mapping[str, Any], name: str, where: str, kind: type | tuple[type, ...] = str,
-             nonempty: bool = True) -> Any:
+def field_of(
+    row: Mapping[str, Any], name: str, where: str, kind: type | tuple[type, ...] = str, nonempty: bool = True
+) -> Any:
     """``row[name]`` checked for type (and non-emptiness); the error names where and the field."""
     if name not in row or row[name] is None:
         raise DataFormatError(f"{where}: missing field {name!r}")
@@ -97,7 +98,9 @@ def messages_of(value: Any, where: str, name: str) -> tuple[dict[str, str], ...]
     if isinstance(value, tuple):
         value = list(value)
     if not isinstance(value, list):
-        raise DataFormatError(f"{where}: field {name!r} must be a list of {{role, content}}, got {type(value).__name__}")
+        raise DataFormatError(
+            f"{where}: field {name!r} must be a list of {{role, content}}, got {type(value).__name__}"
+        )
     out = []
     for i, message in enumerate(value):
         at = f"{where}: {name}[{i}]"
@@ -165,12 +168,20 @@ def load_realusersim_cases(paths: Sequence[str]) -> list[RealUserSimCase]:
             if case_id in seen:
                 raise DataFormatError(f"{where}: case {case_id!r} already defined at {seen[case_id]}")
             seen[case_id] = where
-            cases.append(RealUserSimCase(
-                case_id=case_id, split=path.stem, domain=str(row.get("domain") or path.stem),
-                user_ip=str(field_of(row, "user_ip", where)), problem_desc=field_of(row, "problem_desc", where),
-                solution_conditions=field_of(row, "solution_conditions", where), linguistic_profile=linguistic,
-                demographics=_demographics(profile, where), original_messages=original,
-                conversation_hash=str(row.get("conversation_hash") or "")))
+            cases.append(
+                RealUserSimCase(
+                    case_id=case_id,
+                    split=path.stem,
+                    domain=str(row.get("domain") or path.stem),
+                    user_ip=str(field_of(row, "user_ip", where)),
+                    problem_desc=field_of(row, "problem_desc", where),
+                    solution_conditions=field_of(row, "solution_conditions", where),
+                    linguistic_profile=linguistic,
+                    demographics=_demographics(profile, where),
+                    original_messages=original,
+                    conversation_hash=str(row.get("conversation_hash") or ""),
+                )
+            )
     if not cases:
         raise DataFormatError(f"no RealUserSim cases in {list(paths)}")
     return cases
@@ -199,8 +210,8 @@ def load_judge_prompts(path: str | Path) -> JudgePrompts:
         if name not in heads:
             raise DataFormatError(f"{path}: no '{name.upper()} PROMPT' section header line")
     s, f = heads["system"], heads["formatting"]
-    system = "\n".join(lines[s + 1:f] if s < f else lines[s + 1:]).strip()
-    formatting = "\n".join(lines[f + 1:s] if f < s else lines[f + 1:]).strip()
+    system = "\n".join(lines[s + 1 : f] if s < f else lines[s + 1 :]).strip()
+    formatting = "\n".join(lines[f + 1 : s] if f < s else lines[f + 1 :]).strip()
     for name, text in (("SYSTEM PROMPT", system), ("FORMATTING PROMPT", formatting)):
         if not text:
             raise DataFormatError(f"{path}: the {name} section is empty")
@@ -249,9 +260,15 @@ def load_turing_rows(paths: Sequence[str]) -> list[TuringRow]:
             history = extra.get("user_history", "")
             if not isinstance(history, str):
                 raise DataFormatError(f"{at}: field 'user_history' must be str, got {type(history).__name__}")
-            item = TuringRow(user_id=str(field_of(extra, "user_id", at, (str, int))),
-                             post_id=str(field_of(extra, "post_id", at, (str, int))), target_idx=target,
-                             prompt=prompt, ground_truth=truth, user_history=history, context=context)
+            item = TuringRow(
+                user_id=str(field_of(extra, "user_id", at, (str, int))),
+                post_id=str(field_of(extra, "post_id", at, (str, int))),
+                target_idx=target,
+                prompt=prompt,
+                ground_truth=truth,
+                user_history=history,
+                context=context,
+            )
             if item.key in seen:
                 raise DataFormatError(f"{where}: row {item.key!r} already defined at {seen[item.key]}")
             seen[item.key] = where
@@ -269,10 +286,28 @@ SOUL_AXES: Mapping[str, tuple[str, ...]] = {
     "CONV": ("userllm", "mirrorbench", "humanual-chat", "sim_arena_doc"),
     "SS": ("sotopia",),
     "COG": ("fantom", "hitom", "paratomi", "social_r1"),
-    "ROLE": ("coser", "lifechoices", "twinvoice", "behavior_chain", "sim_arena_math", "mistakes", "humanual-email",
-             "humanual-news", "humanual-politics", "humanual-book", "humanual-opinion"),
-    "EVAL": ("alignx_demo", "alignx_pair", "alignx_ugc", "alignx_arbitrary", "alignx_history16", "socsci210",
-             "humanllm"),
+    "ROLE": (
+        "coser",
+        "lifechoices",
+        "twinvoice",
+        "behavior_chain",
+        "sim_arena_math",
+        "mistakes",
+        "humanual-email",
+        "humanual-news",
+        "humanual-politics",
+        "humanual-book",
+        "humanual-opinion",
+    ),
+    "EVAL": (
+        "alignx_demo",
+        "alignx_pair",
+        "alignx_ugc",
+        "alignx_arbitrary",
+        "alignx_history16",
+        "socsci210",
+        "humanllm",
+    ),
 }
 
 

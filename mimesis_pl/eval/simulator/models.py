@@ -29,8 +29,9 @@ class ChatModel(Protocol):
     name: str
     revision: str
 
-    async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
-                       seed: int | None = None) -> str:
+    async def complete(
+        self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
+    ) -> str:
         """The reply's text (reasoning blocks included, as the model wrote them)."""
         ...
 
@@ -91,16 +92,28 @@ class ServedChatModel:
         settings.check(failure.__name__)
         self.settings = settings
         self.name, self.revision = settings.label, settings.revision
-        endpoint = EndpointSettings(kind="openai", url=settings.base_url, model=settings.model,
-                                    api_key_env=settings.api_key_env, timeout_s=settings.timeout_s,
-                                    max_retries=settings.max_retries, retry_backoff_s=settings.retry_backoff_s)
+        endpoint = EndpointSettings(
+            kind="openai",
+            url=settings.base_url,
+            model=settings.model,
+            api_key_env=settings.api_key_env,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+            retry_backoff_s=settings.retry_backoff_s,
+        )
         self._client = OpenAIChatModel(endpoint, self.name, error=failure)
 
-    def body(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
-             seed: int | None = None) -> dict[str, Any]:
+    def body(
+        self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
+    ) -> dict[str, Any]:
         s = self.settings
-        body: dict[str, Any] = {"model": s.model, "messages": [dict(m) for m in messages],
-                                "temperature": temperature, "max_tokens": max_tokens, **s.extra_body}
+        body: dict[str, Any] = {
+            "model": s.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            **s.extra_body,
+        }
         if seed is not None:
             body["seed"] = seed
         if s.enable_thinking is not None:
@@ -109,8 +122,9 @@ class ServedChatModel:
             body["reasoning_effort"] = s.reasoning_effort
         return body
 
-    async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
-                       seed: int | None = None) -> str:
+    async def complete(
+        self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
+    ) -> str:
         body = self.body(messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
         return await self._client.request(body, keep_reasoning=True)
 
@@ -132,8 +146,9 @@ class ScriptedChatModel:
         self.name, self.revision, self.responder = name, revision, responder
         self.calls = 0
 
-    async def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int,
-                       seed: int | None = None) -> str:
+    async def complete(
+        self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
+    ) -> str:
         self.calls += 1
         await asyncio.sleep(0)
         return self.responder(messages, seed, temperature)
@@ -142,8 +157,9 @@ class ScriptedChatModel:
         return None
 
 
-def build_chat_model(settings: ChatModelSettings, role: str, failure: type[InfrastructureFailure],
-                     scripted: Responder) -> ChatModel:
+def build_chat_model(
+    settings: ChatModelSettings, role: str, failure: type[InfrastructureFailure], scripted: Responder
+) -> ChatModel:
     """The model ``settings`` asks for; ``scripted`` is the suite's offline stand-in for ``role``."""
     settings.check(role)
     if settings.kind == "openai":
@@ -154,9 +170,13 @@ def build_chat_model(settings: ChatModelSettings, role: str, failure: type[Infra
 def sampling_identity(settings: ChatModelSettings) -> dict[str, Any]:
     """The settings of a role that can change its replies (hashed into cache keys; name and revision are
     in the run identity, endpoints and timeouts are not)."""
-    return {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
-            "enable_thinking": settings.enable_thinking, "reasoning_effort": settings.reasoning_effort,
-            "extra_body": settings.extra_body}
+    return {
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+        "enable_thinking": settings.enable_thinking,
+        "reasoning_effort": settings.reasoning_effort,
+        "extra_body": settings.extra_body,
+    }
 
 
 def stable_hash(*parts: object) -> int:

@@ -81,17 +81,27 @@ class RealUserSimSuite(FidelitySuite):
     name = "realusersim"
     version = "1"
 
-    def __init__(self, judge_prompts: str, simulator: ChatModelSettings | None = None,
-                 assistant: ChatModelSettings | None = None, judge: ChatModelSettings | None = None,
-                 conditions: list[Condition] | None = None, seeds: list[int] | None = None,
-                 max_assistant_turns: int = 4, judge_max_messages: int = 9, format_max_tokens: int = 1024,
-                 format_attempts: int = 2, n_boot: int = 10_000, bootstrap_seed: int = 1234) -> None:
+    def __init__(
+        self,
+        judge_prompts: str,
+        simulator: ChatModelSettings | None = None,
+        assistant: ChatModelSettings | None = None,
+        judge: ChatModelSettings | None = None,
+        conditions: list[Condition] | None = None,
+        seeds: list[int] | None = None,
+        max_assistant_turns: int = 4,
+        judge_max_messages: int = 9,
+        format_max_tokens: int = 1024,
+        format_attempts: int = 2,
+        n_boot: int = 10_000,
+        bootstrap_seed: int = 1234,
+    ) -> None:
         self.judge_prompts_path = judge_prompts
-        self.settings = {"simulator": simulator or ChatModelSettings(model="rus-user", temperature=0.7,
-                                                                     max_tokens=1024),
-                         "assistant": assistant or ChatModelSettings(model="rus-assistant", temperature=0.7,
-                                                                     max_tokens=8192),
-                         "judge": judge or ChatModelSettings(model="rus-judge", temperature=0.001, max_tokens=4096)}
+        self.settings = {
+            "simulator": simulator or ChatModelSettings(model="rus-user", temperature=0.7, max_tokens=1024),
+            "assistant": assistant or ChatModelSettings(model="rus-assistant", temperature=0.7, max_tokens=8192),
+            "judge": judge or ChatModelSettings(model="rus-judge", temperature=0.001, max_tokens=4096),
+        }
         self.conditions = list(conditions or CONDITIONS)
         unknown = sorted(set(self.conditions) - set(CONDITIONS))
         if unknown or len(set(self.conditions)) != len(self.conditions):
@@ -114,20 +124,31 @@ class RealUserSimSuite(FidelitySuite):
         s = self.settings
         self._models = {
             "simulator": build_chat_model(s["simulator"], "simulator", SimulatorFailure, scripted_realusersim_user),
-            "assistant": build_chat_model(s["assistant"], "assistant", AgentTransportFailure,
-                                          scripted_realusersim_assistant),
-            "judge": build_chat_model(s["judge"], "judge", JudgeFailure, scripted_fidelity_judge)}
+            "assistant": build_chat_model(
+                s["assistant"], "assistant", AgentTransportFailure, scripted_realusersim_assistant
+            ),
+            "judge": build_chat_model(s["judge"], "judge", JudgeFailure, scripted_fidelity_judge),
+        }
         self._rows, self._donors = [], {}
 
     def _hashes(self) -> tuple[str, str]:
         s = self.settings
-        converse_hash = config_hash({"simulator": sampling_identity(s["simulator"]),
-                                     "assistant": sampling_identity(s["assistant"]),
-                                     "max_assistant_turns": self.max_assistant_turns})
-        judge_hash = config_hash({"converse": converse_hash, "judge": sampling_identity(s["judge"]),
-                                  "prompts": [self._prompts.system, self._prompts.formatting],
-                                  "judge_max_messages": self.judge_max_messages,
-                                  "format": [self.format_max_tokens, self.format_attempts]})
+        converse_hash = config_hash(
+            {
+                "simulator": sampling_identity(s["simulator"]),
+                "assistant": sampling_identity(s["assistant"]),
+                "max_assistant_turns": self.max_assistant_turns,
+            }
+        )
+        judge_hash = config_hash(
+            {
+                "converse": converse_hash,
+                "judge": sampling_identity(s["judge"]),
+                "prompts": [self._prompts.system, self._prompts.formatting],
+                "judge_max_messages": self.judge_max_messages,
+                "format": [self.format_max_tokens, self.format_attempts],
+            }
+        )
         return converse_hash, judge_hash
 
     async def run_batch(self, batch: list[RealUserSimItem], ctx: SuiteContext) -> None:
@@ -137,18 +158,31 @@ class RealUserSimSuite(FidelitySuite):
         async def talk(ref: TaskRef, _: int) -> TrialOutcome:
             item, condition, seed = ref.payload
             profile = {"task_only": None, "correct_profile": item.case, "shuffled_profile": item.donor}[condition]
-            conversation = await converse(build_user_prompt(item.case, profile), m["simulator"], m["assistant"],
-                                          s["simulator"], s["assistant"], seed, self.max_assistant_turns)
-            return TrialOutcome(reward=1.0, info={"messages": list(conversation.messages),
-                                                  "termination_reason": conversation.termination_reason,
-                                                  "n_user_messages": len(conversation.user_turns)})
+            conversation = await converse(
+                build_user_prompt(item.case, profile),
+                m["simulator"],
+                m["assistant"],
+                s["simulator"],
+                s["assistant"],
+                seed,
+                self.max_assistant_turns,
+            )
+            return TrialOutcome(
+                reward=1.0,
+                info={
+                    "messages": list(conversation.messages),
+                    "termination_reason": conversation.termination_reason,
+                    "n_user_messages": len(conversation.user_turns),
+                },
+            )
 
         async def judge(ref: TaskRef, _: int) -> TrialOutcome:
             item, _condition, _seed, messages = ref.payload
             real = judged_turns(item.case.original_messages, self.judge_max_messages, synthetic=False)
             synthetic = judged_turns(messages, self.judge_max_messages, synthetic=True)
-            hits, judgment = await judge_fidelity(real, synthetic, self._prompts, m["judge"], s["judge"],
-                                                  self.format_max_tokens, self.format_attempts)
+            hits, judgment = await judge_fidelity(
+                real, synthetic, self._prompts, m["judge"], s["judge"], self.format_max_tokens, self.format_attempts
+            )
             return TrialOutcome(reward=sum(hits) / 5, info={"hits": list(hits), "judgment": judgment[:2000]})
 
         talk_refs = []
@@ -158,32 +192,56 @@ class RealUserSimSuite(FidelitySuite):
                 item_id = f"{condition}/{item.case.case_id}"
                 if condition == "shuffled_profile":
                     item_id += f"<-{item.donor.case_id}"
-                talk_refs += [item_ref("realusersim/converse", item_id, seed, converse_hash, (item, condition, seed))
-                              for seed in self.seeds]
-        talked = await run_items(talk_refs, suite_identity("realusersim-converse", self.version, m["simulator"],
-                                                           {"assistant": m["assistant"]}),
-                                 talk, ctx.cache, ctx.retry, ctx.max_concurrency)
+                talk_refs += [
+                    item_ref("realusersim/converse", item_id, seed, converse_hash, (item, condition, seed))
+                    for seed in self.seeds
+                ]
+        talked = await run_items(
+            talk_refs,
+            suite_identity("realusersim-converse", self.version, m["simulator"], {"assistant": m["assistant"]}),
+            talk,
+            ctx.cache,
+            ctx.retry,
+            ctx.max_concurrency,
+        )
         ctx.count(talked)
         judge_refs, rows = [], {}
         for ref in talk_refs:
             item, condition, seed = ref.payload
             record = talked.records[ref.task_id]
-            row = {"case_id": item.case.case_id, "user_ip": item.case.user_ip, "condition": condition, "seed": seed,
-                   "hits": None, "error": None, "termination_reason": None, "n_user_messages": None}
+            row = {
+                "case_id": item.case.case_id,
+                "user_ip": item.case.user_ip,
+                "condition": condition,
+                "seed": seed,
+                "hits": None,
+                "error": None,
+                "termination_reason": None,
+                "n_user_messages": None,
+            }
             rows[ref.task_id] = row
             if record.status != "scored":
                 row["error"] = f"{record.failure}: {record.error}"
                 continue
-            row.update(termination_reason=record.info["termination_reason"],
-                       n_user_messages=record.info["n_user_messages"])
+            row.update(
+                termination_reason=record.info["termination_reason"], n_user_messages=record.info["n_user_messages"]
+            )
             messages = thaw(record.info["messages"])
             digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
-            judge_refs.append(item_ref("realusersim/judge", f"{ref.task_id}@{digest}", None, judge_hash,
-                                       (item, condition, seed, messages)))
+            judge_refs.append(
+                item_ref(
+                    "realusersim/judge", f"{ref.task_id}@{digest}", None, judge_hash, (item, condition, seed, messages)
+                )
+            )
             row["_judge"] = judge_refs[-1].task_id
-        judged = await run_items(judge_refs, suite_identity(self.name, self.version, m["simulator"],
-                                                            {"assistant": m["assistant"], "judge": m["judge"]}),
-                                 judge, ctx.cache, ctx.retry, ctx.max_concurrency)
+        judged = await run_items(
+            judge_refs,
+            suite_identity(self.name, self.version, m["simulator"], {"assistant": m["assistant"], "judge": m["judge"]}),
+            judge,
+            ctx.cache,
+            ctx.retry,
+            ctx.max_concurrency,
+        )
         ctx.count(judged)
         for row in rows.values():
             record = judged.records.get(row.pop("_judge", None) or "")
@@ -201,24 +259,36 @@ class RealUserSimSuite(FidelitySuite):
             hits = np.array([r["hits"] or [0] * 5 for r in seed_rows], dtype=float).reshape(-1, 5)
             judged = np.array([r["hits"] for r in seed_rows if r["hits"] is not None], dtype=float).reshape(-1, 5)
             talked = [r for r in seed_rows if r["termination_reason"] is not None]
-            per_seed.append({
-                "seed": seed, "n_cases": len(seed_rows), "errors": sum(r["hits"] is None for r in seed_rows),
-                "fi": fidelity_index(hits) if len(seed_rows) else None,
-                "fi_judged_only": fidelity_index(judged) if len(judged) else None,
-                "dimensions": {d: float(100 * hits[:, i].mean()) if len(hits) else None
-                               for i, d in enumerate(FIDELITY_DIMENSIONS)},
-                "close_rate": mean_or_none([100.0 * (r["termination_reason"] == "close_token") for r in talked]),
-                "mean_user_turns": mean_or_none([float(r["n_user_messages"]) for r in talked])})
+            per_seed.append(
+                {
+                    "seed": seed,
+                    "n_cases": len(seed_rows),
+                    "errors": sum(r["hits"] is None for r in seed_rows),
+                    "fi": fidelity_index(hits) if len(seed_rows) else None,
+                    "fi_judged_only": fidelity_index(judged) if len(judged) else None,
+                    "dimensions": {
+                        d: float(100 * hits[:, i].mean()) if len(hits) else None
+                        for i, d in enumerate(FIDELITY_DIMENSIONS)
+                    },
+                    "close_rate": mean_or_none([100.0 * (r["termination_reason"] == "close_token") for r in talked]),
+                    "mean_user_turns": mean_or_none([float(r["n_user_messages"]) for r in talked]),
+                }
+            )
         all_hits = [r["hits"] or [0] * 5 for r in rows]
         lo, hi = cluster_bootstrap_ci(all_hits, [r["user_ip"] for r in rows], self.n_boot, self.bootstrap_seed)
         errors = Counter((r["error"] or "").split(":")[0] for r in rows if r["hits"] is None)
-        return {"n_cases": len(rows), "fi": mean_sem([s["fi"] for s in per_seed]), "ci95": [lo, hi],
-                "fi_judged_only": mean_sem([s["fi_judged_only"] for s in per_seed]),
-                "dimensions": {d: mean_sem([s["dimensions"][d] for s in per_seed]) for d in FIDELITY_DIMENSIONS},
-                "close_rate": mean_sem([s["close_rate"] for s in per_seed]),
-                "mean_user_turns": mean_sem([s["mean_user_turns"] for s in per_seed]),
-                "error_rate": 100.0 * sum(errors.values()) / max(len(rows), 1), "errors_by_kind": dict(errors),
-                "per_seed": per_seed}
+        return {
+            "n_cases": len(rows),
+            "fi": mean_sem([s["fi"] for s in per_seed]),
+            "ci95": [lo, hi],
+            "fi_judged_only": mean_sem([s["fi_judged_only"] for s in per_seed]),
+            "dimensions": {d: mean_sem([s["dimensions"][d] for s in per_seed]) for d in FIDELITY_DIMENSIONS},
+            "close_rate": mean_sem([s["close_rate"] for s in per_seed]),
+            "mean_user_turns": mean_sem([s["mean_user_turns"] for s in per_seed]),
+            "error_rate": 100.0 * sum(errors.values()) / max(len(rows), 1),
+            "errors_by_kind": dict(errors),
+            "per_seed": per_seed,
+        }
 
     def report(self, ctx: SuiteContext) -> SuiteReport:
         if not self._rows:
@@ -227,35 +297,77 @@ class RealUserSimSuite(FidelitySuite):
             raise RuntimeError(f"RealUserSim: every case failed ({len(self._rows)}); no summary written")
         write_json_atomic(ctx.out_dir / "shuffled_profile_mapping.json", self._donors)
         conditions = {c: self._condition(c) for c in self.conditions}
-        results = {"suite": self.name, "version": self.version, "models": {
-            role: {"name": m.name, "revision": m.revision, **sampling_identity(self.settings[role])}
-            for role, m in self._models.items()}, "seeds": self.seeds, "conditions": conditions,
+        results = {
+            "suite": self.name,
+            "version": self.version,
+            "models": {
+                role: {"name": m.name, "revision": m.revision, **sampling_identity(self.settings[role])}
+                for role, m in self._models.items()
+            },
+            "seeds": self.seeds,
+            "conditions": conditions,
             "shuffled_profile_mapping": self._donors,
-            "published": {"correct_profile": REALUSERSIM, "dataset_card_gpt4o": REALUSERSIM_CARD}}
-        head = ["condition", "cases", "FI", "95% CI (users)", *FIDELITY_DIMENSIONS, "close %", "user turns",
-                "error %", "FI judged only"]
-        rows = [[c, str(v["n_cases"]), pm(v["fi"]), f"{fmt(v['ci95'][0])}–{fmt(v['ci95'][1])}",
-                 *[pm(v["dimensions"][d]) for d in FIDELITY_DIMENSIONS], pm(v["close_rate"]),
-                 pm(v["mean_user_turns"], digits=2), fmt(v["error_rate"]), pm(v["fi_judged_only"])]
-                for c, v in conditions.items()]
+            "published": {"correct_profile": REALUSERSIM, "dataset_card_gpt4o": REALUSERSIM_CARD},
+        }
+        head = [
+            "condition",
+            "cases",
+            "FI",
+            "95% CI (users)",
+            *FIDELITY_DIMENSIONS,
+            "close %",
+            "user turns",
+            "error %",
+            "FI judged only",
+        ]
+        rows = [
+            [
+                c,
+                str(v["n_cases"]),
+                pm(v["fi"]),
+                f"{fmt(v['ci95'][0])}–{fmt(v['ci95'][1])}",
+                *[pm(v["dimensions"][d]) for d in FIDELITY_DIMENSIONS],
+                pm(v["close_rate"]),
+                pm(v["mean_user_turns"], digits=2),
+                fmt(v["error_rate"]),
+                pm(v["fi_judged_only"]),
+            ]
+            for c, v in conditions.items()
+        ]
         published = [[name, *[fmt(x) for x in values]] for name, values in REALUSERSIM.items()]
-        markdown = (f"# RealUserSim PT3: {self._models['simulator'].name}\n\n" + table(head, rows) +
-                    "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
-                    "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
-                    "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
-                    + table(["model", "FI", *FIDELITY_DIMENSIONS], published) +
-                    f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
-                    f"task only {REALUSERSIM_CARD['task_only']}.\n")
+        markdown = (
+            f"# RealUserSim PT3: {self._models['simulator'].name}\n\n"
+            + table(head, rows)
+            + "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
+            "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
+            "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
+            + table(["model", "FI", *FIDELITY_DIMENSIONS], published)
+            + f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
+            f"task only {REALUSERSIM_CARD['task_only']}.\n"
+        )
         scalars = {}
         for c, v in conditions.items():
-            scalars.update({f"realusersim/{c}/fi": v["fi"]["mean"], f"realusersim/{c}/error_rate": v["error_rate"],
-                            **{f"realusersim/{c}/{d}": v["dimensions"][d]["mean"] for d in FIDELITY_DIMENSIONS}})
+            scalars.update(
+                {
+                    f"realusersim/{c}/fi": v["fi"]["mean"],
+                    f"realusersim/{c}/error_rate": v["error_rate"],
+                    **{f"realusersim/{c}/{d}": v["dimensions"][d]["mean"] for d in FIDELITY_DIMENSIONS},
+                }
+            )
         return SuiteReport(results, markdown, {k: float(x) for k, x in scalars.items() if x is not None})
 
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         conditions = report.results["conditions"]
         labels = ["FI", *FIDELITY_DIMENSIONS]
-        series = {c: [v["fi"]["mean"], *[v["dimensions"][d]["mean"] for d in FIDELITY_DIMENSIONS]]
-                  for c, v in conditions.items()}
-        return bar_chart(path, labels, series, ylabel="%", ylim=(0, 100),
-                         title=f"RealUserSim PT3 — {report.results['models']['simulator']['name']}")
+        series = {
+            c: [v["fi"]["mean"], *[v["dimensions"][d]["mean"] for d in FIDELITY_DIMENSIONS]]
+            for c, v in conditions.items()
+        }
+        return bar_chart(
+            path,
+            labels,
+            series,
+            ylabel="%",
+            ylim=(0, 100),
+            title=f"RealUserSim PT3 — {report.results['models']['simulator']['name']}",
+        )

@@ -55,8 +55,15 @@ class Conversation:
         return [m["content"] for m in self.messages if m["role"] == "user"]
 
 
-async def converse(system_prompt: str, simulator: ChatModel, assistant: ChatModel, sim: ChatModelSettings,
-                   helper: ChatModelSettings, seed: int, max_assistant_turns: int = 4) -> Conversation:
+async def converse(
+    system_prompt: str,
+    simulator: ChatModel,
+    assistant: ChatModel,
+    sim: ChatModelSettings,
+    helper: ChatModelSettings,
+    seed: int,
+    max_assistant_turns: int = 4,
+) -> Conversation:
     """Simulator opens; then up to ``max_assistant_turns`` assistant/simulator exchanges, stopping at ``/close``.
 
     The simulator never sees the original conversation. Its turns pass ``strip_reasoning(strict=True)``:
@@ -66,8 +73,10 @@ async def converse(system_prompt: str, simulator: ChatModel, assistant: ChatMode
     transcript: list[dict[str, str]] = []
 
     async def user_turn() -> str:
-        text = strip_reasoning(await simulator.complete(sim_view, temperature=sim.temperature,
-                                                        max_tokens=sim.max_tokens, seed=seed), strict=True)
+        text = strip_reasoning(
+            await simulator.complete(sim_view, temperature=sim.temperature, max_tokens=sim.max_tokens, seed=seed),
+            strict=True,
+        )
         sim_view.append({"role": "assistant", "content": text})
         transcript.append({"role": "user", "content": text})
         return text
@@ -75,8 +84,11 @@ async def converse(system_prompt: str, simulator: ChatModel, assistant: ChatMode
     if CLOSE in await user_turn():
         return Conversation(tuple(transcript), "close_token")
     for _ in range(max_assistant_turns):
-        reply = strip_reasoning(await assistant.complete(transcript, temperature=helper.temperature,
-                                                         max_tokens=helper.max_tokens, seed=seed))
+        reply = strip_reasoning(
+            await assistant.complete(
+                transcript, temperature=helper.temperature, max_tokens=helper.max_tokens, seed=seed
+            )
+        )
         transcript.append({"role": "assistant", "content": reply})
         sim_view.append({"role": "user", "content": reply})
         if CLOSE in await user_turn():
@@ -94,25 +106,36 @@ def judged_turns(messages: Sequence[dict[str, str]], max_messages: int, syntheti
     return turns
 
 
-async def judge_fidelity(real: Sequence[str], synthetic: Sequence[str], prompts: JudgePrompts, judge: ChatModel,
-                         settings: ChatModelSettings, format_max_tokens: int = 1024,
-                         format_attempts: int = 2) -> tuple[tuple[int, ...], str]:
+async def judge_fidelity(
+    real: Sequence[str],
+    synthetic: Sequence[str],
+    prompts: JudgePrompts,
+    judge: ChatModel,
+    settings: ChatModelSettings,
+    format_max_tokens: int = 1024,
+    format_attempts: int = 2,
+) -> tuple[tuple[int, ...], str]:
     """Two calls: a free-text forensic judgment, then the formatting prompt turns it into JSON; the five
     hits are parsed strictly (:func:`parse_fidelity_verdict`). Returns ``(hits, judgment)``."""
     if not synthetic:
         raise JudgeFailure("empty_synthetic_trajectory: the simulator produced no judgeable user turn")
-    comparison = (f"USER1 messages (real):\n{json.dumps(list(real), ensure_ascii=False)}\n\n"
-                  f"USER2 messages (simulated):\n{json.dumps(list(synthetic), ensure_ascii=False)}")
-    judgment = await judge.complete([{"role": "system", "content": prompts.system},
-                                     {"role": "user", "content": comparison}],
-                                    temperature=settings.temperature, max_tokens=settings.max_tokens)
+    comparison = (
+        f"USER1 messages (real):\n{json.dumps(list(real), ensure_ascii=False)}\n\n"
+        f"USER2 messages (simulated):\n{json.dumps(list(synthetic), ensure_ascii=False)}"
+    )
+    judgment = await judge.complete(
+        [{"role": "system", "content": prompts.system}, {"role": "user", "content": comparison}],
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+    )
     request = f"{prompts.formatting}\n\n{judgment}"
     error: JudgeFailure | None = None
     for attempt in range(format_attempts):
         if attempt:
             request += "\n\nReturn only the JSON object, with nothing before or after it."
-        formatted = await judge.complete([{"role": "user", "content": request}], temperature=settings.temperature,
-                                         max_tokens=format_max_tokens)
+        formatted = await judge.complete(
+            [{"role": "user", "content": request}], temperature=settings.temperature, max_tokens=format_max_tokens
+        )
         try:
             return parse_fidelity_verdict(formatted), judgment
         except JudgeFailure as err:

@@ -31,7 +31,7 @@ def _between(text: str, start: str, end: str | None) -> str:
         return ""
     i += len(start)
     j = text.find(end, i) if end else -1
-    return text[i:j if j != -1 else None].strip()
+    return text[i : j if j != -1 else None].strip()
 
 
 def _fail_on_markers(text: str) -> str | None:
@@ -75,10 +75,11 @@ def scripted_turing_judge(messages: Messages, seed: int | None, temperature: flo
 
 # ---------------------------------------------------------------------------------------------- RealUserSim
 
+
 def _label(text: str, label: str) -> str:
     for line in text.splitlines():
         if line.startswith(label):
-            return line[len(label):].strip()
+            return line[len(label) :].strip()
     return ""
 
 
@@ -104,23 +105,28 @@ def scripted_realusersim_user(messages: Messages, seed: int | None, temperature:
     """Opens with the request, asks one follow-up, then closes; styled after the profile in its prompt."""
     system = messages[0]["content"]
     own = sum(1 for m in messages if m["role"] == "assistant")
-    lines = (_label(system, "Request description:"), "what if that does not work, is there another option?",
-             "ok that works, thanks /close")
+    lines = (
+        _label(system, "Request description:"),
+        "what if that does not work, is there another option?",
+        "ok that works, thanks /close",
+    )
     return _styled(lines[min(own, 2)], _label(system, "Linguistic profile:"))
 
 
 def scripted_realusersim_assistant(messages: Messages, seed: int | None, temperature: float) -> str:
     ask = messages[-1]["content"].replace("/close", "").strip()
-    return f"Thanks for the details. For \"{ask[:60]}\" first check the settings, then contact support with your order number."
+    return f'Thanks for the details. For "{ask[:60]}" first check the settings, then contact support with your order number.'
 
 
 def _traits(turns: Sequence[str]) -> dict[str, float]:
     words = [t.split() for t in turns] or [[]]
-    return {"lower": sum(t[:1].islower() for t in turns) / max(len(turns), 1),
-            "punct": sum(bool(re.search(r"[.!?]", t)) for t in turns) / max(len(turns), 1),
-            "polite": float(any(re.search(r"\b(please|thanks|thank you|hello|hi)\b", t, re.IGNORECASE)
-                                for t in turns)),
-            "words": sum(len(w) for w in words) / max(len(turns), 1), "n": float(len(turns))}
+    return {
+        "lower": sum(t[:1].islower() for t in turns) / max(len(turns), 1),
+        "punct": sum(bool(re.search(r"[.!?]", t)) for t in turns) / max(len(turns), 1),
+        "polite": float(any(re.search(r"\b(please|thanks|thank you|hello|hi)\b", t, re.IGNORECASE) for t in turns)),
+        "words": sum(len(w) for w in words) / max(len(turns), 1),
+        "n": float(len(turns)),
+    }
 
 
 def scripted_fidelity_judge(messages: Messages, seed: int | None, temperature: float) -> str:
@@ -137,9 +143,11 @@ def scripted_fidelity_judge(messages: Messages, seed: int | None, temperature: f
     r, s = _traits(real), _traits(sim)
     vocabulary = [{w.lower() for t in turns for w in re.findall(r"[a-zA-Z]{4,}", t)} for turns in (real, sim)]
     overlap = len(vocabulary[0] & vocabulary[1]) / max(len(vocabulary[0] | vocabulary[1]), 1)
-    checks = (r["polite"] == s["polite"],
-              abs(r["lower"] - s["lower"]) <= 0.5 and abs(r["punct"] - s["punct"]) <= 0.5,
-              overlap >= 0.1,
-              0.5 <= (s["words"] + 1) / (r["words"] + 1) <= 2.0,
-              abs(r["n"] - s["n"]) <= 1)
+    checks = (
+        r["polite"] == s["polite"],
+        abs(r["lower"] - s["lower"]) <= 0.5 and abs(r["punct"] - s["punct"]) <= 0.5,
+        overlap >= 0.1,
+        0.5 <= (s["words"] + 1) / (r["words"] + 1) <= 2.0,
+        abs(r["n"] - s["n"]) <= 1,
+    )
     return "\n".join(f"{key}: {'yes' if ok else 'no'} (trait comparison)" for key, ok in zip(FIDELITY_KEYS, checks))

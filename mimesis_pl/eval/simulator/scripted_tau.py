@@ -52,7 +52,9 @@ def scripted_tau_agent(messages: Messages, seed: int | None, temperature: float)
     if said_yes and intent != "details" and f"{intent}_" not in done:
         if intent == "return":
             item = re.search(r"return (?:the |my )?([a-z ]+?)(?: from|$|[,.])", user_text.lower())
-            return format_tool_call("return_order_items", {key: target, "item": (item.group(1) if item else "").strip()})
+            return format_tool_call(
+                "return_order_items", {key: target, "item": (item.group(1) if item else "").strip()}
+            )
         name = "cancel_order" if key == "order_id" else "cancel_reservation"
         return format_tool_call(name, {key: target})
     return "Is there anything else I can help with?"
@@ -68,19 +70,29 @@ def scripted_tau_user(messages: Messages, seed: int | None, temperature: float) 
     last = messages[-1]["content"]
     if SURVEY_MARKER in last:
         success = any("Done:" in m["content"] or "flight HAT" in m["content"] for m in messages if m["role"] == "user")
-        return json.dumps({"task_success": "Yes - Task completed" if success else "Partially",
-                           "efficiency": "Somewhat efficient", "question_amount_preference": "About right",
-                           "answer_effort_time": "Low", "human_like": "Partially",
-                           "interaction_flow": "Somewhat natural", "overall_score": "4" if success else "3",
-                           "reuse": "Probably yes"})
+        return json.dumps(
+            {
+                "task_success": "Yes - Task completed" if success else "Partially",
+                "efficiency": "Somewhat efficient",
+                "question_amount_preference": "About right",
+                "answer_effort_time": "Low",
+                "human_like": "Partially",
+                "interaction_flow": "Somewhat natural",
+                "overall_score": "4" if success else "3",
+                "reuse": "Probably yes",
+            }
+        )
     own = sum(1 for m in messages if m["role"] == "assistant")
     ids = _ID.findall(instruction)
     casual = stable_hash("tau-user", instruction, seed if temperature > 0 else 0) % 2 == 0
     if own >= 6:
         return STOP_LINE
     if own == 0:
-        opening = {"cancel": "i need to cancel something", "return": "hi, i want to return an item",
-                   "details": "what flight am i on?"}[_intent(instruction)]
+        opening = {
+            "cancel": "i need to cancel something",
+            "return": "hi, i want to return an item",
+            "details": "what flight am i on?",
+        }[_intent(instruction)]
         item = re.search(r"return (?:the |your )?([a-z ]+?) from", instruction.lower())
         if item:
             opening = f"hi, i want to return the {item.group(1)} from an order"

@@ -59,7 +59,10 @@ class NoTurnsFailure(SimulatorFailure):
 
 #: task status → the failure it is retried and stored as; and the stored failure kind → the status counted.
 STATUS_FAILURE: dict[str, type[InfrastructureFailure]] = {
-    "judge_failed": JudgeFailure, "task_error": TaskErrorFailure, "no_turns": NoTurnsFailure}
+    "judge_failed": JudgeFailure,
+    "task_error": TaskErrorFailure,
+    "no_turns": NoTurnsFailure,
+}
 FAILURE_STATUS = {"judge": "judge_failed", "environment": "task_error", "simulator": "no_turns", "timeout": "timeout"}
 
 
@@ -91,19 +94,29 @@ class SoulSuite(FidelitySuite):
     name = "soul"
     version = "1"
 
-    def __init__(self, simulator: EngineAgentSettings, roles: RoleSettings | None = None,
-                 seeds: list[int] | None = None, enable_thinking: bool = True, min_think_tokens: int = 4,
-                 task_options: dict[str, dict[str, Any]] | None = None, row_timeout_s: float | None = 1800.0,
-                 degenerate_min_zero_sets: int = 8, degenerate_gap: float = 15.0,
-                 dump_transcripts: bool = True) -> None:
+    def __init__(
+        self,
+        simulator: EngineAgentSettings,
+        roles: RoleSettings | None = None,
+        seeds: list[int] | None = None,
+        enable_thinking: bool = True,
+        min_think_tokens: int = 4,
+        task_options: dict[str, dict[str, Any]] | None = None,
+        row_timeout_s: float | None = 1800.0,
+        degenerate_min_zero_sets: int = 8,
+        degenerate_gap: float = 15.0,
+        dump_transcripts: bool = True,
+    ) -> None:
         self.simulator = simulator
         self.roles = roles or RoleSettings()
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
         if not isinstance(simulator, EngineAgentSettings):
-            raise TypeError("the simulator must run the tasks token-in/token-out (EngineAgentSettings); for a served "
-                             "model use engine OpenAIEngineSettings (/v1/completions with model_path's tokenizer)")
+            raise TypeError(
+                "the simulator must run the tasks token-in/token-out (EngineAgentSettings); for a served "
+                "model use engine OpenAIEngineSettings (/v1/completions with model_path's tokenizer)"
+            )
         self.enable_thinking, self.min_think_tokens = enable_thinking, min_think_tokens
         self.task_options = dict(task_options or {})
         self.row_timeout_s = row_timeout_s
@@ -118,27 +131,52 @@ class SoulSuite(FidelitySuite):
         judge, partner, support_agent = build_roles(self.roles)
         sampling = self._backend.sampling()
         self._contexts = {
-            seed: TaskContext(policy=Policy(self._backend.engine, self._backend.tokenizer, replace(sampling, seed=seed),
-                                            max_length=self.simulator.max_length),
-                              judge=judge, partner=partner, support_agent=support_agent, is_train=False,
-                              min_think_tokens=self.min_think_tokens, enable_think=self.enable_thinking,
-                              options=self.task_options)
-            for seed in self.seeds}
+            seed: TaskContext(
+                policy=Policy(
+                    self._backend.engine,
+                    self._backend.tokenizer,
+                    replace(sampling, seed=seed),
+                    max_length=self.simulator.max_length,
+                ),
+                judge=judge,
+                partner=partner,
+                support_agent=support_agent,
+                is_train=False,
+                min_think_tokens=self.min_think_tokens,
+                enable_think=self.enable_thinking,
+                options=self.task_options,
+            )
+            for seed in self.seeds
+        }
         self._records = {}
 
     def identity(self) -> RunIdentity:
         assert self._backend is not None
         partners = ";".join(f"{k}={v}" for k, v in sorted(role_identity(self.roles).items()))
-        return RunIdentity(agent_model=self._backend.name, agent_revision=self._backend.revision, simulator=partners,
-                           harness_version=f"{self.name}-v{self.version}")
+        return RunIdentity(
+            agent_model=self._backend.name,
+            agent_revision=self._backend.revision,
+            simulator=partners,
+            harness_version=f"{self.name}-v{self.version}",
+        )
 
     def settings_hash(self) -> str:
         s = self.simulator
-        return config_hash({"temperature": s.temperature, "top_p": s.top_p, "max_new_tokens": s.max_new_tokens,
-                            "max_length": s.max_length, "enable_thinking": self.enable_thinking,
-                            "min_think_tokens": self.min_think_tokens, "task_options": self.task_options,
-                            "roles": {role: {k: getattr(e, k) for k in ("temperature", "max_tokens", "reasoning_effort")}
-                                      for role, e in vars(self.roles).items()}})  # endpoints, timeouts: not identity
+        return config_hash(
+            {
+                "temperature": s.temperature,
+                "top_p": s.top_p,
+                "max_new_tokens": s.max_new_tokens,
+                "max_length": s.max_length,
+                "enable_thinking": self.enable_thinking,
+                "min_think_tokens": self.min_think_tokens,
+                "task_options": self.task_options,
+                "roles": {
+                    role: {k: getattr(e, k) for k in ("temperature", "max_tokens", "reasoning_effort")}
+                    for role, e in vars(self.roles).items()
+                },
+            }
+        )  # endpoints, timeouts: not identity
 
     async def run_batch(self, batch: list[SoulRow], ctx: SuiteContext) -> None:
         async def one(ref: TaskRef, _: int) -> TrialOutcome:
@@ -146,18 +184,34 @@ class SoulSuite(FidelitySuite):
             task = task_row(row)
             result = await run_row(task, self._contexts[seed], ref.task_id, ref.task_id, self.row_timeout_s)
             if self.dump_transcripts:
-                write_transcript(ctx.out_dir / "conversations" / f"seed{seed}", task, result,
-                                 experiment_name=f"{self._backend.name}-seed{seed}", global_step=0)
+                write_transcript(
+                    ctx.out_dir / "conversations" / f"seed{seed}",
+                    task,
+                    result,
+                    experiment_name=f"{self._backend.name}-seed{seed}",
+                    global_step=0,
+                )
             if result.status in STATUS_FAILURE:
-                raise STATUS_FAILURE[result.status](f"{row.data_source}#{row.index} seed {seed}: {result.status}: "
-                                                    f"{result.error or 'no verdict'}")
-            return TrialOutcome(reward=float(result.score), info={
-                "data_source": row.data_source, "index": row.index, "seed": seed, "status": result.status,
-                "metrics": {k: float(v) for k, v in result.metrics.items()}})
+                raise STATUS_FAILURE[result.status](
+                    f"{row.data_source}#{row.index} seed {seed}: {result.status}: {result.error or 'no verdict'}"
+                )
+            return TrialOutcome(
+                reward=float(result.score),
+                info={
+                    "data_source": row.data_source,
+                    "index": row.index,
+                    "seed": seed,
+                    "status": result.status,
+                    "metrics": {k: float(v) for k, v in result.metrics.items()},
+                },
+            )
 
         settings = self.settings_hash()
-        refs = [item_ref(f"soul/{row.data_source}", f"{row.data_source}#{row.index}", seed, settings, (row, seed))
-                for seed in self.seeds for row in batch]
+        refs = [
+            item_ref(f"soul/{row.data_source}", f"{row.data_source}#{row.index}", seed, settings, (row, seed))
+            for seed in self.seeds
+            for row in batch
+        ]
         self._backend.engine.wake_up()
         try:
             run = await run_items(refs, self.identity(), one, ctx.cache, ctx.retry, ctx.max_concurrency)
@@ -193,18 +247,28 @@ class SoulSuite(FidelitySuite):
             for c in per.values():
                 totals.update(c)
         results = {
-            "suite": self.name, "version": self.version, "simulator": self._backend.name,
-            "simulator_revision": self._backend.revision, "roles": role_identity(self.roles), "seeds": self.seeds,
-            "sets": sets, "sets_missing": [s for s in SOUL_NAMES if s not in sets],
+            "suite": self.name,
+            "version": self.version,
+            "simulator": self._backend.name,
+            "simulator_revision": self._backend.revision,
+            "roles": role_identity(self.roles),
+            "seeds": self.seeds,
+            "sets": sets,
+            "sets_missing": [s for s in SOUL_NAMES if s not in sets],
             "rows_per_set": {src: len({i for (_, s, i) in self._records if s == src}) for src in sets},
             "headline": {"name": HEADLINE, **summary["soul_index"]},
             "paper_overall": {"name": ROW_WEIGHTED, **summary["overall_row_weighted"]},
-            "summary": summary, "per_seed": per_seed, "dropped_seeds": {str(k): v for k, v in dropped.items()},
-            "unscored": dict(totals), "unscored_by_seed": failures,
+            "summary": summary,
+            "per_seed": per_seed,
+            "dropped_seeds": {str(k): v for k, v in dropped.items()},
+            "unscored": dict(totals),
+            "unscored_by_seed": failures,
             "published": {m: dict(zip((*SOUL_AXES, "Overall"), v)) for m, v in PUBLISHED.items()},
         }
         scalars = {f"soul/{src}": float(v["mean"]) for src, v in summary["datasets"].items() if v["mean"] is not None}
-        scalars.update({f"soul/axis/{a}": float(v["mean"]) for a, v in summary["axes"].items() if v["mean"] is not None})
+        scalars.update(
+            {f"soul/axis/{a}": float(v["mean"]) for a, v in summary["axes"].items() if v["mean"] is not None}
+        )
         for key in ("soul_index", "overall_row_weighted"):
             if summary[key]["mean"] is not None:
                 scalars[f"soul/{key}"] = float(summary[key]["mean"])
@@ -215,8 +279,14 @@ class SoulSuite(FidelitySuite):
         r = report.results
         series = {f"seed {s}": [r["per_seed"][s]["axes"][a] for a in SOUL_AXES] for s in r["seeds"]}
         series["MIMESIS-9B (paper)"] = [r["published"]["MIMESIS-9B"][a] for a in SOUL_AXES]
-        return bar_chart(path, list(SOUL_AXES), series, ylabel="score (× 100)", ylim=(0.0, 100.0),
-                         title=f"SOUL axes — {r['simulator']} (missing axes drawn as 0)")
+        return bar_chart(
+            path,
+            list(SOUL_AXES),
+            series,
+            ylabel="score (× 100)",
+            ylim=(0.0, 100.0),
+            title=f"SOUL axes — {r['simulator']} (missing axes drawn as 0)",
+        )
 
     async def aclose(self) -> None:
         closed = set()
@@ -240,36 +310,79 @@ def soul_markdown(r: dict[str, Any]) -> str:
     """The report: per-set scores per seed, axes, the headline beside the paper's Overall, published rows."""
     seeds, s = r["seeds"], r["summary"]
     dropped = {int(k) for k in r["dropped_seeds"]}
-    head = ["set", "axis", "rows", *(f"seed {x}" + (" (dropped)" if x in dropped else "") for x in seeds),
-            "mean ± std", "unscored"]
+    head = [
+        "set",
+        "axis",
+        "rows",
+        *(f"seed {x}" + (" (dropped)" if x in dropped else "") for x in seeds),
+        "mean ± std",
+        "unscored",
+    ]
     axis_of = {src: a for a, sets in SOUL_AXES.items() for src in sets}
     rows = []
     for src in r["sets"]:
         unscored = sum(sum(per.get(src, {}).values()) for per in r["unscored_by_seed"].values())
-        rows.append([SOUL_NAMES[src], axis_of[src], str(r["rows_per_set"][src]),
-                     *(fmt(r["per_seed"][x]["datasets"].get(src)) for x in seeds), _pm(s["datasets"][src]),
-                     str(unscored)])
+        rows.append(
+            [
+                SOUL_NAMES[src],
+                axis_of[src],
+                str(r["rows_per_set"][src]),
+                *(fmt(r["per_seed"][x]["datasets"].get(src)) for x in seeds),
+                _pm(s["datasets"][src]),
+                str(unscored),
+            ]
+        )
     for a in SOUL_AXES:
         rows.append([f"**{a}**", "", "", *(fmt(r["per_seed"][x]["axes"][a]) for x in seeds), _pm(s["axes"][a]), ""])
-    rows.append([f"**{HEADLINE}**", "", "", *(fmt(r["per_seed"][x]["soul_index"]) for x in seeds),
-                 _pm(s["soul_index"]), ""])
-    rows.append([ROW_WEIGHTED, "", "", *(fmt(r["per_seed"][x]["overall_row_weighted"]) for x in seeds),
-                 _pm(s["overall_row_weighted"]), ""])
-    rows.append(["AlignX (combined)", "", "", *(fmt(r["per_seed"][x]["alignx_combined"]) for x in seeds),
-                 _pm(s["alignx_combined"]), ""])
+    rows.append(
+        [f"**{HEADLINE}**", "", "", *(fmt(r["per_seed"][x]["soul_index"]) for x in seeds), _pm(s["soul_index"]), ""]
+    )
+    rows.append(
+        [
+            ROW_WEIGHTED,
+            "",
+            "",
+            *(fmt(r["per_seed"][x]["overall_row_weighted"]) for x in seeds),
+            _pm(s["overall_row_weighted"]),
+            "",
+        ]
+    )
+    rows.append(
+        [
+            "AlignX (combined)",
+            "",
+            "",
+            *(fmt(r["per_seed"][x]["alignx_combined"]) for x in seeds),
+            _pm(s["alignx_combined"]),
+            "",
+        ]
+    )
     ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
-    pub_rows = [[f"**{r['simulator']}** (ours, {HEADLINE} / row-weighted)", *ours,
-                 f"{_pm(s['soul_index'])} / {_pm(s['overall_row_weighted'])}"]]
+    pub_rows = [
+        [
+            f"**{r['simulator']}** (ours, {HEADLINE} / row-weighted)",
+            *ours,
+            f"{_pm(s['soul_index'])} / {_pm(s['overall_row_weighted'])}",
+        ]
+    ]
     pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
     missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
     unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
-    notes = (f"\nScores are task scores × 100 (validation mode: greedy unless the temperature says otherwise, no "
-             f"format gate). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
-             f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
-             f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
-             f"every mean and counted: {unscored}. Dropped seeds: "
-             f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n")
-    published = ("\n## Published (the paper; other models and data — context, not a target; its Overall is "
-                 "row-weighted over all 27 sets)\n\n" + table(["model", *SOUL_AXES, "Overall"], pub_rows))
-    return (f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
-            + table(head, rows) + notes + published)
+    notes = (
+        f"\nScores are task scores × 100 (validation mode: greedy unless the temperature says otherwise, no "
+        f"format gate). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
+        f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
+        f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
+        f"every mean and counted: {unscored}. Dropped seeds: "
+        f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n"
+    )
+    published = (
+        "\n## Published (the paper; other models and data — context, not a target; its Overall is "
+        "row-weighted over all 27 sets)\n\n" + table(["model", *SOUL_AXES, "Overall"], pub_rows)
+    )
+    return (
+        f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
+        + table(head, rows)
+        + notes
+        + published
+    )

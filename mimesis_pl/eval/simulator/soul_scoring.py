@@ -20,15 +20,33 @@ from mimesis_pl.eval.simulator.loaders import SOUL_AXES
 
 #: Display names of the 27 SOUL sets, keyed by ``data_source``.
 SOUL_NAMES: Mapping[str, str] = {
-    "userllm": "UserLLM", "mirrorbench": "MirrorBench", "humanual-chat": "Humanual-Chat",
-    "sim_arena_doc": "SimArena-Doc", "sotopia": "Sotopia-Hard", "fantom": "Fantom", "hitom": "Hitom",
-    "paratomi": "Paratomi", "social_r1": "Social-R1", "coser": "Coser", "lifechoices": "Lifechoices",
-    "twinvoice": "Twinvoice", "behavior_chain": "BehaviorChain", "sim_arena_math": "SimArena-Math",
-    "mistakes": "Mistakes", "humanual-email": "Humanual-Email", "humanual-news": "Humanual-News",
-    "humanual-politics": "Humanual-Politics", "humanual-book": "Humanual-Book",
-    "humanual-opinion": "Humanual-Opinion", "alignx_demo": "AlignX-Demo", "alignx_pair": "AlignX-Pair",
-    "alignx_ugc": "AlignX-UGC", "alignx_arbitrary": "AlignX-Arbitrary", "alignx_history16": "AlignX-History16",
-    "socsci210": "SocSci210", "humanllm": "HumanLLM",
+    "userllm": "UserLLM",
+    "mirrorbench": "MirrorBench",
+    "humanual-chat": "Humanual-Chat",
+    "sim_arena_doc": "SimArena-Doc",
+    "sotopia": "Sotopia-Hard",
+    "fantom": "Fantom",
+    "hitom": "Hitom",
+    "paratomi": "Paratomi",
+    "social_r1": "Social-R1",
+    "coser": "Coser",
+    "lifechoices": "Lifechoices",
+    "twinvoice": "Twinvoice",
+    "behavior_chain": "BehaviorChain",
+    "sim_arena_math": "SimArena-Math",
+    "mistakes": "Mistakes",
+    "humanual-email": "Humanual-Email",
+    "humanual-news": "Humanual-News",
+    "humanual-politics": "Humanual-Politics",
+    "humanual-book": "Humanual-Book",
+    "humanual-opinion": "Humanual-Opinion",
+    "alignx_demo": "AlignX-Demo",
+    "alignx_pair": "AlignX-Pair",
+    "alignx_ugc": "AlignX-UGC",
+    "alignx_arbitrary": "AlignX-Arbitrary",
+    "alignx_history16": "AlignX-History16",
+    "socsci210": "SocSci210",
+    "humanllm": "HumanLLM",
 }
 SOUL_SETS: tuple[str, ...] = tuple(s for sets in SOUL_AXES.values() for s in sets)
 ALIGNX_SPLITS = ("alignx_demo", "alignx_pair", "alignx_ugc", "alignx_arbitrary", "alignx_history16")
@@ -40,8 +58,9 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def dataset_scores(scores: Mapping[str, Sequence[float]]) -> dict[str, float | None]:
     """``{data_source: mean task score × 100}`` of the scored rows (None for a set with no scored row)."""
-    return {source: (None if not values else 100.0 * math.fsum(values) / len(values))
-            for source, values in scores.items()}
+    return {
+        source: (None if not values else 100.0 * math.fsum(values) / len(values)) for source, values in scores.items()
+    }
 
 
 def axis_scores(datasets: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -65,13 +84,19 @@ def seed_summary(scores: Mapping[str, Sequence[float]]) -> dict[str, object]:
     datasets = dataset_scores(scores)
     axes = axis_scores(datasets)
     alignx = [datasets[s] for s in ALIGNX_SPLITS if datasets.get(s) is not None]
-    return {"datasets": datasets, "axes": axes, "soul_index": soul_index(axes),
-            "axes_covered": sum(v is not None for v in axes.values()),
-            "overall_row_weighted": row_weighted_overall(scores), "alignx_combined": _mean(alignx)}
+    return {
+        "datasets": datasets,
+        "axes": axes,
+        "soul_index": soul_index(axes),
+        "axes_covered": sum(v is not None for v in axes.values()),
+        "overall_row_weighted": row_weighted_overall(scores),
+        "alignx_combined": _mean(alignx),
+    }
 
 
-def degenerate_seeds(per_seed: Mapping[int, Mapping[str, object]], min_zero_sets: int = 8,
-                     gap: float = 15.0) -> dict[int, str]:
+def degenerate_seeds(
+    per_seed: Mapping[int, Mapping[str, object]], min_zero_sets: int = 8, gap: float = 15.0
+) -> dict[int, str]:
     """``{seed: reason}`` of the seeds to drop (the reference's rule): ≥ 2 seeds, ≥ ``min_zero_sets`` data sets at
     exactly 0.0, and a row-weighted Overall more than ``gap`` points below the seeds' median."""
     if len(per_seed) < 2:
@@ -94,8 +119,11 @@ def mean_std(values: Sequence[float | None]) -> dict[str, float | int | None]:
     kept = [float(v) for v in values if v is not None]
     if not kept:
         return {"mean": None, "std": None, "n": 0}
-    return {"mean": math.fsum(kept) / len(kept), "std": statistics.stdev(kept) if len(kept) > 1 else None,
-            "n": len(kept)}
+    return {
+        "mean": math.fsum(kept) / len(kept),
+        "std": statistics.stdev(kept) if len(kept) > 1 else None,
+        "n": len(kept),
+    }
 
 
 def across_seeds(per_seed: Mapping[int, Mapping[str, object]], dropped: Mapping[int, str]) -> dict[str, object]:

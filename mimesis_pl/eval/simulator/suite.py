@@ -33,8 +33,12 @@ from mimesis_pl.eval.trials import (
 def suite_identity(suite: str, version: str, simulator: ChatModel, partners: Mapping[str, ChatModel]) -> RunIdentity:
     """The identity of one suite run: the simulator under test, its partners by role, the suite version."""
     partner = ";".join(f"{role}={m.name}@{m.revision}" for role, m in sorted(partners.items())) or "none"
-    return RunIdentity(agent_model=simulator.name, agent_revision=simulator.revision, simulator=partner,
-                       harness_version=f"{suite}-v{version}")
+    return RunIdentity(
+        agent_model=simulator.name,
+        agent_revision=simulator.revision,
+        simulator=partner,
+        harness_version=f"{suite}-v{version}",
+    )
 
 
 def item_ref(stage: str, item_id: str, seed: int | None, settings_hash: str, payload: Any = None) -> TaskRef:
@@ -52,8 +56,14 @@ class ItemRun:
     reused: int
 
 
-async def run_items(refs: Sequence[TaskRef], identity: RunIdentity, fn: TrialFn, cache: TrialCache,
-                    retry: RetryPolicy, max_concurrency: int) -> ItemRun:
+async def run_items(
+    refs: Sequence[TaskRef],
+    identity: RunIdentity,
+    fn: TrialFn,
+    cache: TrialCache,
+    retry: RetryPolicy,
+    max_concurrency: int,
+) -> ItemRun:
     """Run the items of ``refs`` the cache does not hold as scored; return cached and new records merged."""
     if not refs:
         return ItemRun({}, 0, 0)
@@ -84,8 +94,11 @@ def mean_std(values: Sequence[float | None]) -> dict[str, float | int | None]:
     kept = [float(v) for v in values if v is not None]
     if not kept:
         return {"mean": None, "std": None, "n": 0}
-    return {"mean": math.fsum(kept) / len(kept), "std": statistics.stdev(kept) if len(kept) > 1 else None,
-            "n": len(kept)}
+    return {
+        "mean": math.fsum(kept) / len(kept),
+        "std": statistics.stdev(kept) if len(kept) > 1 else None,
+        "n": len(kept),
+    }
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -121,8 +134,10 @@ def json_safe(value: Any) -> Any:
 
 
 def write_suite_files(out_dir: Path, results: Mapping[str, Any], markdown: str) -> tuple[Path, Path]:
-    return (write_json_atomic(out_dir / "results.json", json_safe(results)),
-            write_text_atomic(out_dir / "results.md", markdown))
+    return (
+        write_json_atomic(out_dir / "results.json", json_safe(results)),
+        write_text_atomic(out_dir / "results.md", markdown),
+    )
 
 
 def flat_scalars(prefix: str, values: Mapping[str, Any]) -> dict[str, float]:

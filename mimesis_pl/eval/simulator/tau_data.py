@@ -44,15 +44,22 @@ def load_tau_tasks(paths: Sequence[str]) -> list[TauTask]:
         for where, row in iter_rows(path):
             env = field_of(row, "env_name", where) if "env_name" in row else field_of(row, "domain", where)
             actions = row.get("actions") or []
-            if not isinstance(actions, list) or not all(isinstance(a, Mapping) and isinstance(a.get("name"), str)
-                                                         and isinstance(a.get("kwargs", {}), Mapping) for a in actions):
+            if not isinstance(actions, list) or not all(
+                isinstance(a, Mapping) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs", {}), Mapping)
+                for a in actions
+            ):
                 raise DataFormatError(f"{where}: field 'actions' must be a list of {{name: str, kwargs: object}}")
             outputs = row.get("outputs") or []
             if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
                 raise DataFormatError(f"{where}: field 'outputs' must be a list of strings")
-            task = TauTask(env_name=env, task_index=field_of(row, "task_index", where, int),
-                           instruction=field_of(row, "instruction", where), user_id=str(row.get("user_id") or ""),
-                           actions=tuple(dict(a) for a in actions), outputs=tuple(outputs))
+            task = TauTask(
+                env_name=env,
+                task_index=field_of(row, "task_index", where, int),
+                instruction=field_of(row, "instruction", where),
+                user_id=str(row.get("user_id") or ""),
+                actions=tuple(dict(a) for a in actions),
+                outputs=tuple(outputs),
+            )
             if task.instance_id in seen:
                 raise DataFormatError(f"{where}: task {task.instance_id!r} already defined at {seen[task.instance_id]}")
             seen[task.instance_id] = where

@@ -16,8 +16,15 @@ from collections.abc import Mapping, Sequence
 STOP = "###STOP###"
 
 DIMENSIONS: Mapping[str, tuple[str, ...]] = {
-    "D1": ("politeness_rate", "short_message_rate", "formality_rate", "ack_only_rate", "verbosity_cv",
-           "repeat_rate", "identity_confusion_rate"),
+    "D1": (
+        "politeness_rate",
+        "short_message_rate",
+        "formality_rate",
+        "ack_only_rate",
+        "verbosity_cv",
+        "repeat_rate",
+        "identity_confusion_rate",
+    ),
     "D2": ("info_front_load", "id_density", "user_words_per_turn", "opening_turn_words"),
     "D3": ("uncertainty_rate", "certainty_rate", "pushback_rate", "clarify_question_rate", "info_question_rate"),
     "D4": ("emotion_rate", "accusation_rate", "pivot_rate"),
@@ -30,17 +37,25 @@ def _pattern(*phrases: str) -> re.Pattern[str]:
 
 
 _POLITE = _pattern("please", "pls", "thank you", "thanks", "thx", "sorry", "appreciate it", "appreciate")
-_ACK = re.compile(r"^(ok(ay)?|yes|yep|yeah|no|nope|sure|thanks|thank you|thx|great|got it|alright|perfect|cool)"
-                  r"[.!]*$", re.IGNORECASE)
-_ASSISTANT = _pattern("how can i help", "how may i assist", "i can help you with", "is there anything else i can",
-                      "as an ai", "let me check that for you")
+_ACK = re.compile(
+    r"^(ok(ay)?|yes|yep|yeah|no|nope|sure|thanks|thank you|thx|great|got it|alright|perfect|cool)"
+    r"[.!]*$",
+    re.IGNORECASE,
+)
+_ASSISTANT = _pattern(
+    "how can i help",
+    "how may i assist",
+    "i can help you with",
+    "is there anything else i can",
+    "as an ai",
+    "let me check that for you",
+)
 _ID = re.compile(r"#?\b(?=[A-Za-z0-9_]*\d)[A-Za-z0-9_]{4,}\b")
 _UNCERTAIN = _pattern("not sure", "maybe", "i think", "probably", "don't know", "dont know", "unsure", "i guess")
 _CERTAIN = _pattern("definitely", "exactly", "certainly", "absolutely", "for sure", "i'm sure", "im sure")
 _PUSHBACK = re.compile(r"(\bbut\b|^no\b|that's not|that is not|\bwrong\b|i said|i already)", re.IGNORECASE)
 _CLARIFY = _pattern("what do you mean", "can you clarify", "which one", "what does that mean", "meaning")
-_EMOTION = re.compile(r"(!|\b(frustrat\w*|annoy\w*|ugh|upset|happy|love|hate|great|awesome|terrible)\b)",
-                      re.IGNORECASE)
+_EMOTION = re.compile(r"(!|\b(frustrat\w*|annoy\w*|ugh|upset|happy|love|hate|great|awesome|terrible)\b)", re.IGNORECASE)
 _ACCUSE = _pattern("you didn't", "you did not", "your fault", "you said", "you never", "you always", "you forgot")
 _PIVOT = _pattern("also", "another thing", "by the way", "one more thing", "actually", "oh and")
 
@@ -63,7 +78,7 @@ def conversation_features(conversation: Sequence[Mapping[str, str]]) -> dict[str
     counts = [len(w) for w in words]
     total = sum(counts)
     mean = total / len(counts)
-    trigrams = Counter(" ".join(w[i:i + 3]).lower() for w in words for i in range(len(w) - 2))
+    trigrams = Counter(" ".join(w[i : i + 3]).lower() for w in words for i in range(len(w) - 2))
     repeated = {g for g, n in trigrams.items() if n > 10}
 
     def question_class(turn: str) -> str | None:

@@ -49,9 +49,12 @@ class HttpToolRuntime:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"runtime url must be http(s), got {base_url!r}")
         self.base_url = base_url.rstrip("/")
-        self._clients = {route: ChatCompletionsClient(f"{self.base_url}/{route}", None, timeout_s, max_retries,
-                                                      error=EnvironmentFailure)
-                         for route in ("reset", "step", "reward", "close")}
+        self._clients = {
+            route: ChatCompletionsClient(
+                f"{self.base_url}/{route}", None, timeout_s, max_retries, error=EnvironmentFailure
+            )
+            for route in ("reset", "step", "reward", "close")
+        }
 
     async def _call(self, route: str, body: dict[str, Any], field: str) -> Any:
         def read(payload: dict[str, Any]) -> Any:
@@ -62,19 +65,22 @@ class HttpToolRuntime:
         return await self._clients[route].call(body, read, what=f"tool runtime /{route}")
 
     async def reset(self, env_name: str, task_index: int) -> dict[str, Any]:
-        payload = await self._clients["reset"].call({"env_name": env_name, "task_index": task_index},
-                                                    what="tool runtime /reset")
+        payload = await self._clients["reset"].call(
+            {"env_name": env_name, "task_index": task_index}, what="tool runtime /reset"
+        )
         if not isinstance(payload.get("session_id"), str):
             raise EnvironmentFailure(f"runtime /reset answered without a session_id: {str(payload)[:200]}")
         return payload
 
     async def step(self, session_id: str, name: str, kwargs: Mapping[str, Any]) -> str:
-        return str(await self._call("step", {"session_id": session_id,
-                                             "action": {"name": name, "kwargs": dict(kwargs)}}, "observation"))
+        return str(
+            await self._call(
+                "step", {"session_id": session_id, "action": {"name": name, "kwargs": dict(kwargs)}}, "observation"
+            )
+        )
 
     async def reward(self, session_id: str, agent_texts: Sequence[str]) -> float:
-        return float(await self._call("reward", {"session_id": session_id, "agent_texts": list(agent_texts)},
-                                      "reward"))
+        return float(await self._call("reward", {"session_id": session_id, "agent_texts": list(agent_texts)}, "reward"))
 
     async def close(self, session_id: str) -> None:
         await self._clients["close"].call({"session_id": session_id}, what="tool runtime /close")
@@ -87,23 +93,33 @@ class HttpToolRuntime:
 # ---------------------------------------------------------------------------------------------- scripted
 
 _DATABASES: dict[str, dict[str, dict[str, Any]]] = {
-    "retail": {"#W1001": {"user": "ana_lima", "status": "pending", "items": ["desk lamp"]},
-               "#W1002": {"user": "ana_lima", "status": "delivered", "items": ["desk chair", "mouse pad"]},
-               "#W1003": {"user": "raj_iyer", "status": "pending", "items": ["kettle"]}},
-    "airline": {"ABC123": {"user": "sam_park", "status": "booked", "flight": "HAT001"},
-                "XYZ789": {"user": "mia_chen", "status": "booked", "flight": "HAT042"}},
+    "retail": {
+        "#W1001": {"user": "ana_lima", "status": "pending", "items": ["desk lamp"]},
+        "#W1002": {"user": "ana_lima", "status": "delivered", "items": ["desk chair", "mouse pad"]},
+        "#W1003": {"user": "raj_iyer", "status": "pending", "items": ["kettle"]},
+    },
+    "airline": {
+        "ABC123": {"user": "sam_park", "status": "booked", "flight": "HAT001"},
+        "XYZ789": {"user": "mia_chen", "status": "booked", "flight": "HAT042"},
+    },
 }
-_WIKI = ("You are a customer service agent. Look records up before acting, ask the user to confirm (yes) "
-         "before any change, and never invent ids.")
+_WIKI = (
+    "You are a customer service agent. Look records up before acting, ask the user to confirm (yes) "
+    "before any change, and never invent ids."
+)
 # tau-bench task rows of the scripted domains: ground-truth actions and required outputs.
 SCRIPTED_TASKS: dict[tuple[str, int], dict[str, Any]] = {
     ("retail", 0): {"actions": [{"name": "cancel_order", "kwargs": {"order_id": "#W1001"}}], "outputs": []},
-    ("retail", 1): {"actions": [{"name": "return_order_items", "kwargs": {"order_id": "#W1002", "item": "desk chair"}}],
-                    "outputs": []},
+    ("retail", 1): {
+        "actions": [{"name": "return_order_items", "kwargs": {"order_id": "#W1002", "item": "desk chair"}}],
+        "outputs": [],
+    },
     ("retail", 2): {"actions": [], "outputs": []},  # cancelling a delivered order must not change anything
     ("retail", 3): {"actions": [{"name": "cancel_order", "kwargs": {"order_id": "#W1003"}}], "outputs": []},
-    ("airline", 0): {"actions": [{"name": "cancel_reservation", "kwargs": {"reservation_id": "ABC123"}}],
-                     "outputs": []},
+    ("airline", 0): {
+        "actions": [{"name": "cancel_reservation", "kwargs": {"reservation_id": "ABC123"}}],
+        "outputs": [],
+    },
     ("airline", 1): {"actions": [], "outputs": ["HAT042"]},
 }
 
@@ -142,8 +158,11 @@ class ScriptedToolRuntime:
             raise EnvironmentFailure(f"scripted runtime has no task {env_name}_{task_index}")
         session = uuid.uuid4().hex
         self._sessions[session] = {"task": (env_name, task_index), "db": copy.deepcopy(_DATABASES[env_name])}
-        tools = sorted({"get_order_details", "cancel_order", "return_order_items"} if env_name == "retail"
-                       else {"get_reservation_details", "cancel_reservation"}) + ["transfer_to_human_agents"]
+        tools = sorted(
+            {"get_order_details", "cancel_order", "return_order_items"}
+            if env_name == "retail"
+            else {"get_reservation_details", "cancel_reservation"}
+        ) + ["transfer_to_human_agents"]
         return {"session_id": session, "wiki": _WIKI, "tools": tools}
 
     def _session(self, session_id: str) -> dict[str, Any]:

@@ -61,10 +61,12 @@ from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
 
 GREETING = "Hi! How can I help you today?"
-SIM_RULES = ("You are a customer talking to a support agent. Write one line at a time, reveal information "
-             "gradually and only when asked, never invent information the instruction does not give, paraphrase "
-             f"instead of copying the instruction, keep the persona. Write {STOP} when your request is done or "
-             "after a confirmed transfer to a human.")
+SIM_RULES = (
+    "You are a customer talking to a support agent. Write one line at a time, reveal information "
+    "gradually and only when asked, never invent information the instruction does not give, paraphrase "
+    f"instead of copying the instruction, keep the persona. Write {STOP} when your request is done or "
+    "after a confirmed transfer to a human."
+)
 
 
 @dataclass
@@ -94,14 +96,23 @@ class TauUSISuite(FidelitySuite):
     name = "tau_usi"
     version = "1"
 
-    def __init__(self, human_file: str, difficulty_file: str, survey_file: str | None = None,
-                 simulator: ChatModelSettings | None = None, agent: ChatModelSettings | None = None,
-                 runtime: RuntimeSettings | None = None, seeds: list[int] | None = None,
-                 max_user_turns: int = 80, max_tool_rounds: int = 64) -> None:
+    def __init__(
+        self,
+        human_file: str,
+        difficulty_file: str,
+        survey_file: str | None = None,
+        simulator: ChatModelSettings | None = None,
+        agent: ChatModelSettings | None = None,
+        runtime: RuntimeSettings | None = None,
+        seeds: list[int] | None = None,
+        max_user_turns: int = 80,
+        max_tool_rounds: int = 64,
+    ) -> None:
         self.human_file, self.difficulty_file, self.survey_file = human_file, difficulty_file, survey_file
-        self.settings = {"simulator": simulator or ChatModelSettings(model="tau-user", temperature=0.7,
-                                                                     max_tokens=2048),
-                         "agent": agent or ChatModelSettings(model="tau-agent", temperature=0.0, max_tokens=8192)}
+        self.settings = {
+            "simulator": simulator or ChatModelSettings(model="tau-user", temperature=0.7, max_tokens=2048),
+            "agent": agent or ChatModelSettings(model="tau-agent", temperature=0.0, max_tokens=8192),
+        }
         self.runtime_settings = runtime or RuntimeSettings()
         if self.runtime_settings.kind == "http" and not self.runtime_settings.url:
             raise ValueError("runtime.url is required for runtime kind 'http'")
@@ -121,8 +132,10 @@ class TauUSISuite(FidelitySuite):
         self._difficulty = load_difficulty(self.difficulty_file)
         self._survey = load_survey_answers(self.survey_file) if self.survey_file else None
         s = self.settings
-        self._models = {"simulator": build_chat_model(s["simulator"], "simulator", SimulatorFailure, scripted_tau_user),
-                        "agent": build_chat_model(s["agent"], "agent", AgentTransportFailure, scripted_tau_agent)}
+        self._models = {
+            "simulator": build_chat_model(s["simulator"], "simulator", SimulatorFailure, scripted_tau_user),
+            "agent": build_chat_model(s["agent"], "agent", AgentTransportFailure, scripted_tau_agent),
+        }
         self._results, self._failures, self._tasks = {seed: {} for seed in self.seeds}, {}, 0
 
     async def _ensure_runtime(self) -> ToolRuntime:
@@ -138,15 +151,23 @@ class TauUSISuite(FidelitySuite):
         sim, ss = self._models["simulator"], self.settings["simulator"]
         session = await runtime.reset(task.env_name, task.task_index)
         sid = session["session_id"]
-        agent_view = [{"role": "system", "content": f"{session.get('wiki', '')}\n\nTools: {session.get('tools')}. "
-                       "Call a tool with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>."},
-                      {"role": "assistant", "content": GREETING}]
-        sim_view = [{"role": "system", "content": f"{SIM_RULES}\n\nInstruction: {task.instruction}"},
-                    {"role": "user", "content": GREETING}]
+        agent_view = [
+            {
+                "role": "system",
+                "content": f"{session.get('wiki', '')}\n\nTools: {session.get('tools')}. "
+                'Call a tool with <tool_call>{"name": ..., "arguments": {...}}</tool_call>.',
+            },
+            {"role": "assistant", "content": GREETING},
+        ]
+        sim_view = [
+            {"role": "system", "content": f"{SIM_RULES}\n\nInstruction: {task.instruction}"},
+            {"role": "user", "content": GREETING},
+        ]
         conversation, agent_texts, reason = [{"role": "assistant", "content": GREETING}], [GREETING], "max_turns"
         for _ in range(self.max_user_turns):
-            said = strip_reasoning(await sim.complete(sim_view, temperature=ss.temperature, max_tokens=ss.max_tokens,
-                                                      seed=seed))
+            said = strip_reasoning(
+                await sim.complete(sim_view, temperature=ss.temperature, max_tokens=ss.max_tokens, seed=seed)
+            )
             if not said:
                 reason = "empty_user_turn"
                 break
@@ -166,17 +187,28 @@ class TauUSISuite(FidelitySuite):
         reward = await runtime.reward(sid, agent_texts)
         await runtime.close(sid)
         survey = await self._survey_answers(sim_view, seed) if self._survey is not None else {}
-        return TrialOutcome(reward=reward, info={"conversation": conversation, "termination_reason": reason,
-                                                 "features": conversation_features(conversation), "survey": survey})
+        return TrialOutcome(
+            reward=reward,
+            info={
+                "conversation": conversation,
+                "termination_reason": reason,
+                "features": conversation_features(conversation),
+                "survey": survey,
+            },
+        )
 
-    async def _agent_turn(self, runtime: ToolRuntime, sid: str, agent_view: list[dict[str, str]],
-                          seed: int) -> str | None:
+    async def _agent_turn(
+        self, runtime: ToolRuntime, sid: str, agent_view: list[dict[str, str]], seed: int
+    ) -> str | None:
         """Tool rounds until the agent writes to the user (its text), or None past ``max_tool_rounds``.
         Observations go back as ``system`` messages, as the reference."""
         settings = self.settings["agent"]
         for _ in range(self.max_tool_rounds):
-            text = strip_reasoning(await self._models["agent"].complete(
-                agent_view, temperature=settings.temperature, max_tokens=settings.max_tokens, seed=seed))
+            text = strip_reasoning(
+                await self._models["agent"].complete(
+                    agent_view, temperature=settings.temperature, max_tokens=settings.max_tokens, seed=seed
+                )
+            )
             try:
                 calls, rest = parse_tool_calls(text)
             except ToolCallParseError:  # a malformed call is the agent's words, not an infrastructure failure
@@ -193,8 +225,9 @@ class TauUSISuite(FidelitySuite):
         fields = "; ".join(f"{name}: {' | '.join(options)}" for name, options in SURVEY_SCALES.items())
         ask = f"{SURVEY_MARKER} answer each question with one option, as one JSON object field -> option. {fields}"
         s = self.settings["simulator"]
-        reply = await self._models["simulator"].complete([*sim_view, {"role": "user", "content": ask}],
-                                                         temperature=s.temperature, max_tokens=s.max_tokens, seed=seed)
+        reply = await self._models["simulator"].complete(
+            [*sim_view, {"role": "user", "content": ask}], temperature=s.temperature, max_tokens=s.max_tokens, seed=seed
+        )
         try:
             answers = first_json_object(strip_reasoning(reply), "survey")
         except JudgeFailure:
@@ -203,14 +236,23 @@ class TauUSISuite(FidelitySuite):
 
     async def run_batch(self, batch: list[TauTask], ctx: SuiteContext) -> None:
         s, m = self.settings, self._models
-        settings_hash = config_hash({"simulator": sampling_identity(s["simulator"]),
-                                     "agent": sampling_identity(s["agent"]), "survey": self._survey is not None,
-                                     "limits": [self.max_user_turns, self.max_tool_rounds]})
+        settings_hash = config_hash(
+            {
+                "simulator": sampling_identity(s["simulator"]),
+                "agent": sampling_identity(s["agent"]),
+                "survey": self._survey is not None,
+                "limits": [self.max_user_turns, self.max_tool_rounds],
+            }
+        )
         runtime_label = self.runtime_settings.url if self.runtime_settings.kind == "http" else "scripted"
-        identity = suite_identity(self.name, self.version, m["simulator"],
-                                  {"agent": m["agent"], "runtime": _Named(runtime_label)})
-        refs = [item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed))
-                for seed in self.seeds for task in batch]
+        identity = suite_identity(
+            self.name, self.version, m["simulator"], {"agent": m["agent"], "runtime": _Named(runtime_label)}
+        )
+        refs = [
+            item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed))
+            for seed in self.seeds
+            for task in batch
+        ]
         await self._ensure_runtime()  # once, before rollouts run concurrently
 
         async def one(ref: TaskRef, _: int) -> TrialOutcome:
@@ -225,9 +267,9 @@ class TauUSISuite(FidelitySuite):
             if record.status != "scored":
                 self._failures[record.failure or "unknown"] = self._failures.get(record.failure or "unknown", 0) + 1
                 continue
-            self._results[seed][task.instance_id] = RunTask(features=thaw(record.info["features"]),
-                                                            reward=float(record.reward),
-                                                            survey=thaw(record.info["survey"]))
+            self._results[seed][task.instance_id] = RunTask(
+                features=thaw(record.info["features"]), reward=float(record.reward), survey=thaw(record.info["survey"])
+            )
 
     def report(self, ctx: SuiteContext) -> SuiteReport:
         if not any(self._results.values()):
@@ -243,29 +285,73 @@ class TauUSISuite(FidelitySuite):
         metrics = ("D1", "D2", "D3", "D4", "ece", "eval", "usi5", "usi6", "sim_success", "human_success")
         summary = {k: mean_std([v[k] for v in scored.values()]) for k in metrics}
         rollouts = sum(len(r) for r in self._results.values())
-        results = {"suite": self.name, "version": self.version,
-                   "models": {role: {"name": mm.name, "revision": mm.revision} for role, mm in self._models.items()},
-                   "runtime": self.runtime_settings.kind, "seeds": self.seeds, "tasks": self._tasks,
-                   "rollouts_scored": rollouts, "rollouts_unscored": sum(self._failures.values()),
-                   "unscored_by_kind": dict(self._failures), "summary": summary,
-                   "batches": {str(b): {k: v for k, v in s.items() if not k.endswith("_row")} for b, s in batches.items()},
-                   "rows": {str(b): {"human": s.get("human_row"), "model": s.get("model_row")} for b, s in batches.items()},
-                   "published": {"usi5": TAU_USI, "human_inter_annotator_usi5": TAU_USI_HUMAN}}
-        head = ["batch", "tasks", "D1", "D2", "D3", "D4", "ECE↓", "Eval", "USI₅", "USI₆", "sim success", "human success"]
-        rows = [[str(b), str(v["tasks"]), *[fmt(v.get(k), 2) for k in ("D1", "D2", "D3", "D4")], fmt(v.get("ece"), 3),
-                 fmt(v.get("eval"), 2), fmt(v.get("usi5"), 2), fmt(v.get("usi6"), 2), fmt(v.get("sim_success"), 2),
-                 fmt(v.get("human_success"), 2)] for b, v in batches.items()]
-        rows.append(["mean ± std", "", *[pm(summary[k], "std", 2) for k in ("D1", "D2", "D3", "D4")],
-                     pm(summary["ece"], "std", 3), pm(summary["eval"], "std", 2), pm(summary["usi5"], "std", 2),
-                     pm(summary["usi6"], "std", 2), pm(summary["sim_success"], "std", 2),
-                     pm(summary["human_success"], "std", 2)])
-        published = [[name, *[fmt(x, 3 if i == 4 else 2) for i, x in enumerate(values)]] for name, values in TAU_USI.items()]
-        markdown = (f"# tau-USI: {results['models']['simulator']['name']} with agent {results['models']['agent']['name']}\n\n"
-                    + table(head, rows) +
-                    f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
-                    "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds Eval (survey).\n\n"
-                    f"## Published (the paper, USI₅; humans {TAU_USI_HUMAN})\n\n"
-                    + table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published))
+        results = {
+            "suite": self.name,
+            "version": self.version,
+            "models": {role: {"name": mm.name, "revision": mm.revision} for role, mm in self._models.items()},
+            "runtime": self.runtime_settings.kind,
+            "seeds": self.seeds,
+            "tasks": self._tasks,
+            "rollouts_scored": rollouts,
+            "rollouts_unscored": sum(self._failures.values()),
+            "unscored_by_kind": dict(self._failures),
+            "summary": summary,
+            "batches": {str(b): {k: v for k, v in s.items() if not k.endswith("_row")} for b, s in batches.items()},
+            "rows": {str(b): {"human": s.get("human_row"), "model": s.get("model_row")} for b, s in batches.items()},
+            "published": {"usi5": TAU_USI, "human_inter_annotator_usi5": TAU_USI_HUMAN},
+        }
+        head = [
+            "batch",
+            "tasks",
+            "D1",
+            "D2",
+            "D3",
+            "D4",
+            "ECE↓",
+            "Eval",
+            "USI₅",
+            "USI₆",
+            "sim success",
+            "human success",
+        ]
+        rows = [
+            [
+                str(b),
+                str(v["tasks"]),
+                *[fmt(v.get(k), 2) for k in ("D1", "D2", "D3", "D4")],
+                fmt(v.get("ece"), 3),
+                fmt(v.get("eval"), 2),
+                fmt(v.get("usi5"), 2),
+                fmt(v.get("usi6"), 2),
+                fmt(v.get("sim_success"), 2),
+                fmt(v.get("human_success"), 2),
+            ]
+            for b, v in batches.items()
+        ]
+        rows.append(
+            [
+                "mean ± std",
+                "",
+                *[pm(summary[k], "std", 2) for k in ("D1", "D2", "D3", "D4")],
+                pm(summary["ece"], "std", 3),
+                pm(summary["eval"], "std", 2),
+                pm(summary["usi5"], "std", 2),
+                pm(summary["usi6"], "std", 2),
+                pm(summary["sim_success"], "std", 2),
+                pm(summary["human_success"], "std", 2),
+            ]
+        )
+        published = [
+            [name, *[fmt(x, 3 if i == 4 else 2) for i, x in enumerate(values)]] for name, values in TAU_USI.items()
+        ]
+        markdown = (
+            f"# tau-USI: {results['models']['simulator']['name']} with agent {results['models']['agent']['name']}\n\n"
+            + table(head, rows)
+            + f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
+            "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds Eval (survey).\n\n"
+            f"## Published (the paper, USI₅; humans {TAU_USI_HUMAN})\n\n"
+            + table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published)
+        )
         scalars = {f"tau_usi/{k}": float(v["mean"]) for k, v in summary.items() if v["mean"] is not None}
         scalars["tau_usi/rollouts_unscored"] = float(results["rollouts_unscored"])
         return SuiteReport(results, markdown, scalars)
@@ -273,11 +359,25 @@ class TauUSISuite(FidelitySuite):
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         batches = report.results["batches"]
         labels = ["D1", "D2", "D3", "D4", "100(1-ECE)", "USI5"]
-        series = {f"batch {b}": [v.get("D1"), v.get("D2"), v.get("D3"), v.get("D4"),
-                                 None if v.get("ece") is None else 100 * (1 - v["ece"]), v.get("usi5")]
-                  for b, v in batches.items()}
-        return bar_chart(path, labels, series, ylabel="score", ylim=(0, 100),
-                         title=f"tau-USI — {report.results['models']['simulator']['name']}")
+        series = {
+            f"batch {b}": [
+                v.get("D1"),
+                v.get("D2"),
+                v.get("D3"),
+                v.get("D4"),
+                None if v.get("ece") is None else 100 * (1 - v["ece"]),
+                v.get("usi5"),
+            ]
+            for b, v in batches.items()
+        }
+        return bar_chart(
+            path,
+            labels,
+            series,
+            ylabel="score",
+            ylim=(0, 100),
+            title=f"tau-USI — {report.results['models']['simulator']['name']}",
+        )
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -23,6 +23,7 @@ FIDELITY_KEYS = (
 )
 FIDELITY_DIMENSIONS = ("persona", "style", "technical", "interaction", "pacing")
 
+
 def strip_reasoning(text: str, *, strict: bool = False) -> str:
     """The public part of a simulator turn: :func:`mimesis_pl.chat.think.strip_reasoning`.
 

@@ -47,10 +47,14 @@ JUDGE_SYSTEM = (
     "You are an expert at telling real people's messages from machine-written ones. You see a user's earlier "
     "messages, a conversation, and two candidate next messages by that user, A and B: one was written by the "
     "real user, the other by a model. Rate which one the real user wrote on a 1-7 scale: 1 = certainly A, "
-    "4 = cannot tell, 7 = certainly B. Reply with JSON only: {\"rating\": <1-7>}.")
+    '4 = cannot tell, 7 = certainly B. Reply with JSON only: {"rating": <1-7>}.'
+)
 PENALTIES = ("assistant_like", "source_copy", "wrong_role")
-_ASSISTANT = re.compile(r"\b(as an ai|i'?d be (happy|glad) to|certainly!|here is a detailed|here's a detailed|"
-                        r"i hope this helps|let me know if you (have|need))", re.IGNORECASE)
+_ASSISTANT = re.compile(
+    r"\b(as an ai|i'?d be (happy|glad) to|certainly!|here is a detailed|here's a detailed|"
+    r"i hope this helps|let me know if you (have|need))",
+    re.IGNORECASE,
+)
 _ROLE = re.compile(r"^\s*\[?(assistant|ai|bot|system|model)\]?\s*:", re.IGNORECASE)
 _REASONING = re.compile(r"<reasoning>.*?</reasoning>", re.DOTALL | re.IGNORECASE)
 
@@ -61,7 +65,7 @@ def clean_generation(text: str) -> str:
     public = _REASONING.sub("", split_think(text)[1])
     marker = public.upper().rfind("[HUMAN]:")
     if marker != -1:
-        public = public[marker + len("[HUMAN]:"):]
+        public = public[marker + len("[HUMAN]:") :]
     return public.strip()
 
 
@@ -74,16 +78,22 @@ def penalties(generated: str, row: TuringRow) -> dict[str, bool]:
     context/history, or ≥ 80% of its word 4-grams are); a role label (the wrong speaker)."""
     words = _norm(generated).split()
     source = f" {_norm(row.context)} {_norm(row.user_history)} "
-    grams = [" ".join(words[i:i + 4]) for i in range(len(words) - 3)]
+    grams = [" ".join(words[i : i + 4]) for i in range(len(words) - 3)]
     copied = (len(words) >= 4 and f" {' '.join(words)} " in source) or (
-        bool(grams) and sum(f" {g} " in source for g in grams) >= 0.8 * len(grams))
-    return {"assistant_like": bool(_ASSISTANT.search(generated)), "source_copy": copied,
-            "wrong_role": bool(_ROLE.match(generated))}
+        bool(grams) and sum(f" {g} " in source for g in grams) >= 0.8 * len(grams)
+    )
+    return {
+        "assistant_like": bool(_ASSISTANT.search(generated)),
+        "source_copy": copied,
+        "wrong_role": bool(_ROLE.match(generated)),
+    }
 
 
 def judge_messages(row: TuringRow, a: str, b: str) -> list[dict[str, str]]:
-    user = (f"The user's earlier messages:\n{row.user_history}\n\nThe conversation so far:\n{row.context}\n\n"
-            f"Response A:\n{a}\n\nResponse B:\n{b}\n\nWhich response did the real user write?")
+    user = (
+        f"The user's earlier messages:\n{row.user_history}\n\nThe conversation so far:\n{row.context}\n\n"
+        f"Response A:\n{a}\n\nResponse B:\n{b}\n\nWhich response did the real user write?"
+    )
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -102,8 +112,13 @@ class TuringSuite(FidelitySuite):
     name = "turing"
     version = "1"
 
-    def __init__(self, simulator: ChatModelSettings | None = None, judge: ChatModelSettings | None = None,
-                 seeds: list[int] | None = None, comparable_tolerance: float = 0.05) -> None:
+    def __init__(
+        self,
+        simulator: ChatModelSettings | None = None,
+        judge: ChatModelSettings | None = None,
+        seeds: list[int] | None = None,
+        comparable_tolerance: float = 0.05,
+    ) -> None:
         self.simulator_settings = simulator or ChatModelSettings(model="turing-user", temperature=1.0, max_tokens=16384)
         self.judge_settings = judge or ChatModelSettings(model="turing-judge", temperature=0.0, max_tokens=64)
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
@@ -117,9 +132,10 @@ class TuringSuite(FidelitySuite):
         self._score_failed: dict[int, Counter] = {}
 
     def start(self) -> None:
-        self._models = {"simulator": build_chat_model(self.simulator_settings, "simulator", SimulatorFailure,
-                                                      scripted_turing_user),
-                        "judge": build_chat_model(self.judge_settings, "judge", JudgeFailure, scripted_turing_judge)}
+        self._models = {
+            "simulator": build_chat_model(self.simulator_settings, "simulator", SimulatorFailure, scripted_turing_user),
+            "judge": build_chat_model(self.judge_settings, "judge", JudgeFailure, scripted_turing_judge),
+        }
         self._rows, self._scores = [], {}
         self._gen_failed = {s: 0 for s in self.seeds}
         self._score_failed = {s: Counter() for s in self.seeds}
@@ -142,18 +158,27 @@ class TuringSuite(FidelitySuite):
             row, seed, text = ref.payload
             generated_is_b = stable_hash(text, row.user_id, row.post_id, row.target_idx) % 2 == 1
             a, b = (row.ground_truth, text) if generated_is_b else (text, row.ground_truth)
-            reply = await judge.complete(judge_messages(row, a, b), temperature=js.temperature,
-                                         max_tokens=js.max_tokens)
+            reply = await judge.complete(
+                judge_messages(row, a, b), temperature=js.temperature, max_tokens=js.max_tokens
+            )
             raw = parse_turing_rating(reply)
             rating = canonical_rating(raw, generated_is_b)
-            return TrialOutcome(reward=turing_reward(rating), info={
-                "raw": raw, "rating": rating, "generated_is_b": generated_is_b, "seed": seed,
-                **penalties(text, row)})
+            return TrialOutcome(
+                reward=turing_reward(rating),
+                info={
+                    "raw": raw,
+                    "rating": rating,
+                    "generated_is_b": generated_is_b,
+                    "seed": seed,
+                    **penalties(text, row),
+                },
+            )
 
         gen_identity = suite_identity("turing-generate", self.version, sim, {})
         score_identity = suite_identity(self.name, self.version, sim, {"judge": judge})
-        gen_refs = [item_ref("turing/generate", row.key, seed, gen_hash, (row, seed))
-                    for seed in self.seeds for row in batch]
+        gen_refs = [
+            item_ref("turing/generate", row.key, seed, gen_hash, (row, seed)) for seed in self.seeds for row in batch
+        ]
         generated = await run_items(gen_refs, gen_identity, generate, ctx.cache, ctx.retry, ctx.max_concurrency)
         ctx.count(generated)
         score_refs = []
@@ -184,8 +209,11 @@ class TuringSuite(FidelitySuite):
         ratings = [r.info["rating"] for r in records]
         decided = [s for s in ratings if s != TIE]
         out = {
-            "seed": seed, "n_scored": len(records), "judge_failures": sum(self._score_failed[seed].values()),
-            "judge_failures_by_kind": dict(self._score_failed[seed]), "generation_failures": self._gen_failed[seed],
+            "seed": seed,
+            "n_scored": len(records),
+            "judge_failures": sum(self._score_failed[seed].values()),
+            "judge_failures_by_kind": dict(self._score_failed[seed]),
+            "generation_failures": self._gen_failed[seed],
             "turing_rating_mean": mean_or_none([float(s) for s in ratings]),
             "turing_reward_mean": mean_or_none([r.reward for r in records]),
             "tie_rate": mean_or_none([float(s == TIE) for s in ratings]),
@@ -198,8 +226,10 @@ class TuringSuite(FidelitySuite):
     def report(self, ctx: SuiteContext) -> SuiteReport:
         attempted = len(self._scores) + sum(sum(c.values()) for c in self._score_failed.values())
         if attempted and not self._scores:
-            raise RuntimeError(f"Turing: every judge call failed ({attempted} items, "
-                               f"{dict(sum(self._score_failed.values(), Counter()))}); no summary written")
+            raise RuntimeError(
+                f"Turing: every judge call failed ({attempted} items, "
+                f"{dict(sum(self._score_failed.values(), Counter()))}); no summary written"
+            )
         if not self._scores:
             raise RuntimeError("Turing: no item could be scored (every generation failed or no row has a history)")
         seeds = [self._per_seed(s) for s in self.seeds]
@@ -207,31 +237,85 @@ class TuringSuite(FidelitySuite):
         modal = Counter(counts).most_common(1)[0][0]
         for s in seeds:
             s["comparable"] = abs(s["n_scored"] - modal) <= self.comparable_tolerance * max(modal, 1)
-        metrics = ("turing_rating_mean", "turing_reward_mean", "tie_rate", "gt_accuracy",
-                   *(f"penalty_{p}" for p in PENALTIES))
+        metrics = (
+            "turing_rating_mean",
+            "turing_reward_mean",
+            "tie_rate",
+            "gt_accuracy",
+            *(f"penalty_{p}" for p in PENALTIES),
+        )
         summary = {m: mean_sem([s[m] for s in seeds]) for m in metrics}
-        results = {"suite": self.name, "version": self.version, "simulator": self._models["simulator"].name,
-                   "simulator_revision": self._models["simulator"].revision, "judge": self._models["judge"].name,
-                   "rows": len(self._rows), "seeds": self.seeds, "summary": summary, "per_seed": seeds,
-                   "settings": {"simulator": sampling_identity(self.simulator_settings),
-                                "judge": sampling_identity(self.judge_settings)},
-                   "published": "none comparable: the paper reports pairwise realism win rates between simulators"}
-        head = ["seed", "n scored", "rating", "reward", "tie rate", "gt acc", "assistant-like", "copy",
-                "wrong role", "judge fail", "gen fail", "comparable"]
-        rows = [[str(s["seed"]), str(s["n_scored"]), fmt(s["turing_rating_mean"], 2), fmt(s["turing_reward_mean"], 3),
-                 fmt(s["tie_rate"], 2), fmt(s["gt_accuracy"], 2), fmt(s["penalty_assistant_like"], 2),
-                 fmt(s["penalty_source_copy"], 2), fmt(s["penalty_wrong_role"], 2), str(s["judge_failures"]),
-                 str(s["generation_failures"]), "yes" if s["comparable"] else "NO"] for s in seeds]
-        rows.append(["mean ± SEM", "", pm(summary["turing_rating_mean"], digits=2),
-                     pm(summary["turing_reward_mean"], digits=3), pm(summary["tie_rate"], digits=2),
-                     pm(summary["gt_accuracy"], digits=2), pm(summary["penalty_assistant_like"], digits=2),
-                     pm(summary["penalty_source_copy"], digits=2), pm(summary["penalty_wrong_role"], digits=2),
-                     "", "", ""])
-        markdown = (f"# Turing: {results['simulator']} judged by {results['judge']}\n\n" + table(head, rows) +
-                    "\nRating: canonical 1-7, higher = the generated turn looked more human (4 = tie). gt acc = "
-                    "share of non-tie ratings that picked the real turn (0.5 = indistinguishable). Failed "
-                    "generations and judge calls are unscored and counted, never rated.\n"
-                    f"Published: {results['published']}.\n")
+        results = {
+            "suite": self.name,
+            "version": self.version,
+            "simulator": self._models["simulator"].name,
+            "simulator_revision": self._models["simulator"].revision,
+            "judge": self._models["judge"].name,
+            "rows": len(self._rows),
+            "seeds": self.seeds,
+            "summary": summary,
+            "per_seed": seeds,
+            "settings": {
+                "simulator": sampling_identity(self.simulator_settings),
+                "judge": sampling_identity(self.judge_settings),
+            },
+            "published": "none comparable: the paper reports pairwise realism win rates between simulators",
+        }
+        head = [
+            "seed",
+            "n scored",
+            "rating",
+            "reward",
+            "tie rate",
+            "gt acc",
+            "assistant-like",
+            "copy",
+            "wrong role",
+            "judge fail",
+            "gen fail",
+            "comparable",
+        ]
+        rows = [
+            [
+                str(s["seed"]),
+                str(s["n_scored"]),
+                fmt(s["turing_rating_mean"], 2),
+                fmt(s["turing_reward_mean"], 3),
+                fmt(s["tie_rate"], 2),
+                fmt(s["gt_accuracy"], 2),
+                fmt(s["penalty_assistant_like"], 2),
+                fmt(s["penalty_source_copy"], 2),
+                fmt(s["penalty_wrong_role"], 2),
+                str(s["judge_failures"]),
+                str(s["generation_failures"]),
+                "yes" if s["comparable"] else "NO",
+            ]
+            for s in seeds
+        ]
+        rows.append(
+            [
+                "mean ± SEM",
+                "",
+                pm(summary["turing_rating_mean"], digits=2),
+                pm(summary["turing_reward_mean"], digits=3),
+                pm(summary["tie_rate"], digits=2),
+                pm(summary["gt_accuracy"], digits=2),
+                pm(summary["penalty_assistant_like"], digits=2),
+                pm(summary["penalty_source_copy"], digits=2),
+                pm(summary["penalty_wrong_role"], digits=2),
+                "",
+                "",
+                "",
+            ]
+        )
+        markdown = (
+            f"# Turing: {results['simulator']} judged by {results['judge']}\n\n"
+            + table(head, rows)
+            + "\nRating: canonical 1-7, higher = the generated turn looked more human (4 = tie). gt acc = "
+            "share of non-tie ratings that picked the real turn (0.5 = indistinguishable). Failed "
+            "generations and judge calls are unscored and counted, never rated.\n"
+            f"Published: {results['published']}.\n"
+        )
         scalars = {f"turing/{m}": float(v["mean"]) for m, v in summary.items() if v["mean"] is not None}
         scalars["turing/judge_failures"] = float(sum(s["judge_failures"] for s in seeds))
         return SuiteReport(results, markdown, scalars)
@@ -239,6 +323,10 @@ class TuringSuite(FidelitySuite):
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         seeds = report.results["per_seed"]
         series = {f"seed {s['seed']}": [s["histogram"][str(k)] for k in range(1, 8)] for s in seeds}
-        return bar_chart(path, [str(k) for k in range(1, 8)], series, ylabel="items",
-                         title=f"Turing ratings (canonical; 4 = tie) — {report.results['simulator']}")
-
+        return bar_chart(
+            path,
+            [str(k) for k in range(1, 8)],
+            series,
+            ylabel="items",
+            title=f"Turing ratings (canonical; 4 = tie) — {report.results['simulator']}",
+        )

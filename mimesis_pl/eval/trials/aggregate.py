@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -41,19 +42,21 @@ class SuccessRule:
 
 _BINARY = SuccessRule()
 # Per gym, what "success" means in evaluation (docs/decisions.md E5):
-GYM_SUCCESS_RULES: Mapping[str, SuccessRule] = MappingProxyType({
-    "function": _BINARY,    # 0/1 reward: the hidden rule was found
-    "telepathy": _BINARY,   # 0/1: the entity was guessed
-    "tau": _BINARY,         # 0/1 at the end: the database reached the goal state
-    "search": _BINARY,      # 0/1: the answer matched (Bamboogle)
-    "bamboogle": _BINARY,
-    "alfworld": _BINARY,    # ALFWorld's own score, 1 = task done
-    "turtle": SuccessRule(threshold=1.0),      # best criteria score reaches the eval threshold (1.0)
-    "travel": SuccessRule(threshold=1.0),      # every aspect got its best option (score = sum best / aspects)
-    "intention": SuccessRule(threshold=1.0),   # coverage sum, bounded to 1: all missing details covered
-    "persuade": SuccessRule(threshold=1.0),    # stance change sum, bounded to 1: fully persuaded
-    "persuasion": SuccessRule(threshold=1.0),
-})
+GYM_SUCCESS_RULES: Mapping[str, SuccessRule] = MappingProxyType(
+    {
+        "function": _BINARY,  # 0/1 reward: the hidden rule was found
+        "telepathy": _BINARY,  # 0/1: the entity was guessed
+        "tau": _BINARY,  # 0/1 at the end: the database reached the goal state
+        "search": _BINARY,  # 0/1: the answer matched (Bamboogle)
+        "bamboogle": _BINARY,
+        "alfworld": _BINARY,  # ALFWorld's own score, 1 = task done
+        "turtle": SuccessRule(threshold=1.0),  # best criteria score reaches the eval threshold (1.0)
+        "travel": SuccessRule(threshold=1.0),  # every aspect got its best option (score = sum best / aspects)
+        "intention": SuccessRule(threshold=1.0),  # coverage sum, bounded to 1: all missing details covered
+        "persuade": SuccessRule(threshold=1.0),  # stance change sum, bounded to 1: fully persuaded
+        "persuasion": SuccessRule(threshold=1.0),
+    }
+)
 
 
 def success_rule_for(gym: str, rules: Mapping[str, SuccessRule] | None = None) -> SuccessRule:
@@ -85,13 +88,19 @@ class GymSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "gym": self.gym, "n_trials": self.n_trials, "tasks": self.tasks, "scored_trials": self.scored_trials,
-            "unscored_trials": self.unscored_trials, "missing_trials": self.missing_trials,
-            "avg_at_n": self.avg_at_n, "success_rate": self.success_rate,
+            "gym": self.gym,
+            "n_trials": self.n_trials,
+            "tasks": self.tasks,
+            "scored_trials": self.scored_trials,
+            "unscored_trials": self.unscored_trials,
+            "missing_trials": self.missing_trials,
+            "avg_at_n": self.avg_at_n,
+            "success_rate": self.success_rate,
             "pass_at_k": {str(k): v for k, v in self.pass_at_k.items()},
             "pass_hat_k": {str(k): v for k, v in self.pass_hat_k.items()},
             "tasks_below_k": {str(k): v for k, v in self.tasks_below_k.items()},
-            "unscored_by_kind": dict(self.unscored_by_kind), "reward": dict(self.reward),
+            "unscored_by_kind": dict(self.unscored_by_kind),
+            "reward": dict(self.reward),
         }
 
 
@@ -115,9 +124,13 @@ def _reward_stats(rewards: list[float]) -> dict[str, float | None]:
     return {"mean": mean, "std": math.sqrt(var), "min": min(rewards), "max": max(rewards)}
 
 
-def aggregate_trials(records: Iterable[TrialRecord], n_trials: int, ks: Sequence[int] = (1,),
-                     tasks: Sequence[TaskRef] | None = None,
-                     rules: Mapping[str, SuccessRule] | None = None) -> dict[str, GymSummary]:
+def aggregate_trials(
+    records: Iterable[TrialRecord],
+    n_trials: int,
+    ks: Sequence[int] = (1,),
+    tasks: Sequence[TaskRef] | None = None,
+    rules: Mapping[str, SuccessRule] | None = None,
+) -> dict[str, GymSummary]:
     """One :class:`GymSummary` per gym, from the latest record of each trial.
 
     Only trials ``0 .. n_trials-1`` count, so a cache that holds more trials from a larger run does not
@@ -156,7 +169,10 @@ def aggregate_trials(records: Iterable[TrialRecord], n_trials: int, ks: Sequence
             if scored:
                 task_scores.append(avg_at_n(rule.score(r.reward) for r in scored))  # type: ignore[arg-type]
         summaries[gym] = GymSummary(
-            gym=gym, n_trials=n_trials, tasks=len(by_task[gym]), scored_trials=scored_total,
+            gym=gym,
+            n_trials=n_trials,
+            tasks=len(by_task[gym]),
+            scored_trials=scored_total,
             unscored_trials=unscored_total,
             missing_trials=len(by_task[gym]) * n_trials - scored_total - unscored_total,
             avg_at_n=mean_over_tasks(task_scores),
@@ -164,13 +180,15 @@ def aggregate_trials(records: Iterable[TrialRecord], n_trials: int, ks: Sequence
             pass_at_k={k: mean_over_tasks(pass_at_k(n, c, k) for n, c in counts if n >= k) for k in ks},
             pass_hat_k={k: mean_over_tasks(pass_hat_k(n, c, k) for n, c in counts if n >= k) for k in ks},
             tasks_below_k={k: sum(1 for n, _ in counts if n < k) for k in ks},
-            unscored_by_kind=dict(sorted(unscored.items())), reward=_reward_stats(rewards),
+            unscored_by_kind=dict(sorted(unscored.items())),
+            reward=_reward_stats(rewards),
         )
     return summaries
 
 
-def trial_matrix(records: Iterable[TrialRecord], gym: str, n_trials: int,
-                 rules: Mapping[str, SuccessRule] | None = None) -> dict[str, Any]:
+def trial_matrix(
+    records: Iterable[TrialRecord], gym: str, n_trials: int, rules: Mapping[str, SuccessRule] | None = None
+) -> dict[str, Any]:
     """One gym's trials as tensors for the torchmetrics: ``scores``/``rewards`` float64 ``[B, N]``,
     ``correct``/``valid`` bool ``[B, N]`` (valid = scored), ``task_ids`` (row order)."""
     rule = success_rule_for(gym, rules)

@@ -13,10 +13,11 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Literal
 
 from mimesis_pl.checks import check_choice
 from mimesis_pl.eval.io import append_line_durable, repair_torn_tail
@@ -58,16 +59,32 @@ class TrialRecord:
         object.__setattr__(self, "info", freeze(self.info))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key.to_dict(), "digest": self.key.digest, "status": self.status, "reward": self.reward,
-                "success": self.success, "failure": self.failure, "error": self.error, "attempts": self.attempts,
-                "info": thaw(self.info), "finished_at": self.finished_at}
+        return {
+            "key": self.key.to_dict(),
+            "digest": self.key.digest,
+            "status": self.status,
+            "reward": self.reward,
+            "success": self.success,
+            "failure": self.failure,
+            "error": self.error,
+            "attempts": self.attempts,
+            "info": thaw(self.info),
+            "finished_at": self.finished_at,
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TrialRecord":
-        return cls(key=TrialKey(**data["key"]), status=data["status"], reward=data.get("reward"),
-                   success=data.get("success"), failure=data.get("failure"), error=data.get("error"),
-                   attempts=data.get("attempts", 1), info=data.get("info") or {},
-                   finished_at=data.get("finished_at", 0.0))
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialRecord:
+        return cls(
+            key=TrialKey(**data["key"]),
+            status=data["status"],
+            reward=data.get("reward"),
+            success=data.get("success"),
+            failure=data.get("failure"),
+            error=data.get("error"),
+            attempts=data.get("attempts", 1),
+            info=data.get("info") or {},
+            finished_at=data.get("finished_at", 0.0),
+        )
 
 
 class TrialCache:
@@ -84,8 +101,11 @@ class TrialCache:
         if self.path.exists():
             self.repaired_bytes = repair_torn_tail(self.path)
             if self.repaired_bytes:
-                log.warning("%s: dropped a torn last record (%d bytes) left by an interrupted run",
-                            self.path, self.repaired_bytes)
+                log.warning(
+                    "%s: dropped a torn last record (%d bytes) left by an interrupted run",
+                    self.path,
+                    self.repaired_bytes,
+                )
             self._load()
 
     def _load(self) -> None:
@@ -122,8 +142,11 @@ class TrialCache:
         if identity is None:
             return records
         wanted = (identity.agent_model, identity.agent_revision, identity.simulator, identity.harness_version)
-        return [r for r in records
-                if (r.key.agent_model, r.key.agent_revision, r.key.simulator, r.key.harness_version) == wanted]
+        return [
+            r
+            for r in records
+            if (r.key.agent_model, r.key.agent_revision, r.key.simulator, r.key.harness_version) == wanted
+        ]
 
     def __iter__(self) -> Iterator[TrialRecord]:
         return iter(self.records())

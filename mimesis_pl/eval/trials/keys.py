@@ -9,8 +9,9 @@ silently reused old results.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from mimesis_pl.eval.replay.values import canonical_json
 
@@ -39,13 +40,25 @@ class RunIdentity:
     harness_version: str = HARNESS_VERSION
 
     def __post_init__(self) -> None:
-        _nonempty("RunIdentity", agent_model=self.agent_model, agent_revision=self.agent_revision,
-                  simulator=self.simulator, harness_version=self.harness_version)
+        _nonempty(
+            "RunIdentity",
+            agent_model=self.agent_model,
+            agent_revision=self.agent_revision,
+            simulator=self.simulator,
+            harness_version=self.harness_version,
+        )
 
-    def key(self, gym: str, gym_config_hash: str, task_id: str, trial: int) -> "TrialKey":
-        return TrialKey(gym=gym, task_id=task_id, trial=trial, agent_model=self.agent_model,
-                        agent_revision=self.agent_revision, simulator=self.simulator,
-                        gym_config_hash=gym_config_hash, harness_version=self.harness_version)
+    def key(self, gym: str, gym_config_hash: str, task_id: str, trial: int) -> TrialKey:
+        return TrialKey(
+            gym=gym,
+            task_id=task_id,
+            trial=trial,
+            agent_model=self.agent_model,
+            agent_revision=self.agent_revision,
+            simulator=self.simulator,
+            gym_config_hash=gym_config_hash,
+            harness_version=self.harness_version,
+        )
 
 
 @dataclass(frozen=True)
@@ -62,9 +75,16 @@ class TrialKey:
     harness_version: str
 
     def __post_init__(self) -> None:
-        _nonempty("TrialKey", gym=self.gym, task_id=self.task_id, agent_model=self.agent_model,
-                  agent_revision=self.agent_revision, simulator=self.simulator,
-                  gym_config_hash=self.gym_config_hash, harness_version=self.harness_version)
+        _nonempty(
+            "TrialKey",
+            gym=self.gym,
+            task_id=self.task_id,
+            agent_model=self.agent_model,
+            agent_revision=self.agent_revision,
+            simulator=self.simulator,
+            gym_config_hash=self.gym_config_hash,
+            harness_version=self.harness_version,
+        )
         if isinstance(self.trial, bool) or not isinstance(self.trial, int) or self.trial < 0:
             raise ValueError(f"TrialKey.trial must be an int >= 0, got {self.trial!r}")
 

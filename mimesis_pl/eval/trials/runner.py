@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from mimesis_pl.eval.failures import RetryPolicy, run_with_retries
 from mimesis_pl.eval.trials.cache import TrialCache, TrialRecord
@@ -58,8 +59,9 @@ class TrialRunReport:
         return tuple(r for r in self.ran if r.status == "unscored")
 
 
-def pending_trials(tasks: Sequence[TaskRef], n_trials: int, identity: RunIdentity,
-                   cache: TrialCache) -> list[tuple[TaskRef, int, TrialKey]]:
+def pending_trials(
+    tasks: Sequence[TaskRef], n_trials: int, identity: RunIdentity, cache: TrialCache
+) -> list[tuple[TaskRef, int, TrialKey]]:
     """The (task, trial index, key) triples that have no scored record yet, task-major."""
     todo = []
     for task in tasks:
@@ -70,8 +72,15 @@ def pending_trials(tasks: Sequence[TaskRef], n_trials: int, identity: RunIdentit
     return todo
 
 
-async def run_trials(tasks: Sequence[TaskRef], n_trials: int, identity: RunIdentity, trial_fn: TrialFn,
-                     cache: TrialCache, retry: RetryPolicy | None = None, max_concurrency: int = 8) -> TrialRunReport:
+async def run_trials(
+    tasks: Sequence[TaskRef],
+    n_trials: int,
+    identity: RunIdentity,
+    trial_fn: TrialFn,
+    cache: TrialCache,
+    retry: RetryPolicy | None = None,
+    max_concurrency: int = 8,
+) -> TrialRunReport:
     """Run every trial of ``tasks`` that the cache does not hold as scored.
 
     Each finished trial (scored, or unscored after ``retry.max_attempts`` classified failures) is
@@ -97,19 +106,27 @@ async def run_trials(tasks: Sequence[TaskRef], n_trials: int, identity: RunIdent
     async def one(task: TaskRef, trial: int, key: TrialKey) -> TrialRecord:
         result = await run_with_retries(lambda: trial_fn(task, trial), retry)
         if not result.succeeded:
-            return TrialRecord(key=key, status="unscored", failure=result.failure.value if result.failure else None,
-                               error=result.error, attempts=result.attempts)
+            return TrialRecord(
+                key=key,
+                status="unscored",
+                failure=result.failure.value if result.failure else None,
+                error=result.error,
+                attempts=result.attempts,
+            )
         outcome = result.value
         if not isinstance(outcome, TrialOutcome):
-            raise TypeError(f"trial {key.describe()}: trial_fn returned {type(outcome).__name__}, expected TrialOutcome")
+            raise TypeError(
+                f"trial {key.describe()}: trial_fn returned {type(outcome).__name__}, expected TrialOutcome"
+            )
         reward = float(outcome.reward)
         if not math.isfinite(reward):
             raise ValueError(f"trial {key.describe()}: reward {outcome.reward!r} is not finite")
         info = dict(outcome.info)
         if result.failures:
             info["retried_failures"] = [f.kind.value for f in result.failures]
-        return TrialRecord(key=key, status="scored", reward=reward, success=outcome.success,
-                           attempts=result.attempts, info=info)
+        return TrialRecord(
+            key=key, status="scored", reward=reward, success=outcome.success, attempts=result.attempts, info=info
+        )
 
     async def worker() -> None:
         while todo and not fatal:

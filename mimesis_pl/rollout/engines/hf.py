@@ -151,5 +151,3 @@ def _device_of(model: nn.Module) -> torch.device:
     for parameter in model.parameters():
         return parameter.device
     return torch.device("cpu")
-
-

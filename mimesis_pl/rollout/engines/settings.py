@@ -69,8 +69,9 @@ class HFEngineSettings(EngineSettings):
 
         if target.model is None:
             raise ValueError("HFEngineSettings needs the in-process model to generate with (EngineTarget.model)")
-        return HFEngine(target.model, target.tokenizer, max_batch_size=self.max_batch_size,
-                        batch_wait_ms=self.batch_wait_ms)
+        return HFEngine(
+            target.model, target.tokenizer, max_batch_size=self.max_batch_size, batch_wait_ms=self.batch_wait_ms
+        )
 
 
 @dataclass
@@ -108,11 +109,18 @@ class VLLMEngineSettings(EngineSettings):
         from .vllm import VLLMEngine
 
         return VLLMEngine(
-            self.weights_path(target.model_path), dtype=self.dtype, max_model_len=self.max_model_len,
-            gpu_memory_utilization=self.gpu_memory_utilization, kv_cache_memory_bytes=self.kv_cache_memory_bytes,
-            enforce_eager=self.enforce_eager, seed=self.seed, enable_sleep_mode=self.enable_sleep_mode,
-            sleep_level=self.sleep_level, tensor_parallel_size=self.tensor_parallel_size,
-            engine_kwargs=dict(self.engine_kwargs), ranks_per_device=target.ranks_per_device,
+            self.weights_path(target.model_path),
+            dtype=self.dtype,
+            max_model_len=self.max_model_len,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            kv_cache_memory_bytes=self.kv_cache_memory_bytes,
+            enforce_eager=self.enforce_eager,
+            seed=self.seed,
+            enable_sleep_mode=self.enable_sleep_mode,
+            sleep_level=self.sleep_level,
+            tensor_parallel_size=self.tensor_parallel_size,
+            engine_kwargs=dict(self.engine_kwargs),
+            ranks_per_device=target.ranks_per_device,
         )
 
 
@@ -150,11 +158,18 @@ class SGLangEngineSettings(EngineSettings):
         from .sglang import SGLangEngine
 
         return SGLangEngine(
-            self.weights_path(target.model_path), dtype=self.dtype, mem_fraction_static=self.mem_fraction_static,
-            context_length=self.context_length, random_seed=self.random_seed, tp_size=self.tp_size,
-            enable_memory_saver=self.enable_memory_saver, max_batch_size=self.max_batch_size,
-            batch_wait_ms=self.batch_wait_ms, weight_chunk_bytes=self.weight_chunk_bytes,
-            engine_kwargs=dict(self.engine_kwargs), ranks_per_device=target.ranks_per_device,
+            self.weights_path(target.model_path),
+            dtype=self.dtype,
+            mem_fraction_static=self.mem_fraction_static,
+            context_length=self.context_length,
+            random_seed=self.random_seed,
+            tp_size=self.tp_size,
+            enable_memory_saver=self.enable_memory_saver,
+            max_batch_size=self.max_batch_size,
+            batch_wait_ms=self.batch_wait_ms,
+            weight_chunk_bytes=self.weight_chunk_bytes,
+            engine_kwargs=dict(self.engine_kwargs),
+            ranks_per_device=target.ranks_per_device,
         )
 
 
@@ -184,6 +199,12 @@ class OpenAIEngineSettings(EngineSettings):
     def build(self, target: EngineTarget) -> RolloutEngine:
         from .openai import OpenAIEngine
 
-        return OpenAIEngine(self.base_url, self.model, api_key_env=self.api_key_env, timeout=self.timeout,
-                            max_concurrency=self.max_concurrency, ignore_eos=self.ignore_eos,
-                            extra_body=dict(self.extra_body))
+        return OpenAIEngine(
+            self.base_url,
+            self.model,
+            api_key_env=self.api_key_env,
+            timeout=self.timeout,
+            max_concurrency=self.max_concurrency,
+            ignore_eos=self.ignore_eos,
+            extra_body=dict(self.extra_body),
+        )

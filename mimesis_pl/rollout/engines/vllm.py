@@ -148,10 +148,18 @@ class VLLMEngine:
         check_choice("sleep_level", sleep_level, (1, 2), where="VLLMEngine")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         kwargs = vllm_llm_kwargs(
-            model_path, dtype=dtype, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-            kv_cache_memory_bytes=kv_cache_memory_bytes, enforce_eager=enforce_eager, seed=seed,
-            enable_sleep_mode=enable_sleep_mode, tensor_parallel_size=tensor_parallel_size,
-            ranks_per_device=ranks_per_device, on_cpu=not _cuda_available(), engine_kwargs=engine_kwargs,
+            model_path,
+            dtype=dtype,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_memory_bytes=kv_cache_memory_bytes,
+            enforce_eager=enforce_eager,
+            seed=seed,
+            enable_sleep_mode=enable_sleep_mode,
+            tensor_parallel_size=tensor_parallel_size,
+            ranks_per_device=ranks_per_device,
+            on_cpu=not _cuda_available(),
+            engine_kwargs=engine_kwargs,
         )
         self._vllm = vllm
         self._llm = vllm.LLM(**kwargs)

@@ -18,35 +18,69 @@ STANDIN_DIR = Path(__file__).parent / "standin_abcd"
 
 #: scenario subflow → guideline title (hand-verified in the reference; the policy-bearing subset we know).
 SUBFLOW_MAP = {
-    "return_size": "Return Due to Size", "return_color": "Return Due to Color", "return_stain": "Return Due to Stain",
-    "refund_initiate": "Refund Initiate", "refund_update": "Refund Update", "refund_status": "Refund Status",
-    "status_delivery_time": "Status Delivery Time", "status_questioning": "Status Questioning",
-    "slow_speed": "Website Too Slow", "status_due_amount": "Status Due Amount", "manage_upgrade": "Upgrade Service",
+    "return_size": "Return Due to Size",
+    "return_color": "Return Due to Color",
+    "return_stain": "Return Due to Stain",
+    "refund_initiate": "Refund Initiate",
+    "refund_update": "Refund Update",
+    "refund_status": "Refund Status",
+    "status_delivery_time": "Status Delivery Time",
+    "status_questioning": "Status Questioning",
+    "slow_speed": "Website Too Slow",
+    "status_due_amount": "Status Due Amount",
+    "manage_upgrade": "Upgrade Service",
 }
 FLOW_MAP = {
-    "product_defect": "Product Defect", "shipping_issue": "Shipping Issue", "account_access": "Account Access",
-    "purchase_dispute": "Purchase Dispute", "subscription_inquiry": "Subscription Inquiry",
-    "order_issue": "Order Issue", "manage_account": "Manage Account", "single_item_query": "Single Item Query",
-    "storewide_query": "Storewide Query", "troubleshoot_site": "Troubleshoot Site",
+    "product_defect": "Product Defect",
+    "shipping_issue": "Shipping Issue",
+    "account_access": "Account Access",
+    "purchase_dispute": "Purchase Dispute",
+    "subscription_inquiry": "Subscription Inquiry",
+    "order_issue": "Order Issue",
+    "manage_account": "Manage Account",
+    "single_item_query": "Single Item Query",
+    "storewide_query": "Storewide Query",
+    "troubleshoot_site": "Troubleshoot Site",
 }
 ACTION_REQUIRED_FIELDS: dict[str, list[str]] = {
-    "pull-up-account": ["customer_name"], "validate-purchase": ["username", "email", "order_id"],
-    "verify-identity": ["customer_name", "account_id", "zip_code"], "membership": ["member_level"],
-    "enter-details": ["full_address"], "shipping-status": ["order_id"], "update-order": ["order_id"],
-    "make-purchase": ["order_id"], "offer-refund": ["order_id"], "record-reason": ["payment_method"],
-    "update-account": ["username"], "make-password": ["username"], "subscription-status": ["username"],
-    "send-link": ["email"], "search-faq": [], "try-again": [], "log-out-in": [], "instructions": [],
-    "notify-team": [], "ask-the-oracle": [], "select-faq": [],
+    "pull-up-account": ["customer_name"],
+    "validate-purchase": ["username", "email", "order_id"],
+    "verify-identity": ["customer_name", "account_id", "zip_code"],
+    "membership": ["member_level"],
+    "enter-details": ["full_address"],
+    "shipping-status": ["order_id"],
+    "update-order": ["order_id"],
+    "make-purchase": ["order_id"],
+    "offer-refund": ["order_id"],
+    "record-reason": ["payment_method"],
+    "update-account": ["username"],
+    "make-password": ["username"],
+    "subscription-status": ["username"],
+    "send-link": ["email"],
+    "search-faq": [],
+    "try-again": [],
+    "log-out-in": [],
+    "instructions": [],
+    "notify-team": [],
+    "ask-the-oracle": [],
+    "select-faq": [],
 }
 FIELD_PHRASES = {
-    "customer_name": "full name", "username": "username", "email": "email address", "order_id": "order ID",
-    "account_id": "account ID", "zip_code": "ZIP code", "phone": "phone number", "member_level": "membership level",
+    "customer_name": "full name",
+    "username": "username",
+    "email": "email address",
+    "order_id": "order ID",
+    "account_id": "account ID",
+    "zip_code": "ZIP code",
+    "phone": "phone number",
+    "member_level": "membership level",
     "full_address": "address",
 }
 VERIFY_ACTIONS = ("pull-up-account", "validate-purchase", "verify-identity")
 _HARD_LIMIT = re.compile(
     r"within the last|cannot|can not|not possible|only if|unable|not allowed|apologize and explain|"
-    r"if the customer cannot|no more than|maximum of", re.IGNORECASE,
+    r"if the customer cannot|no more than|maximum of",
+    re.IGNORECASE,
 )
 
 
@@ -74,7 +108,9 @@ class AbcdData:
             guidelines = json.loads((folder / "guidelines.json").read_text())
             kb = json.loads((folder / "kb.json").read_text())
         except FileNotFoundError as err:
-            raise FileNotFoundError(f"ABCD data: {err.filename} is missing (need guidelines.json and kb.json)") from None
+            raise FileNotFoundError(
+                f"ABCD data: {err.filename} is missing (need guidelines.json and kb.json)"
+            ) from None
         for subflow, actions in kb.items():
             unknown = [a for a in actions if a not in ACTION_REQUIRED_FIELDS]
             if unknown:
@@ -125,15 +161,24 @@ class AbcdData:
         for action in self.kb.get(subflow, []):
             if action not in VERIFY_ACTIONS:
                 break
-            fields += [f for f in ACTION_REQUIRED_FIELDS[action] if f in values and f in FIELD_PHRASES and f not in fields]
+            fields += [
+                f for f in ACTION_REQUIRED_FIELDS[action] if f in values and f in FIELD_PHRASES and f not in fields
+            ]
         if not fields:
             return []
         title = SUBFLOW_MAP.get(subflow, subflow.replace("_", " ")).lower()
-        turns = [("user", f"hi, i need help with {title}"), ("agent", f"Sure, could you give me your {FIELD_PHRASES[fields[0]]}?"),
-                 ("user", values[fields[0]])]
+        turns = [
+            ("user", f"hi, i need help with {title}"),
+            ("agent", f"Sure, could you give me your {FIELD_PHRASES[fields[0]]}?"),
+            ("user", values[fields[0]]),
+        ]
         if len(fields) > 1:
             rest = fields[1:]
-            turns += [("agent", "Thanks. I also need your " + ", ".join(FIELD_PHRASES[f] for f in rest) + "."),
-                      ("user", ", ".join(values[f] for f in rest))]
-        turns.append(("agent", "Thank you, your identity is verified and your account is open. How can I help with your issue?"))
+            turns += [
+                ("agent", "Thanks. I also need your " + ", ".join(FIELD_PHRASES[f] for f in rest) + "."),
+                ("user", ", ".join(values[f] for f in rest)),
+            ]
+        turns.append(
+            ("agent", "Thank you, your identity is verified and your account is open. How can I help with your issue?")
+        )
         return turns

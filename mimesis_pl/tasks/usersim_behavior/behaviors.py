@@ -77,8 +77,12 @@ _REFUSAL = re.compile(r"not possible|cannot|can't|unable|not eligible|not allowe
 _PERSIST = re.compile(r"exception|manager|supervisor|are you sure|just do it|still want|make it work", re.IGNORECASE)
 _REJECT = re.compile(r"\b(no|not good|useless|ugh|whatever|seriously)\b", re.IGNORECASE)
 _SPEED = re.compile(r"\b(now|asap|hurry|quick|quickly|fast|already|waiting)\b", re.IGNORECASE)
-_REQUEST = re.compile(r"\b(can you|could you|please|i want|i need|give me|send|tell me|check|change|cancel)\b", re.IGNORECASE)
-_CLAUSES = re.compile(r"\band\b|\balso\b|\bplus\b|;|\?|\n|,(?=\s*(?:can|could|please|i want|i need|send|tell))", re.IGNORECASE)
+_REQUEST = re.compile(
+    r"\b(can you|could you|please|i want|i need|give me|send|tell me|check|change|cancel)\b", re.IGNORECASE
+)
+_CLAUSES = re.compile(
+    r"\band\b|\balso\b|\bplus\b|;|\?|\n|,(?=\s*(?:can|could|please|i want|i need|send|tell))", re.IGNORECASE
+)
 
 
 def rule_constraint_stacking(public: Public, scenario, kwargs) -> float | None:
@@ -136,14 +140,19 @@ def rule_infeasibility_persistence(public: Public, scenario, kwargs) -> float | 
 # -- kwargs ----------------------------------------------------------------------------------------
 
 _ALTERNATIVES = {
-    "member_level": ["gold", "silver", "bronze", "guest"], "payment_method": ["credit card", "paypal", "gift card"],
-    "packaging": ["yes", "no"], "city": ["boston", "austin", "denver", "seattle"], "num_products": ["1", "2", "3"],
+    "member_level": ["gold", "silver", "bronze", "guest"],
+    "payment_method": ["credit card", "paypal", "gift card"],
+    "packaging": ["yes", "no"],
+    "city": ["boston", "austin", "denver", "seattle"],
+    "num_products": ["1", "2", "3"],
 }
 
 
 def _false_premise_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     values = flatten_scenario(scenario)
-    name = rng.choice([k for k in ("member_level", "purchase_date", "payment_method", "order_id", "packaging") if k in values])
+    name = rng.choice(
+        [k for k in ("member_level", "purchase_date", "payment_method", "order_id", "packaging") if k in values]
+    )
     true = values[name]
     if name == "purchase_date":
         false = "last week"
@@ -156,7 +165,9 @@ def _false_premise_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> di
 
 def _contradiction_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     values = flatten_scenario(scenario)
-    name = rng.choice([k for k in ("member_level", "payment_method", "city", "num_products", "packaging") if k in values])
+    name = rng.choice(
+        [k for k in ("member_level", "payment_method", "city", "num_products", "packaging") if k in values]
+    )
     a = values[name]
     return {"field": name, "value_a": a, "value_b": rng.choice([v for v in _ALTERNATIVES[name] if v != a.lower()])}
 
@@ -183,65 +194,155 @@ def _with(base: str, suffix: Callable[..., str]) -> Callable[..., str]:
 
 
 _B = Behavior
-BEHAVIORS: dict[str, Behavior] = {b.name: b for b in [
-    _B("hidden_evaluation_criteria", "Judges the answers against a preference the customer never states.",
-       "You judge the agent's answers against a private criterion you never state outright.",
-       kwargs=_criteria_kwargs, requires_any=("payment_method", "packaging", "member_level"),
-       hint=lambda field, criterion: "You judge the agent's answers against a private criterion you never state: "
-       f"{criterion}. Show it only through satisfaction or dissatisfaction."),
-    _B("incremental_goalpost_shifting", "Adds or tightens requirements after progress has been made.",
-       "After the agent makes progress, add or tighten a requirement.", ("artificial_constraint_stacking",),
-       kwargs=_pick("constraint_kind", ["delivery-speed requirement", "different shipping address", "budget ceiling",
-                                        "extra item", "refund method now preferred"]),
-       hint=lambda constraint_kind: f"After the agent makes progress, add a new requirement: a {constraint_kind}."),
-    _B("clarification_noncooperation", "Declines or only partly answers the agent's clarification requests.",
-       "When the agent asks for details, decline or answer only partly, yet still demand the result.",
-       kwargs=lambda s, r: {"withheld_fields": r.sample(
-           [k for k in ("username", "email", "order_id", "member_level") if k in flatten_scenario(s)], 1)},
-       hint=lambda withheld_fields: "Never hand over your " + ", ".join(f.replace("_", " ") for f in withheld_fields)
-       + "; deflect when asked and still demand the result."),
-    _B("infeasibility_persistence", "Keeps asking after the agent explained that the request is not possible.",
-       "Keep pushing for the outcome after being told it is not possible.", requires_hard_limit=True,
-       rule=rule_infeasibility_persistence),
-    _B("underspecified_then_blames", "Omits needed information, then blames the assistant for the gap.",
-       "Withhold a relevant detail, then blame the agent when the answer misses it.",
-       kwargs=_pick("omitted_detail", ["needed before the weekend", "it's a gift", "already tried the obvious fix",
-                                       "item was part of a bundle", "a different order than the latest"]),
-       hint=lambda omitted_detail: f"Do not mention that {omitted_detail}; after a reasonable answer, blame the agent "
-       "for not accounting for it."),
-    _B("abrupt_intent_switching", "Switches to another objective before the first one is resolved.",
-       "Switch to a different request before the current one is resolved.",
-       kwargs=_pick("target_topic", ["password reset", "subscription charge", "unrelated shipping question",
-                                     "change phone number", "promo code stopped working"]),
-       hint=lambda target_topic: f"Before your issue is resolved, switch to asking about a {target_topic} and keep "
-       "pursuing it."),
-    _B("artificial_constraint_stacking", "Rules out the options the solution relies on.",
-       "Rule out the options the agent proposes with extra constraints.", ("incremental_goalpost_shifting",),
-       rule=rule_constraint_stacking),
-    _B("fabricated_or_false_premise", "Asserts a false fact about the account or order as established.",
-       "State a false fact about your account or order confidently.", kwargs=_false_premise_kwargs,
-       requires_any=("member_level", "purchase_date", "payment_method", "order_id", "packaging"),
-       hint=lambda field, true_value, false_value: f"Insist confidently that your {field.replace('_', ' ')} is "
-       f"{false_value}; do not correct yourself without evidence.", rule=rule_false_premise),
-    _B("impatient_low_signal_pressure", "Shows urgency or dissatisfaction without giving specifics.",
-       "Press with short, impatient messages that add no new information.", rule=rule_impatience),
-    _B("unresolved_thread_abandonment", "Disengages before the goal is met.",
-       "Leave the conversation before your issue is actually resolved."),
-    _B("self_contradiction", "Contradicts an earlier statement without acknowledging it.",
-       "State one fact early and a conflicting one later, without acknowledging the change.",
-       kwargs=_contradiction_kwargs, requires_any=("member_level", "payment_method", "city", "num_products", "packaging"),
-       hint=lambda field, value_a, value_b: f"Early on say your {field.replace('_', ' ')} is {value_a}; later say it "
-       f"is {value_b}, and never acknowledge the change.", rule=rule_self_contradiction),
-    _B("request_overloading", "Packs many separate asks into one message.",
-       "Combine several separate requests into a single message.",
-       kwargs=_pick("n_requests", [3, 4, 5]),
-       hint=lambda n_requests: f"Put at least {n_requests} separate requests into one message.",
-       rule=rule_request_overloading),
-    _B("belittling_or_entitled_pressure", "Disparages the agent or demands treatment as entitled.",
-       "Lean on disparaging or entitled pressure.",
-       kwargs=_pick("register", ["sarcasm", "condescension", "blunt insult", "non-negotiable entitlement"]),
-       hint=lambda register: f"Lean on {register} when pressing the agent."),
-]}
+BEHAVIORS: dict[str, Behavior] = {
+    b.name: b
+    for b in [
+        _B(
+            "hidden_evaluation_criteria",
+            "Judges the answers against a preference the customer never states.",
+            "You judge the agent's answers against a private criterion you never state outright.",
+            kwargs=_criteria_kwargs,
+            requires_any=("payment_method", "packaging", "member_level"),
+            hint=lambda field, criterion: (
+                "You judge the agent's answers against a private criterion you never state: "
+                f"{criterion}. Show it only through satisfaction or dissatisfaction."
+            ),
+        ),
+        _B(
+            "incremental_goalpost_shifting",
+            "Adds or tightens requirements after progress has been made.",
+            "After the agent makes progress, add or tighten a requirement.",
+            ("artificial_constraint_stacking",),
+            kwargs=_pick(
+                "constraint_kind",
+                [
+                    "delivery-speed requirement",
+                    "different shipping address",
+                    "budget ceiling",
+                    "extra item",
+                    "refund method now preferred",
+                ],
+            ),
+            hint=lambda constraint_kind: f"After the agent makes progress, add a new requirement: a {constraint_kind}.",
+        ),
+        _B(
+            "clarification_noncooperation",
+            "Declines or only partly answers the agent's clarification requests.",
+            "When the agent asks for details, decline or answer only partly, yet still demand the result.",
+            kwargs=lambda s, r: {
+                "withheld_fields": r.sample(
+                    [k for k in ("username", "email", "order_id", "member_level") if k in flatten_scenario(s)], 1
+                )
+            },
+            hint=lambda withheld_fields: (
+                "Never hand over your "
+                + ", ".join(f.replace("_", " ") for f in withheld_fields)
+                + "; deflect when asked and still demand the result."
+            ),
+        ),
+        _B(
+            "infeasibility_persistence",
+            "Keeps asking after the agent explained that the request is not possible.",
+            "Keep pushing for the outcome after being told it is not possible.",
+            requires_hard_limit=True,
+            rule=rule_infeasibility_persistence,
+        ),
+        _B(
+            "underspecified_then_blames",
+            "Omits needed information, then blames the assistant for the gap.",
+            "Withhold a relevant detail, then blame the agent when the answer misses it.",
+            kwargs=_pick(
+                "omitted_detail",
+                [
+                    "needed before the weekend",
+                    "it's a gift",
+                    "already tried the obvious fix",
+                    "item was part of a bundle",
+                    "a different order than the latest",
+                ],
+            ),
+            hint=lambda omitted_detail: (
+                f"Do not mention that {omitted_detail}; after a reasonable answer, blame the agent "
+                "for not accounting for it."
+            ),
+        ),
+        _B(
+            "abrupt_intent_switching",
+            "Switches to another objective before the first one is resolved.",
+            "Switch to a different request before the current one is resolved.",
+            kwargs=_pick(
+                "target_topic",
+                [
+                    "password reset",
+                    "subscription charge",
+                    "unrelated shipping question",
+                    "change phone number",
+                    "promo code stopped working",
+                ],
+            ),
+            hint=lambda target_topic: (
+                f"Before your issue is resolved, switch to asking about a {target_topic} and keep pursuing it."
+            ),
+        ),
+        _B(
+            "artificial_constraint_stacking",
+            "Rules out the options the solution relies on.",
+            "Rule out the options the agent proposes with extra constraints.",
+            ("incremental_goalpost_shifting",),
+            rule=rule_constraint_stacking,
+        ),
+        _B(
+            "fabricated_or_false_premise",
+            "Asserts a false fact about the account or order as established.",
+            "State a false fact about your account or order confidently.",
+            kwargs=_false_premise_kwargs,
+            requires_any=("member_level", "purchase_date", "payment_method", "order_id", "packaging"),
+            hint=lambda field, true_value, false_value: (
+                f"Insist confidently that your {field.replace('_', ' ')} is "
+                f"{false_value}; do not correct yourself without evidence."
+            ),
+            rule=rule_false_premise,
+        ),
+        _B(
+            "impatient_low_signal_pressure",
+            "Shows urgency or dissatisfaction without giving specifics.",
+            "Press with short, impatient messages that add no new information.",
+            rule=rule_impatience,
+        ),
+        _B(
+            "unresolved_thread_abandonment",
+            "Disengages before the goal is met.",
+            "Leave the conversation before your issue is actually resolved.",
+        ),
+        _B(
+            "self_contradiction",
+            "Contradicts an earlier statement without acknowledging it.",
+            "State one fact early and a conflicting one later, without acknowledging the change.",
+            kwargs=_contradiction_kwargs,
+            requires_any=("member_level", "payment_method", "city", "num_products", "packaging"),
+            hint=lambda field, value_a, value_b: (
+                f"Early on say your {field.replace('_', ' ')} is {value_a}; later say it "
+                f"is {value_b}, and never acknowledge the change."
+            ),
+            rule=rule_self_contradiction,
+        ),
+        _B(
+            "request_overloading",
+            "Packs many separate asks into one message.",
+            "Combine several separate requests into a single message.",
+            kwargs=_pick("n_requests", [3, 4, 5]),
+            hint=lambda n_requests: f"Put at least {n_requests} separate requests into one message.",
+            rule=rule_request_overloading,
+        ),
+        _B(
+            "belittling_or_entitled_pressure",
+            "Disparages the agent or demands treatment as entitled.",
+            "Lean on disparaging or entitled pressure.",
+            kwargs=_pick("register", ["sarcasm", "condescension", "blunt insult", "non-negotiable entitlement"]),
+            hint=lambda register: f"Lean on {register} when pressing the agent.",
+        ),
+    ]
+}
 
 
 def get_behavior(name: str) -> Behavior:

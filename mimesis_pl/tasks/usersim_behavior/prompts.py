@@ -38,11 +38,15 @@ def simulator_prompt(scenario: Mapping[str, Any], goal: str, hint: str | None) -
     items = (scenario.get("product") or {}).get("names") or []
     lines.append(f"- items on the order: {', '.join(items)}" if items else "- nothing on file about items")
     lines.append(f"Why you are contacting support: {goal}.")
-    lines.append("Write like a real customer: short messages, imperfect punctuation is fine, reveal details only when "
-                 "asked. You are a customer, not an assistant: never offer help, summarise, or explain policy.")
+    lines.append(
+        "Write like a real customer: short messages, imperfect punctuation is fine, reveal details only when "
+        "asked. You are a customer, not an assistant: never offer help, summarise, or explain policy."
+    )
     if hint:
-        lines.append(f"<behavior>{hint}</behavior>\nEnact this behaviour without naming, announcing or explaining it; "
-                     "not necessarily in every message — where it naturally lands.")
+        lines.append(
+            f"<behavior>{hint}</behavior>\nEnact this behaviour without naming, announcing or explaining it; "
+            "not necessarily in every message — where it naturally lands."
+        )
     else:
         lines.append("Be an ordinary, cooperative customer: accept reasonable answers and create no friction.")
     lines.append("Write only your next message: no name prefix, quotes or stage directions.")
@@ -86,11 +90,16 @@ def transcript_text(lines: Sequence[tuple[str, str]]) -> str:
 
 def behavior_judge_prompt(behavior: Behavior, transcript: str, goal: str, seed: str) -> list[dict[str, str]]:
     confusables = "".join(f"\n- {c}: {get_behavior(c).definition}" for c in behavior.confusable_with)
-    trace = ("\nCustomer turns show the private thought, then the sent text. A thought alone scores 0 on exhibit: "
-             "look for the thought's footprint in what was sent." if behavior.needs_trace else "")
+    trace = (
+        "\nCustomer turns show the private thought, then the sent text. A thought alone scores 0 on exhibit: "
+        "look for the thought's footprint in what was sent."
+        if behavior.needs_trace
+        else ""
+    )
     body = (
         f"Behaviour: {behavior.name} — {behavior.definition}"
-        + (f"\nDo not confuse it with:{confusables}" if confusables else "") + trace
+        + (f"\nDo not confuse it with:{confusables}" if confusables else "")
+        + trace
         + (f"\n\nOpening turns (replayed context, not the customer's own; do not score them):\n{seed}" if seed else "")
         + f"\n\nConversation to score:\n{transcript}\n\nThe customer's goal: {goal}.\nScore in [0, 1]: exhibit (did the "
         "behaviour occur; 0 if absent), placement (once or twice at a fitting moment is high; mechanical in every "

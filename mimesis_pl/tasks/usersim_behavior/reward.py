@@ -15,8 +15,12 @@ def clamp01(x: float) -> float:
 
 def behavior_reward(v: BehaviorVerdict) -> float:
     """``(2·exhibit + 1.5·placement + 1·naturalness + 0.5·on_task) / 5``, halved when announced, clamped."""
-    r = (W_EXHIBIT * clamp01(v.exhibit) + W_PLACEMENT * clamp01(v.placement) + W_NATURAL * clamp01(v.naturalness)
-         + W_ONTASK * clamp01(v.on_task)) / (W_EXHIBIT + W_PLACEMENT + W_NATURAL + W_ONTASK)
+    r = (
+        W_EXHIBIT * clamp01(v.exhibit)
+        + W_PLACEMENT * clamp01(v.placement)
+        + W_NATURAL * clamp01(v.naturalness)
+        + W_ONTASK * clamp01(v.on_task)
+    ) / (W_EXHIBIT + W_PLACEMENT + W_NATURAL + W_ONTASK)
     if v.announced:
         r /= ANNOUNCE_DIVISOR
     return clamp01(r)
@@ -24,5 +28,7 @@ def behavior_reward(v: BehaviorVerdict) -> float:
 
 def control_reward(v: ControlVerdict) -> float:
     """``(2·cooperative + 1·naturalness + 0.5·on_task) / 3.5``, clamped."""
-    return clamp01((C_COOPERATIVE * clamp01(v.cooperative) + C_NATURAL * clamp01(v.naturalness)
-                    + C_ONTASK * clamp01(v.on_task)) / (C_COOPERATIVE + C_NATURAL + C_ONTASK))
+    return clamp01(
+        (C_COOPERATIVE * clamp01(v.cooperative) + C_NATURAL * clamp01(v.naturalness) + C_ONTASK * clamp01(v.on_task))
+        / (C_COOPERATIVE + C_NATURAL + C_ONTASK)
+    )

@@ -91,14 +91,19 @@ class UsersimBehaviorTask:
         procedure = Procedure(
             support_prompt(data.render_policy(flow, subflow)),
             required=[(f, values[f]) for f in data.required_fields(subflow) if f in values],
-            hard_limit=data.has_hard_limit(flow, subflow), goal=goal,
+            hard_limit=data.has_hard_limit(flow, subflow),
+            goal=goal,
         )
         try:
             hint = behavior.build_hint(**kwargs) if behavior is not None else None
         except TypeError as err:
-            raise RowError(f"{row_name(row)}: extra_info.kwargs do not fit behaviour {behavior.name!r}: {err}") from None
-        messages = [{"role": "system", "content": simulator_prompt(scenario, goal, hint)},
-                    {"role": "user", "content": CONNECTION_NOTICE}]
+            raise RowError(
+                f"{row_name(row)}: extra_info.kwargs do not fit behaviour {behavior.name!r}: {err}"
+            ) from None
+        messages = [
+            {"role": "system", "content": simulator_prompt(scenario, goal, hint)},
+            {"role": "user", "content": CONNECTION_NOTICE},
+        ]
         enable = ctx.enable_think
         conv = PolicyConversation(ctx.policy, messages, enable, sample=f"{row_name(row)} {gen_uid}")
 
@@ -146,9 +151,14 @@ class UsersimBehaviorTask:
                 request = JudgeRequest(control_judge_prompt(transcript_text(lines), goal, seed_text), lines, goal)
                 verdict = await ctx.judge.judge(request, ControlVerdict)
             else:
-                lines = (render_with_thoughts(generated, thoughts[n_seeded:]) if behavior.needs_trace
-                         else render_public(generated))
-                request = JudgeRequest(behavior_judge_prompt(behavior, transcript_text(lines), goal, seed_text), lines, goal)
+                lines = (
+                    render_with_thoughts(generated, thoughts[n_seeded:])
+                    if behavior.needs_trace
+                    else render_public(generated)
+                )
+                request = JudgeRequest(
+                    behavior_judge_prompt(behavior, transcript_text(lines), goal, seed_text), lines, goal
+                )
                 verdict = await ctx.judge.judge(request, BehaviorVerdict)
                 try:
                     rule = behavior.check_rule(generated, scenario, kwargs)
@@ -160,13 +170,20 @@ class UsersimBehaviorTask:
             status, score = "judge_failed", 0.0
         elif isinstance(verdict, ControlVerdict):
             status, score = "ok", control_reward(verdict)
-            sub.update(cooperative=clamp01(verdict.cooperative), naturalness=clamp01(verdict.naturalness),
-                       on_task=clamp01(verdict.on_task))
+            sub.update(
+                cooperative=clamp01(verdict.cooperative),
+                naturalness=clamp01(verdict.naturalness),
+                on_task=clamp01(verdict.on_task),
+            )
         else:
             status, score = "ok", behavior_reward(verdict)
-            sub.update(exhibit=clamp01(verdict.exhibit), placement=clamp01(verdict.placement),
-                       naturalness=clamp01(verdict.naturalness), on_task=clamp01(verdict.on_task),
-                       announced=float(verdict.announced))
+            sub.update(
+                exhibit=clamp01(verdict.exhibit),
+                placement=clamp01(verdict.placement),
+                naturalness=clamp01(verdict.naturalness),
+                on_task=clamp01(verdict.on_task),
+                announced=float(verdict.announced),
+            )
         if rule is not None:
             sub["rule"] = float(rule)  # logged, never rewarded
             if "exhibit" in sub:
@@ -176,18 +193,37 @@ class UsersimBehaviorTask:
         fmt = check_think_format(conv.turns, enable, ctx.policy.count_tokens, ctx.min_think_tokens)
         reward = gated_reward(score, fmt, is_train=ctx.is_train)
         metrics = {
-            f"{PREFIX}/reward": score, f"{PREFIX}/n_sim_turns": float(n_sim), f"{PREFIX}/agent_failures": float(agent_failures),
-            f"{PREFIX}/is_control": float(behavior is None), f"{PREFIX}/{name}/reward": score, "all/score_v3": score,
-            "all/format_correct": float(fmt.correct), "all/think_tokens": fmt.think_tokens,
+            f"{PREFIX}/reward": score,
+            f"{PREFIX}/n_sim_turns": float(n_sim),
+            f"{PREFIX}/agent_failures": float(agent_failures),
+            f"{PREFIX}/is_control": float(behavior is None),
+            f"{PREFIX}/{name}/reward": score,
+            "all/score_v3": score,
+            "all/format_correct": float(fmt.correct),
+            "all/think_tokens": fmt.think_tokens,
         }
         for key, value in sub.items():
             metrics[f"{PREFIX}/{key}"] = value
             metrics[f"{PREFIX}/{name}/{key}"] = value
-        trajectory = conv.trajectory(group_id=group_id, gen_uid=gen_uid, status=status, reward=reward,
-                                     data_source=self.data_source, key=row_name(row))
+        trajectory = conv.trajectory(
+            group_id=group_id,
+            gen_uid=gen_uid,
+            status=status,
+            reward=reward,
+            data_source=self.data_source,
+            key=row_name(row),
+        )
         transcript = conv.messages + [{"role": "public_transcript", "content": transcript_text(render_public(public))}]
-        return TaskResult(data_source=self.data_source, gen_uid=gen_uid, status=status, reward=reward, score=score,
-                          metrics=metrics, trajectory=trajectory, transcript=transcript)
+        return TaskResult(
+            data_source=self.data_source,
+            gen_uid=gen_uid,
+            status=status,
+            reward=reward,
+            score=score,
+            metrics=metrics,
+            trajectory=trajectory,
+            transcript=transcript,
+        )
 
 
 def usersim_behavior(data_source: str) -> UsersimBehaviorTask:
