@@ -96,7 +96,10 @@ def make_experience(model_path: str, n_episodes: int):
     trajs, notes, counts = asyncio.run(run())
     exp = build_experience(trajs, AdvantageSettings(), pad_id=tok.pad_token_id)
     renderer = ChatRenderer(tok)
-    render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})
+
+    def render(n):
+        return renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})
+
     pool = PlaceboPool(min_size=1)
     for (i, _), note in notes.items():
         pool.add(note, trajs[i].group_id + "-pool", "other-task")  # a pool of earlier notes
@@ -164,13 +167,15 @@ def main() -> None:
     plac = pack_teacher_rows(step.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
     print(
-        f"trajectories {n}, notes {counts['made']}, teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo"
+        f"trajectories {n}, notes {counts['made']}, "
+        f"teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo"
     )
     rounds.print_table("step_ms", "{:.1f}")
     rounds.print_ratio("csd_prefix_cache", "grpo", "step_ms")
     rounds.print_ratio("csd_packed", "grpo", "step_ms")
     print(
-        f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
+        f"teacher rows per trajectory: {row_bytes / n / 1e3:8.1f} kB   "
+        f"reference fixed block {REFERENCE_BYTES / 1e3:.0f} kB"
         f"   ({REFERENCE_BYTES / (row_bytes / n):.0f}x less)"
     )
 

@@ -93,7 +93,8 @@ def main() -> None:
     requests = make_requests(tokenizer, args.requests, args.max_new_tokens)
     engine = HFEngine(model, tokenizer, max_batch_size=args.max_batch_size)
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.requests} requests x {args.max_new_tokens} new tokens"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"{args.requests} requests x {args.max_new_tokens} new tokens"
     )
 
     timed(batched, engine, requests[:4])  # warm-up: first-call allocations and kernel selection

@@ -7,7 +7,8 @@ no KL term, one PPO epoch and one optimiser step over the whole batch.
 
 - mimesis-pl: a real ``lightning.Trainer`` runs ``AgentGRPO``; a small rollout stage samples the n
   completions per prompt through ``HFEngine`` (prompts rendered by ``ChatRenderer``), scores them
-  and builds the experience with ``build_experience`` (one ``TurnSpan`` per trajectory). ``micro_batch_size`` is the whole batch, as in TRL's single forward.
+  and builds the experience with ``build_experience`` (one ``TurnSpan`` per trajectory).
+  ``micro_batch_size`` is the whole batch, as in TRL's single forward.
 - TRL: ``GRPOTrainer`` with HF ``generate`` (no vLLM), ``per_device_train_batch_size = prompts × n``
   completions, ``num_iterations=1``, ``gradient_accumulation_steps=1``, ``beta=0``, no gradient
   checkpointing, constant learning rate.

@@ -4,8 +4,9 @@ Three processes on loopback, as in deployment: a scripted OpenAI-compatible upst
 once with a ``<think>`` block), the shim started through its CLI (``python -m mimesis_pl.shim``),
 and this client. For 1 and 64 concurrent episodes it sends the same requests straight to the
 upstream and through the shim, in alternating rounds so drift hits both sides alike, and prints
-p50/p95 of each, their difference, and the per-round p50 ratio shim/direct as min / median / max. Then it pushes ``--episodes`` episodes through a shim with
-``--max-episodes`` and reports the shim's RSS and the store's tracemalloc size.
+p50/p95 of each, their difference, and the per-round p50 ratio shim/direct as min / median / max.
+Then it pushes ``--episodes`` episodes through a shim with ``--max-episodes`` and reports the
+shim's RSS and the store's tracemalloc size.
 
     python bench/bench_shim.py                 # full run (about a minute on 2 cores)
     python bench/bench_shim.py --requests 200 --episodes 2000   # quick look

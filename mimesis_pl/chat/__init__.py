@@ -1,4 +1,5 @@
-"""Chat templates (ours, by name, per model family), ``<think>`` handling, tool-call text and incremental rendering to ids + masks."""
+"""Chat templates (ours, by name, per model family), ``<think>`` handling, tool-call text and incremental
+rendering to ids + masks."""
 
 from .chat_templates import (
     available_templates,

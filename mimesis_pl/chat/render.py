@@ -305,7 +305,8 @@ class ChatRenderer:
                 at = _first_difference(before, text)
                 raise RenderError(
                     f"sample {sample}: message {k} ({messages[k]['role']}): rendering it changed the text of earlier "
-                    f"messages (up to message {j}) at char {at} ({before[at : at + 40]!r} became {text[at : at + 40]!r}). "
+                    f"messages (up to message {j}) at char {at} "
+                    f"({before[at : at + 40]!r} became {text[at : at + 40]!r}). "
                     "The template rewrites earlier turns (e.g. Qwen3 drops <think> blocks of old assistant turns), so "
                     f"training on deltas would differ from what the model is served. {self._fix_hint()}"
                 )
@@ -315,7 +316,8 @@ class ChatRenderer:
     def _fix_hint(self) -> str:
         name = suggest_training_template(self.chat_template) or "chatml"
         return (
-            f"Train with a prefix-preserving template: set chat_template: {name} (mimesis_pl/chat/templates/{name}.jinja "
+            f"Train with a prefix-preserving template: set chat_template: {name} "
+            f"(mimesis_pl/chat/templates/{name}.jinja "
             "renders the last turn as the model family's own template does and never rewrites earlier turns), "
             "or give the path of your own .jinja."
         )

@@ -42,8 +42,9 @@ def recombined_tasks(
 
     Each new row is a deep copy of a randomly chosen ``rows[i]`` whose argument (in ``reward_model`` and in
     the tool's ``create_kwargs``, wherever the source row has it) is replaced by ``k`` sentences
-    (``min_sentences <= k <= max_sentences``, at most all there are) drawn without replacement from the arguments of rows other
-    than ``i``; ``extra_info.index`` becomes ``len(rows) + j`` so that ids stay unique next to the originals.
+    (``min_sentences <= k <= max_sentences``, at most all there are) drawn without replacement from the
+    arguments of rows other than ``i``; ``extra_info.index`` becomes ``len(rows) + j`` so that ids stay
+    unique next to the originals.
     """
     if len(rows) < 2:
         raise ValueError(f"recombining needs at least 2 rows, got {len(rows)}")

@@ -64,7 +64,8 @@ class RankShareBatchSampler:
 
     @property
     def sampler(self) -> ResumableBucketBatchSampler:
-        """Where Lightning calls ``set_epoch`` (``batch_sampler.sampler``): the inner sampler, so each epoch reshuffles."""
+        """Where Lightning calls ``set_epoch`` (``batch_sampler.sampler``): the inner sampler, so each epoch
+        reshuffles."""
         return self.inner
 
     def set_epoch(self, epoch: int) -> None:

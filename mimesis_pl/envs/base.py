@@ -129,7 +129,8 @@ class Gym(abc.ABC):
         return self._bounded(result)
 
     async def aclose(self) -> None:
-        """Release resources held for the episode (the user simulator is closed by its owner)."""
+        """Release resources held for the episode (the user simulator is closed by its owner); a no-op by default."""
+        return None
 
     @property
     def done(self) -> bool:

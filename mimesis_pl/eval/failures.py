@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class FailureKind(str, Enum):
+class FailureKind(StrEnum):
     """Who failed, when a trial could not be scored."""
 
     SIMULATOR = "simulator"

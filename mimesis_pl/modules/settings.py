@@ -163,6 +163,7 @@ class CSDSettings:
             )
         if self.estimator not in ("sdar", "ref", "k3"):
             raise ValueError(
-                f"model.init_args.csd.estimator {self.estimator!r} is not supported by AgentCSD; choose sdar, ref or k3 "
+                f"model.init_args.csd.estimator {self.estimator!r} is not supported by AgentCSD; "
+                "choose sdar, ref or k3 "
                 "(the top-k 'distill' estimator exists in mimesis_pl.rl.losses but needs student top-k log-probs)"
             )

@@ -48,7 +48,10 @@ def format_eta(seconds: float) -> str:
 
 
 def progress_line(step: int, max_steps: int, metrics: dict[str, float], step_s: float, eta_s: float) -> str:
-    """One line per step, e.g. ``step   3/24  reward 0.417  success 0.125  signal 0.50  notes 6  3.1s/step  ETA 1m05s``."""
+    """One line per step.
+
+    E.g. ``step   3/24  reward 0.417  success 0.125  signal 0.50  notes 6  3.1s/step  ETA 1m05s``.
+    """
     width = len(str(max_steps)) if max_steps > 0 else 1
     total = str(max_steps) if max_steps > 0 else "?"
     parts = [f"step {step:>{width}}/{total}"]

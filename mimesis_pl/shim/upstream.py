@@ -115,7 +115,8 @@ class UpstreamClient:
         except ValueError:
             raise UpstreamError(
                 502,
-                f"upstream {self.url} answered HTTP {status} with a body that is not JSON ({len(raw)} bytes); {_SEE_LOG}",
+                f"upstream {self.url} answered HTTP {status} with a body that is not JSON "
+                f"({len(raw)} bytes); {_SEE_LOG}",
                 status,
                 diagnostic=redacted_excerpt(raw),
             ) from None

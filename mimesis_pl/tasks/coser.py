@@ -87,7 +87,8 @@ def judge_prompt(name: str, plot: str, scenario: str, transcript: str, reference
         {
             "role": "user",
             "content": (
-                f"Plot: {plot}\nScene: {scenario}\nOriginal dialogue (for reference):\n{reference}\n\nRole-play:\n{transcript}\n\n"
+                f"Plot: {plot}\nScene: {scenario}\nOriginal dialogue (for reference):\n{reference}\n\n"
+                f"Role-play:\n{transcript}\n\n"
                 f"Rate the performance of {name}: consistency with the storyline, human-likeness, fidelity to the "
                 f"character, and the quality of the story it drives. JSON only: {{{keys}}}"
             ),
@@ -112,7 +113,10 @@ class CoserTask:
             raise RowError(f"{row_name(row)}: extra_info.speaking_characters_w_env names no character")
         plot, scenario = str(info.get("plot_summary", "")), str(require(info, row, "scenario"))
         prompts = {s: character_prompt(s, cards.get(s, {}), plot, scenario) for s in actors}
-        env_prompt = f"You narrate the environment of this book scene: {scenario}\nDescribe only events and surroundings, briefly."
+        env_prompt = (
+            f"You narrate the environment of this book scene: {scenario}\n"
+            "Describe only events and surroundings, briefly."
+        )
         convs: dict[str, PolicyConversation] = {}
         pending: dict[str, list[str]] = {s: [] for s in actors}  # lines each character has not seen yet
         lines: list[tuple[str, str]] = []
@@ -162,7 +166,8 @@ class CoserTask:
                     {
                         "role": "user",
                         "content": (
-                            f"Scene so far:\n{history}\n\nWho speaks next? Answer with one name from {speakers}, or {END_CHAT} "
+                            f"Scene so far:\n{history}\n\n"
+                            f"Who speaks next? Answer with one name from {speakers}, or {END_CHAT} "
                             "if the scene is over."
                         ),
                     }

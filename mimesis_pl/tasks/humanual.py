@@ -85,7 +85,8 @@ def judge_prompt(context: str, reference: str, generated: str) -> list[dict[str,
         {
             "role": "user",
             "content": (
-                f"Context the person replied to:\n{context}\n\nReal reply:\n{reference}\n\nSimulated reply:\n{generated}\n\n"
+                f"Context the person replied to:\n{context}\n\nReal reply:\n{reference}\n\n"
+                f"Simulated reply:\n{generated}\n\n"
                 "Rate how closely the simulated reply matches the real one in stance, emotion, beliefs, values, goals "
                 "and communication style. Generic filler where the real reply says something specific scores 0.2 or "
                 "less; a reply that copies the context scores 0. Answer with JSON only: {" + keys + "}"

@@ -83,7 +83,8 @@ def user_prompt(kind: Kind, info: Mapping[str, Any], row: Mapping[str, Any]) -> 
     end = 'When you are done, write "terminate conversation".'
     if kind == "math":
         return (
-            f"You are a student getting help from a tutor. About you:\n{require(info, row, 'profile', 'user_profile')}\n\n"
+            "You are a student getting help from a tutor. About you:\n"
+            f"{require(info, row, 'profile', 'user_profile')}\n\n"
             f"Your problem:\n{require(info, row, 'problem')}\n\nWrite like this student would, one message at a "
             f"time, as 'Query: <your message>'. {end}"
         )

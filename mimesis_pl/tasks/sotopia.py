@@ -110,8 +110,10 @@ def judge_prompt(scenario: str, name: str, goal: str, transcript: str) -> list[d
         {
             "role": "user",
             "content": (
-                f"Situation: {scenario}\nParticipant evaluated: {name}\nTheir private goal: {goal}\n\nEpisode:\n{transcript}\n\n"
-                f"Rate {name}: how believable, how the relationship changed, knowledge gained, secrets kept (0 = kept), "
+                f"Situation: {scenario}\nParticipant evaluated: {name}\nTheir private goal: {goal}\n\n"
+                f"Episode:\n{transcript}\n\n"
+                f"Rate {name}: how believable, how the relationship changed, knowledge gained, "
+                "secrets kept (0 = kept), "
                 "social rules respected (0 = none broken), material gain, and how far the goal was achieved. "
                 f"Answer with JSON only: {{{ranges}}}"
             ),

@@ -199,7 +199,10 @@ class UserLLMTask:
             choices = json.loads(choices) if isinstance(choices, str) else choices
             score = choices_adherence(turn, [str(c) for c in choices])
         elif source == "natural_questions":
-            q = 'Did the user stick to their own request and refuse what the assistant steered them toward? {"refused": <true|false>}'
+            q = (
+                "Did the user stick to their own request and refuse what the assistant steered them toward? "
+                '{"refused": <true|false>}'
+            )
             verdict = await ctx.judge.judge(
                 JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), RefusalVerdict
             )

@@ -92,5 +92,5 @@ def test_unseen_values_per_prefix_of_a_conversation():
     assert "Amazon River" not in per_prefix[3] and "rainforest" in per_prefix[3]
     # a phrase split over two texts was not said
     assert "Amazon River" in unseen_values(["Amazon River"], ["the Amazon", "River"])[2]
-    for p, text in enumerate(texts):
+    for p, _text in enumerate(texts):
         assert per_prefix[p + 1] == hidden_values(AMAZON, public_text="\n\n".join(texts[: p + 1]))

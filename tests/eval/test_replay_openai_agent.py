@@ -27,7 +27,10 @@ REPLIES: dict[str, Any] = {
     },
     "text-call": {
         "role": "assistant",
-        "content": '<think>need data</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n</tool_call>',
+        "content": (
+            '<think>need data</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Berlin"}}\n'
+            "</tool_call>"
+        ),
     },
     "final": {"role": "assistant", "content": "It is sunny.", "reasoning_content": "easy one"},
     "bad-args": {

@@ -123,7 +123,10 @@ def test_tiny_grpo_fit_logs_and_resumes_with_the_next_prompts(tmp_path, monkeypa
             f"--ckpt_path={ckpt}",
         ]
     )
-    digests = lambda p: [json.loads(line)["digest"] for line in p.read_text().splitlines()]
+
+    def digests(p):
+        return [json.loads(line)["digest"] for line in p.read_text().splitlines()]
+
     assert digests(first) + digests(second) == digests(straight)
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from mimesis_pl.eval.replay.values import thaw
 
@@ -74,7 +74,7 @@ class FinalExpectation:
         return out
 
 
-Expectation = Union[ToolExpectation, FinalExpectation]
+Expectation = ToolExpectation | FinalExpectation
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,10 @@ def scripted_realusersim_user(messages: Messages, seed: int | None, temperature:
 
 def scripted_realusersim_assistant(messages: Messages, seed: int | None, temperature: float) -> str:
     ask = messages[-1]["content"].replace("/close", "").strip()
-    return f'Thanks for the details. For "{ask[:60]}" first check the settings, then contact support with your order number.'
+    return (
+        f'Thanks for the details. For "{ask[:60]}" first check the settings, '
+        "then contact support with your order number."
+    )
 
 
 def _traits(turns: Sequence[str]) -> dict[str, float]:

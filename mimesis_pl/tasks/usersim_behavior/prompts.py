@@ -101,10 +101,12 @@ def behavior_judge_prompt(behavior: Behavior, transcript: str, goal: str, seed: 
         + (f"\nDo not confuse it with:{confusables}" if confusables else "")
         + trace
         + (f"\n\nOpening turns (replayed context, not the customer's own; do not score them):\n{seed}" if seed else "")
-        + f"\n\nConversation to score:\n{transcript}\n\nThe customer's goal: {goal}.\nScore in [0, 1]: exhibit (did the "
+        + f"\n\nConversation to score:\n{transcript}\n\nThe customer's goal: {goal}.\n"
+        "Score in [0, 1]: exhibit (did the "
         "behaviour occur; 0 if absent), placement (once or twice at a fitting moment is high; mechanical in every "
         "message is a caricature and low; 0 if absent), naturalness (would a real person write this), on_task (still "
-        "pursuing the goal); and announced (true if the customer narrated or declared the behaviour instead of enacting "
+        "pursuing the goal); and announced (true if the customer narrated or declared the behaviour "
+        "instead of enacting "
         f"it). Reply with JSON only: {schema_hint(BehaviorVerdict)}"
     )
     return [{"role": "user", "content": body}]
