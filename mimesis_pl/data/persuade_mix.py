@@ -51,11 +51,15 @@ def recombined_tasks(
     if not 1 <= min_sentences <= max_sentences:
         raise ValueError(f"need 1 <= min_sentences <= max_sentences, got {min_sentences}, {max_sentences}")
     pools = [sentences(_argument_of(row, f"row {i}")) for i, row in enumerate(rows)]
+    flat = [s for pool in pools for s in pool]
+    starts = [0]
+    for pool in pools:
+        starts.append(starts[-1] + len(pool))
     rng = random.Random(seed)
     out = []
     for j in range(n):
         i = rng.randrange(len(rows))
-        others = [s for k, pool in enumerate(pools) if k != i for s in pool]
+        others = flat[: starts[i]] + flat[starts[i + 1] :]  # every row's sentences but row i's, in order
         k = min(rng.randint(min_sentences, max_sentences), len(others))
         argument = " ".join(rng.sample(others, k))
         row = copy.deepcopy(rows[i])

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..chat import pad_id_of
 from ..rl.losses import csd_loss
 from ..rl.teacher import pack_teacher_rows
 from ..rollout.coaching import CoachingSettings, CoachStage
@@ -134,11 +135,11 @@ class AgentCSD(AgentGRPO):
         return n_rows + prefixes if n_rows else 0
 
     def _teacher_packed(self, real, placebo, length):
-        packed = pack_teacher_rows(real, response_length=length, pad_id=self._pad_id())
+        packed = pack_teacher_rows(real, response_length=length, pad_id=pad_id_of(self.tokenizer))
         teacher_full = teacher_logprobs(self.model, packed, self.csd.teacher_chunk_rows)
         placebo_full = None
         if placebo is not None and any(p.rows for p in placebo):
-            packed_p = pack_teacher_rows(placebo, response_length=length, pad_id=self._pad_id())
+            packed_p = pack_teacher_rows(placebo, response_length=length, pad_id=pad_id_of(self.tokenizer))
             placebo_full = teacher_logprobs(self.model, packed_p, self.csd.teacher_chunk_rows, fill=float("nan"))
         return teacher_full, placebo_full, packed.teacher_mask
 

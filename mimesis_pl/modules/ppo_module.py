@@ -179,7 +179,7 @@ class PPOModule(HFCausalLMModule):
 
     def _dummy_logprobs(self) -> torch.Tensor:
         """Log-probs of a two-token row: a forward that keeps ranks in step and trains nothing."""
-        ids = torch.tensor([[self._pad_id()] * 2], device=self.device)
+        ids = torch.tensor([[pad_id_of(self.tokenizer)] * 2], device=self.device)
         ones = torch.ones_like(ids)
         return model_token_logprobs(
             self.model, ids, ones, chunk_size=self.loss_chunk_size, target_mask=ones[:, 1:]
@@ -192,9 +192,6 @@ class PPOModule(HFCausalLMModule):
             extra.empty_microbatch()
             return
         self.manual_backward(self._dummy_logprobs().sum() * 0.0)
-
-    def _pad_id(self) -> int:
-        return pad_id_of(self.tokenizer)
 
     def _plan(self, n_slots: int, trained: list[int]) -> list[list[list[int]]]:
         share = per_rank_share(self.ppo.mini_batch_size, self._world_size(), "model.init_args.ppo.mini_batch_size")

@@ -16,12 +16,13 @@ stage or the evaluation module — calls ``start`` in its setup and ``stop`` in 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..shim.background import ServerThread
 from ..shim.service import PrivilegedShim
-from ..users import OpenAIUser
+from ..users import OpenAIUser, ScriptedUser
 from ..users.scripted_server import start_scripted_server
 
 
@@ -176,8 +177,6 @@ class SimulatorServices:
         """The UserProvider for the EnvironmentManager."""
         s = self.settings
         if isinstance(s, ScriptedUserSettings):
-            from ..users.scripted import ScriptedUser
-
             return ScriptedUser()
         base = self.shim_url or self.upstream_url
         # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
@@ -228,8 +227,6 @@ class _TimedUser:
         self.clock = clock
 
     async def reply(self, messages, *, episode_id: str):
-        import time
-
         started = time.perf_counter()
         try:
             return await self.user.reply(messages, episode_id=episode_id)
