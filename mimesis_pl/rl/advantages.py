@@ -346,3 +346,61 @@ def foldgrpo_advantages(
         rollouts_per_group = torch.bincount(groups[first_row], minlength=n_groups)
         z = torch.where(rollouts_per_group[groups] <= 1, torch.zeros_like(z), z)
     return z[:, None] * response_mask.to(torch.float32)
+
+
+def grpo_turn_advantages(
+    turn_index: Tensor,
+    turn_rewards: Sequence[Sequence[float]],
+    group_ids: GroupIds,
+    gamma: float = 0.8,
+    norm_by_std: bool = True,
+    eps: float = 1e-6,
+) -> Tensor:
+    """Turn-level GRPO: each turn's discounted return, z-scored against the same turn of its group.
+
+    Turn ``t`` of trajectory ``b`` gets ``(G[b,t] − μ[g,t]) / (σ[g,t] + eps)`` on every one of its tokens, with
+    ``G[b,t] = Σ_{k≥t} γ^(k−t) r[b,k]`` and μ, σ (unbiased) taken over the trajectories of group ``g`` that
+    have a turn ``t``. Unlike trajectory credits (`grpo_multiturn_advantages` with ``credit="r2g"``, where a
+    turn after the last reward gets no credit, spec D8 f), the turn that loses the reward — a broken tool call
+    that ends the episode, say — is the one pushed down, and the turns before it are compared with the turns
+    of their siblings at the same point. A turn that no sibling reached has no baseline and gets 0.
+
+    Args:
+        turn_index, turn_rewards, group_ids, gamma, norm_by_std, eps: as in `grpo_multiturn_advantages`.
+
+    Returns:
+        [B, T] float32 advantages, zero where ``turn_index < 0``.
+    """
+    _check_gamma(gamma)
+    _check_eps(eps)
+    if turn_index.dim() != 2 or turn_index.is_floating_point():
+        raise ValueError(
+            f"turn_index must be an integer tensor [B, T]; got {turn_index.dtype} {tuple(turn_index.shape)}"
+        )
+    batch, device = turn_index.shape[0], turn_index.device
+    if len(turn_rewards) != batch:
+        raise ValueError(f"turn_rewards has {len(turn_rewards)} trajectories; turn_index has {batch} rows")
+    rewards, n_turns = _pad_rewards(turn_rewards, device)
+    if turn_index.numel() and int(turn_index.max()) >= 0:
+        last_turn = turn_index.max(dim=1).values
+        bad = torch.nonzero(last_turn >= n_turns).flatten()
+        if bad.numel():
+            b = int(bad[0])
+            raise ValueError(
+                f"turn_index row {b} has tokens of turn {int(last_turn[b])} but turn_rewards[{b}] "
+                f"holds only {int(n_turns[b])} rewards"
+            )
+    width = rewards.shape[1]
+    returns = _credits_padded(rewards, n_turns, "r2g", gamma)  # [B, N]
+    groups = _dense_ids(group_ids, batch, "group_ids", device)
+    # One z-score per (group, turn) cell over the trajectories that took that turn.
+    cells = (groups[:, None] * width + torch.arange(width, device=device)[None, :]).flatten()
+    taken = (torch.arange(width, device=device)[None, :] < n_turns[:, None]).flatten()
+    members = torch.nonzero(taken).flatten()
+    n_cells = (int(groups.max()) + 1) * width if batch else 0
+    z = _group_zscores(returns.flatten(), members, cells, n_cells, norm_by_std, eps)
+    # A cell with one member has μ = 0, σ = 1 in _group_zscores; with no sibling there is no baseline: 0.
+    count = torch.bincount(cells[members], minlength=n_cells)
+    z = torch.where(count[cells] > 1, z, torch.zeros_like(z)) * taken
+    z = torch.cat([torch.zeros(batch, 1, device=device), z.view(batch, width)], dim=1)
+    return z.gather(1, turn_index.long() + 1)

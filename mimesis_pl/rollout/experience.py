@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..rl.advantages import grpo_multiturn_advantages, trajectory_score
+from ..rl.advantages import grpo_multiturn_advantages, grpo_turn_advantages, trajectory_score
 from .progress import groups_with_signal
 from .settings import AdvantageSettings
 from .trajectory import Trajectory, collate_trajectories
@@ -44,17 +44,27 @@ def build_experience(trajectories: list[Trajectory], advantage: AdvantageSetting
     if trained:
         chosen = [trajectories[i] for i in trained]
         tensors = collate_trajectories(chosen, pad_id)
-        tensors["advantages"] = grpo_multiturn_advantages(
-            tensors["turn_index"],
-            [t.turn_rewards for t in chosen],
-            [t.group_id for t in chosen],
-            gamma=a.gamma,
-            credit=a.credit,
-            score=a.score,
-            norm_by_std=a.norm_by_std,
-            eps=a.eps,
-            zero_credit=a.zero_credit,
-        )
+        if a.estimator == "turn":
+            tensors["advantages"] = grpo_turn_advantages(
+                tensors["turn_index"],
+                [t.turn_rewards for t in chosen],
+                [t.group_id for t in chosen],
+                gamma=a.gamma,
+                norm_by_std=a.norm_by_std,
+                eps=a.eps,
+            )
+        else:
+            tensors["advantages"] = grpo_multiturn_advantages(
+                tensors["turn_index"],
+                [t.turn_rewards for t in chosen],
+                [t.group_id for t in chosen],
+                gamma=a.gamma,
+                credit=a.credit,
+                score=a.score,
+                norm_by_std=a.norm_by_std,
+                eps=a.eps,
+                zero_credit=a.zero_credit,
+            )
     return Experience(trajectories=trajectories, tensors=tensors, metrics=metrics, trained=trained)
 
 

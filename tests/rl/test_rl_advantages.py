@@ -11,6 +11,7 @@ from mimesis_pl.rl import (
     foldgrpo_advantages,
     grpo_multiturn_advantages,
     grpo_outcome_advantages,
+    grpo_turn_advantages,
     trajectory_score,
     turn_credits,
     turn_index_from_spans,
@@ -352,3 +353,42 @@ def test_foldgrpo_bad_input():
         foldgrpo_advantages(torch.ones(2), [0, 0], [0, 1], torch.ones(3, 3))
     with pytest.raises(ValueError, match="singleton"):
         foldgrpo_advantages(torch.ones(2), [0, 0], [0, 1], torch.ones(2, 3), singleton="keep")
+
+
+def test_turn_advantages_hand_worked():
+    # γ = 0.5. Group "a": traj 0 r = [0, 1, 1] → returns G = [0 + .5 + .25, 1 + .5, 1] = [.75, 1.5, 1]
+    #                     traj 1 r = [0, 1]    → G = [.5, 1]
+    # turn 0: .75 vs .5 → μ = .625, σ = √(2·.125²) → z0 = ±.125/σ ≈ ±.7071; turn 1: 1.5 vs 1 → z1 ≈ ±.7071;
+    # turn 2: only traj 0 took it → no baseline → 0. Group "b" has one trajectory → 0 everywhere.
+    turn_index = torch.tensor([[0, 0, 1, 1, 2, 2], [0, -1, 1, 1, -1, -1], [0, 1, 2, 3, -1, -1]])
+    adv = grpo_turn_advantages(turn_index, [[0, 1, 1], [0, 1], [1, 0, 0, 0]], ["a", "a", "b"], gamma=0.5)
+    z0 = 0.125 / (math.sqrt(2 * 0.125**2) + EPS)
+    z1 = 0.25 / (math.sqrt(2 * 0.25**2) + EPS)
+    close(adv[0], [z0, z0, z1, z1, 0, 0])
+    close(adv[1], [-z0, 0, -z1, -z1, 0, 0])
+    close(adv[2], torch.zeros(6))
+
+
+def test_turn_advantages_push_down_the_turn_that_loses_the_reward():
+    # The failure mode of r2g credits (spec D8 f): traj 1 answers turn 0 as well as traj 0, then breaks
+    # turn 1 (reward 0, episode over). Under r2g credits its broken turn has credit 0 and only its good
+    # turn 0 is pushed down; the turn estimator pushes down the broken turn.
+    turn_index = torch.tensor([[0, 0, 1, 1], [0, 0, 1, 1]])
+    rewards, groups = [[0.5, 0.5], [0.5, 0.0]], ["g", "g"]
+    credit = grpo_multiturn_advantages(turn_index, rewards, groups)
+    assert credit[1, 2:].eq(0).all() and (credit[1, :2] < 0).all()
+    turn = grpo_turn_advantages(turn_index, rewards, groups)
+    assert (turn[1, 2:] < 0).all() and (turn[0, 2:] > 0).all()
+    # turn 0: G = .5 + .8·.5 = .9 vs .5 → traj 1's turn 0 is pushed down too, but by its return, not by a share
+    assert (turn[1, :2] < 0).all()
+
+
+def test_turn_advantages_centre_only_and_validate():
+    turn_index = torch.tensor([[0, 1], [0, 1]])
+    adv = grpo_turn_advantages(turn_index, [[1.0, 0.0], [0.0, 1.0]], [0, 0], gamma=1.0, norm_by_std=False)
+    # G: [1, 0] and [1, 1] → turn 0: equal → 0; turn 1: 0 vs 1 → ∓.5
+    close(adv, [[0.0, -0.5], [0.0, 0.5]])
+    with pytest.raises(ValueError, match="holds only 1 rewards"):
+        grpo_turn_advantages(turn_index, [[1.0], [0.0, 1.0]], [0, 0])
+    with pytest.raises(ValueError, match="gamma"):
+        grpo_turn_advantages(turn_index, [[1.0, 0.0], [0.0, 1.0]], [0, 0], gamma=1.5)
