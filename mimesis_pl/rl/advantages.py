@@ -361,8 +361,8 @@ def grpo_turn_advantages(
     Turn ``t`` of trajectory ``b`` gets ``(G[b,t] − μ[g,t]) / (σ[g,t] + eps)`` on every one of its tokens, with
     ``G[b,t] = Σ_{k≥t} γ^(k−t) r[b,k]`` and μ, σ (unbiased) taken over the trajectories of group ``g`` that
     have a turn ``t``. Unlike trajectory credits (`grpo_multiturn_advantages` with ``credit="r2g"``, where a
-    turn after the last reward gets no credit, spec D8 f), the turn that loses the reward — a broken tool call
-    that ends the episode, say — is the one pushed down, and the turns before it are compared with the turns
+    turn after the last reward gets no credit; docs/decisions.md A8b), the turn that loses the reward (a broken
+    tool call that ends the episode, say) is the one pushed down, and the turns before it are compared with the turns
     of their siblings at the same point. A turn that no sibling reached has no baseline and gets 0.
 
     Args:

@@ -102,7 +102,7 @@ class AdvantageSettings:
         estimator: ``trajectory`` (the reference's: one group z-score per trajectory, shared among its turns
             by ``credit``) or ``turn`` (each turn's discounted return z-scored against the same turn of its
             group, so the turn that loses the reward is the one pushed down; ``credit`` and ``zero_credit``
-            are unused; docs/decisions.md A13).
+            are unused; docs/decisions.md A8b).
         gamma: per-turn discount of reward-to-go credits, returns and scores.
         credit: how a trajectory's z-score is shared among its turns.
         score: a trajectory's score from its turn rewards (logged as ``rollout/score_mean``).

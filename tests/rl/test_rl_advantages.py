@@ -370,7 +370,7 @@ def test_turn_advantages_hand_worked():
 
 
 def test_turn_advantages_push_down_the_turn_that_loses_the_reward():
-    # The failure mode of r2g credits (spec D8 f): traj 1 answers turn 0 as well as traj 0, then breaks
+    # The failure mode of r2g credits (decisions A8b): traj 1 answers turn 0 as well as traj 0, then breaks
     # turn 1 (reward 0, episode over). Under r2g credits its broken turn has credit 0 and only its good
     # turn 0 is pushed down; the turn estimator pushes down the broken turn.
     turn_index = torch.tensor([[0, 0, 1, 1], [0, 0, 1, 1]])

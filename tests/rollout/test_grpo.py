@@ -55,6 +55,24 @@ def test_multiturn_advantages_of_whole_episodes_are_exact(tiny_tokenizer):
     assert exp.metrics["rollout/status/finished"] == 1 and exp.metrics["rollout/status/max_turns"] == 1
 
 
+def test_turn_estimator_scores_each_turn_against_the_same_turn_of_the_group(tiny_tokenizer):
+    tok = tiny_tokenizer
+    a = episode(tok, [say("action", "Is it a fruit?"), say("answer", "Banana"), say("answer", "Kiwi")])
+    b = episode(tok, [say("action", "Is it red?")], max_turns=2, gen_uid="g-1")
+    exp = build_experience([a, b], AdvantageSettings(estimator="turn"), pad_id=tok.pad_token_id)
+    # returns (γ = 0.8): a = [0.64, 0.8, 1], b = [0, 0]; turns 0 and 1: two members, ±d/(√(2d²) + ε) each;
+    # a's turn 2 has no sibling → 0.
+    adv = exp.tensors["advantages"]
+    for t, d in ((0, 0.32), (1, 0.4)):
+        z = d / (math.sqrt(2 * d**2) + 1e-6)
+        for row, traj, sign in ((0, a, 1), (1, b, -1)):
+            span = traj.turn_spans[t]
+            assert torch.allclose(adv[row, span.start : span.end], torch.full((span.end - span.start,), sign * z))
+    last = a.turn_spans[2]
+    assert adv[0, last.start : last.end].eq(0).all()
+    assert adv[exp.tensors["response_mask"] == 0].abs().max() == 0
+
+
 class BrokenTelepathy(TelepathyGym):
     async def _step(self, action):
         raise RuntimeError("the environment crashed")
