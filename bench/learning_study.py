@@ -66,6 +66,11 @@ def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: 
     return config
 
 
+def start_model_of(config: dict[str, Any]) -> str:
+    """The checkpoint a config starts from (``model.init_args.policy.model_path``)."""
+    return config["model"]["init_args"]["policy"]["model_path"]
+
+
 def bootstrap_ci(values: list[float], n_boot: int = 4000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (one value per task)."""
     if not values:
@@ -175,7 +180,7 @@ def scalars(run: Path) -> dict[str, list[float]]:
 def run_study(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    start_model = yaml.safe_load(MAIN_CONFIG.read_text())["model"]["init_args"]["model_path"]
+    start_model = start_model_of(yaml.safe_load(MAIN_CONFIG.read_text()))
     results: dict[str, Any] = {"arms": {}, "curves": {}, "seconds": {}, "settings": vars(args).copy()}
     results["settings"]["start_model"] = start_model
     results["settings"]["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
 import yaml
 
 from .conftest import REPO
+from .test_configs import ParseOnlyCLI
 
 spec = importlib.util.spec_from_file_location("learning_study", REPO / "bench" / "learning_study.py")
 study = importlib.util.module_from_spec(spec)
@@ -33,6 +35,17 @@ def test_arm_configs_change_only_the_arm():
         assert cfg["data"] == csd["data"]
         assert cfg["model"]["init_args"]["rollout"] == csd["model"]["init_args"]["rollout"]
         assert cfg["model"]["init_args"]["optim"] == csd["model"]["init_args"]["optim"]
+
+
+@pytest.mark.parametrize("arm", study.ARMS[1:])
+def test_arm_configs_parse_and_start_from_the_main_jobs_checkpoint(arm, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    base = yaml.safe_load((REPO / "configs" / "agent_csd.yaml").read_text())
+    path = tmp_path / f"{arm}.yaml"
+    path.write_text(yaml.safe_dump(study.arm_config(base, arm, seed=0, steps=2, save_dir=str(tmp_path))))
+    cli = ParseOnlyCLI(args=["--config", str(path)], run=False)
+    assert cli.config["model"]["init_args"]["policy"]["model_path"] == study.start_model_of(base)
+    assert (REPO / study.start_model_of(base) / "config.json").is_file()
 
 
 def test_scores_and_intervals():
