@@ -20,19 +20,20 @@ from ..conftest import TINY_MODEL
 STEPS = 6
 
 
-def _fit(sign: float):
+def _fit(sign: float, estimator: str = "trajectory"):
     torch.manual_seed(0)
     module = toy_module(str(TINY_MODEL), lr=3e-3)
     module.configure_model()
     before = target_preference(module.model.eval())
     module.model.train()
-    rollout = ToyRollout(seed=0, sign=sign)
+    rollout = ToyRollout(seed=0, sign=sign, estimator=estimator)
     run_toy_grpo(module, STEPS, rollout)
     return before, target_preference(module.model.eval()), rollout.rewards
 
 
-def test_grpo_raises_the_reward_of_a_learnable_task():
-    before, after, rewards = _fit(sign=1.0)
+@pytest.mark.parametrize("estimator", ["trajectory", "turn"])
+def test_grpo_raises_the_reward_of_a_learnable_task(estimator):
+    before, after, rewards = _fit(sign=1.0, estimator=estimator)
     # The expected first-token reward (exact, no sampling noise) must rise clearly ...
     assert after > before + 0.15, (before, after)
     # ... and so must the sampled reward, from the first steps to the last.

@@ -5,8 +5,9 @@ the policy's preference for ``TARGET`` goes up or down, so a flipped sign anywhe
 and optimiser step makes :func:`run_toy_grpo` lower the reward instead of raising it.
 
 The rollout is a real ``RolloutStage`` subclass: only the episode runner is replaced (no gym),
-``build_experience`` (scores, R2G credits, group z-scores) and ``AgentGRPO.training_step`` (``update(collect())``:
-PPO mini/micro-batches, manual optimisation) are the production code paths.
+``build_experience`` (scores, R2G credits or turn returns, group z-scores) and
+``AgentGRPO.training_step`` (``update(collect())``: PPO mini/micro-batches, manual optimisation) are the
+production code paths.
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def target_preference(model, prompt_ids: list[int] = PROMPT_IDS) -> float:
 class ToyRollout(RolloutStage):
     """``n_groups`` groups of ``n_samples`` single-turn episodes of 2–4 sampled tokens each (seeded per step)."""
 
-    def __init__(self, n_groups: int = 2, n_samples: int = 8, seed: int = 0, sign: float = 1.0) -> None:
-        super().__init__(RolloutSettings(), AdvantageSettings(gamma=0.8, credit="r2g", score="r2g"))
+    def __init__(
+        self, n_groups: int = 2, n_samples: int = 8, seed: int = 0, sign: float = 1.0, estimator: str = "trajectory"
+    ) -> None:
+        advantage = AdvantageSettings(estimator=estimator, gamma=0.8, credit="r2g", score="r2g")
+        super().__init__(RolloutSettings(), advantage)
         self.n_groups, self.n_samples, self.seed, self.sign = n_groups, n_samples, seed, sign
         self.rewards: list[float] = []
 
