@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs import EnvironmentManager, Expert, GymTask, interact_tool_schema, read_gym_tasks, run_expert_episode
+from ..envs.expert import LapsingExpert
 from ..envs.gyms.function import FunctionExpert
 from ..envs.gyms.intention import IntentionExpert
 from ..envs.gyms.persuade import PersuadeExpert
@@ -63,17 +64,32 @@ def trace_record(task: GymTask, turns, choices: Sequence[str]) -> dict[str, Any]
 
 
 async def record_expert_traces(
-    tasks: Sequence[GymTask], max_turns: int = 16, min_score: float = 1.0, max_concurrency: int = 16
+    tasks: Sequence[GymTask],
+    max_turns: int = 16,
+    min_score: float = 1.0,
+    max_concurrency: int = 16,
+    *,
+    lapse_rate: float = 0.0,
+    seed: int = 0,
 ) -> tuple[list[dict[str, Any]], Counter]:
-    """Play every task once with its expert; keep episodes scoring at least ``min_score``."""
+    """Play every task once with its expert; keep episodes scoring at least ``min_score``.
+
+    With ``lapse_rate`` > 0 the expert wastes that share of its later turns restating its opening
+    (`LapsingExpert`, drawn from ``seed``); lapsed turns are counted as ``lapsed_turns``.
+    """
     manager = EnvironmentManager(users=ScriptedUser(), max_turns=max_turns)
     registry = default_registry()
     counts: Counter = Counter()
     limit = asyncio.Semaphore(max_concurrency)
 
     async def play(i: int, task: GymTask):
+        expert = make_expert(task, tasks)
+        if lapse_rate > 0:
+            expert = LapsingExpert(expert, rate=lapse_rate, key=f"{task.env_name}/{task.key}", seed=seed)
         async with limit:
-            trace = await run_expert_episode(manager, task, make_expert(task, tasks), episode_id=f"expert-{i}")
+            trace = await run_expert_episode(manager, task, expert, episode_id=f"expert-{i}")
+        if lapse_rate > 0:
+            counts[f"lapsed_turns/{task.env_name}"] += sum(expert.lapses(t) for t in range(len(trace.turns)))
         return task, trace
 
     records = []
@@ -93,13 +109,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output JSONL")
     parser.add_argument("--max-turns", type=int, default=16)
     parser.add_argument("--min-score", type=float, default=1.0, help="keep episodes scoring at least this")
+    parser.add_argument(
+        "--lapse-rate",
+        type=float,
+        default=0.0,
+        help="share of later turns the expert wastes restating its opening (give --max-turns to spare)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="draws the lapses")
     parser.add_argument("--overwrite", action="store_true", help="replace --out when it exists (otherwise refused)")
     args = parser.parse_args(argv)
     if Path(args.out).exists() and not args.overwrite:
         parser.error(f"--out {args.out} exists; pass --overwrite to replace it, or choose another path")
     paths = sorted({p for pattern in args.src for p in (glob.glob(pattern) or [pattern])})
     tasks = [task for path in paths for task in read_gym_tasks(path)]
-    records, counts = asyncio.run(record_expert_traces(tasks, args.max_turns, args.min_score))
+    if not 0.0 <= args.lapse_rate < 1.0:
+        parser.error(f"--lapse-rate must lie in [0, 1), got {args.lapse_rate}")
+    records, counts = asyncio.run(
+        record_expert_traces(tasks, args.max_turns, args.min_score, lapse_rate=args.lapse_rate, seed=args.seed)
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as handle:

@@ -10,6 +10,7 @@ anywhere. What each expert knows beyond the conversation is stated on its class.
 from __future__ import annotations
 
 import abc
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -41,6 +42,35 @@ class Expert(abc.ABC):
 
     @abc.abstractmethod
     def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove: ...
+
+
+@dataclass(frozen=True)
+class LapsingExpert(Expert):
+    """An expert that, on a share ``rate`` of its later turns, wastes the turn restating its opening.
+
+    A demonstrator that still succeeds (given turns to spare) but not efficiently, as real successful traces
+    often do: an agent fine-tuned on its traces lapses at about ``rate``, and RL under a turn limit has a
+    habit to remove. Whether turn ``t`` lapses is drawn from ``(seed, key, t)`` alone, so the expert stays
+    stateless and a trace replays identically. The first turn never lapses.
+    """
+
+    expert: Expert
+    rate: float
+    key: str
+    seed: int = 0
+    thought: str = "I restate my case."
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate < 1.0:
+            raise ValueError(f"lapse rate must lie in [0, 1), got {self.rate!r}")
+
+    def lapses(self, turn: int) -> bool:
+        return turn > 0 and random.Random(f"{self.seed}/{self.key}/{turn}").random() < self.rate
+
+    def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
+        if self.lapses(len(history)):
+            return ExpertMove(self.expert.act(prompt, []).action, self.thought)
+        return self.expert.act(prompt, history)
 
 
 def opening_text(prompt: Sequence[Mapping[str, str]]) -> str:

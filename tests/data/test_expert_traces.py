@@ -51,3 +51,44 @@ def test_record_experts_refuses_to_overwrite_an_existing_out(tmp_path, capsys):
         main(["--src", "unused.parquet", "--out", str(out)])
     assert info.value.code == 2 and "--overwrite" in capsys.readouterr().err
     assert out.read_text() == "my notes\n"
+
+
+def test_lapsing_expert_wastes_turns_restating_its_opening_and_still_succeeds():
+    tasks = read_gym_tasks(ASSETS / "data/persuade/train/PersuadeGym.parquet")[:40]
+    clean, _ = asyncio.run(record_expert_traces(tasks, max_turns=12))
+    lapsed, counts = asyncio.run(record_expert_traces(tasks, max_turns=12, lapse_rate=0.4, seed=3))
+    again, _ = asyncio.run(record_expert_traces(tasks, max_turns=12, lapse_rate=0.4, seed=3))
+    assert lapsed == again  # drawn from (seed, task, turn) only
+
+    def turns(record):
+        return [m["content"] for m in record["messages"] if m["role"] == "assistant"]
+
+    opening = turns(clean[0])[0]
+    restated = [t for r in lapsed for t in turns(r)[1:] if t.endswith(opening.split("</think>")[1])]
+    answered = sum(len(turns(r)) - 1 for r in lapsed) - len(restated)
+    assert all(t.startswith("<think>\nI restate my case.") for t in restated)
+    # ~40 % of later turns lapse; every recorded trace still answers every point (score 1)
+    assert 0.25 < len(restated) / (len(restated) + answered) < 0.55
+    assert counts["lapsed_turns/PersuadeGym"] >= len(restated) and all(r["score"] >= 1.0 - 1e-9 for r in lapsed)
+    assert sum(len(turns(r)) for r in clean) < sum(len(turns(r)) for r in lapsed)
+    assert all(not t.startswith("<think>\nI restate") for r in clean for t in turns(r))
+
+
+def test_lapse_rate_out_of_range_is_refused(tmp_path, capsys):
+    import pytest
+
+    from mimesis_pl.data.expert_traces import main
+
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "--src",
+                str(ASSETS / "data/persuade/train/PersuadeGym.parquet"),
+                "--out",
+                str(tmp_path / "t.jsonl"),
+                "--lapse-rate",
+                "1.5",
+            ]
+        )
+    assert "--lapse-rate must lie in [0, 1)" in capsys.readouterr().err
+    assert not (tmp_path / "t.jsonl").exists()
