@@ -23,6 +23,7 @@ import random
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,17 @@ def scalars(run: Path) -> dict[str, list[float]]:
     return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"] if tag in CURVE_TAGS}
 
 
+def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_model: str) -> dict[str, Any]:
+    """Train (unless ``sft``) and evaluate one arm for one seed."""
+    if arm == "sft":
+        model, fit_s, curves = REPO / start_model, 0.0, None
+    else:
+        run, fit_s = train(arm, seed, args.steps, out)
+        model, curves = run / "hf" / "final", scalars(run)
+    scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
+    return {"scores": scores, "curves": curves, "fit_s": fit_s, "eval_s": eval_s}
+
+
 def run_study(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -185,24 +197,27 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
     results["settings"]["start_model"] = start_model
     results["settings"]["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     began = time.perf_counter()
-    for arm in args.arms:
-        per_seed = []
-        for seed in args.seeds:
-            if arm == "sft":
-                model, fit_s = REPO / start_model, 0.0
-            else:
-                run, fit_s = train(arm, seed, args.steps, out)
-                model = run / "hf" / "final"
-                results["curves"][f"{arm}/seed{seed}"] = scalars(run)
-            scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
-            per_seed.append(scores)
-            results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(fit_s, 1), "eval": round(eval_s, 1)}
+    pairs = [(arm, seed) for arm in args.arms for seed in args.seeds]
+    done: dict[tuple[str, int], dict[str, Any]] = {}
+    # Each pair is a chain of subprocesses (fit, then test); `--jobs` of them run side by side.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(run_one, arm, seed, args, out, start_model): (arm, seed) for arm, seed in pairs}
+        for future in as_completed(futures):
+            arm, seed = futures[future]
+            done[arm, seed] = got = future.result()
+            reward = sum(s["reward"] for s in got["scores"].values()) / max(1, len(got["scores"]))
             print(
-                f"[{time.perf_counter() - began:7.0f}s] {arm} seed {seed}: fit {fit_s:.0f}s eval {eval_s:.0f}s "
-                f"reward {sum(s['reward'] for s in scores.values()) / max(1, len(scores)):.3f}",
+                f"[{time.perf_counter() - began:7.0f}s] {arm} seed {seed}: fit {got['fit_s']:.0f}s "
+                f"eval {got['eval_s']:.0f}s reward {reward:.3f}",
                 flush=True,
             )
-        results["arms"][arm] = summarise(per_seed)
+    for arm in args.arms:
+        for seed in args.seeds:
+            got = done[arm, seed]
+            if got["curves"] is not None:
+                results["curves"][f"{arm}/seed{seed}"] = got["curves"]
+            results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(got["fit_s"], 1), "eval": round(got["eval_s"], 1)}
+        results["arms"][arm] = summarise([done[arm, seed]["scores"] for seed in args.seeds])
     results["seconds"]["total"] = round(time.perf_counter() - began, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     write_report(results, out)
@@ -249,7 +264,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     seeds = " ".join(map(str, st["seeds"]))
     command = (
         f"Command: `python bench/learning_study.py run --seeds {seeds} --steps {st['steps']} "
-        f"--tasks {st['tasks']} --trials {st['trials']} --out {st['out']}`"
+        f"--tasks {st['tasks']} --trials {st['trials']} --jobs {st.get('jobs', 1)} --out {st['out']}`"
     )
     text = [
         "# Learning study",
@@ -326,6 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--tasks", type=int, default=None, help="held-out tasks (first N by id; default all 42)")
     run.add_argument("--trials", type=int, default=2)
     run.add_argument("--out", default="runs/learning_study")
+    run.add_argument("--jobs", type=int, default=1, help="(arm, seed) runs side by side (each fit uses ~1 core)")
     cmp_ = sub.add_parser("compare", help="evaluate checkpoints side by side on the held-out tasks")
     cmp_.add_argument("models", nargs="+")
     cmp_.add_argument("--tasks", type=int, default=None)

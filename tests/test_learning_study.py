@@ -63,3 +63,38 @@ def test_scores_and_intervals():
     assert 0.0 <= lo <= 0.5 <= hi <= 1.0
     assert study.bootstrap_ci([0.3] * 5) == (0.3, 0.3)
     assert study.quarter_means([0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0]) == (0.0, 2.0)
+
+
+def test_parallel_jobs_give_the_same_report_as_one_job(tmp_path, monkeypatch):
+    import argparse
+    import json
+    import time
+
+    def fake_train(arm, seed, steps, out):
+        time.sleep(0.01 * (3 - seed))  # finish out of order
+        run = out / "runs" / f"{arm}_seed{seed}"
+        run.mkdir(parents=True, exist_ok=True)
+        return run, 1.0
+
+    def fake_evaluate(model, out_dir, seed, tasks, trials):
+        bonus = 0.1 if "grpo" in str(out_dir) else 0.0
+        return {"t1": {"reward": 0.2 + bonus + seed / 10, "success": 0.0}, "t2": {"reward": 0.4, "success": 1.0}}, 2.0
+
+    monkeypatch.setattr(study, "train", fake_train)
+    monkeypatch.setattr(study, "evaluate", fake_evaluate)
+    monkeypatch.setattr(study, "scalars", lambda run: {"rollout/episode_reward_mean": [0.1, 0.2]})
+    monkeypatch.setattr(study, "plot", lambda results, path: None)
+    reports = []
+    for jobs in (1, 3):
+        out = tmp_path / f"jobs{jobs}"
+        args = argparse.Namespace(
+            arms=["sft", "grpo"], seeds=[0, 1, 2], steps=2, tasks=None, trials=1, out=str(out), jobs=jobs
+        )
+        study.run_study(args)
+        results = json.loads((out / "results.json").read_text())
+        reports.append((results["arms"], results["curves"], list(results["curves"])))
+    assert reports[0] == reports[1]
+    arms, curves, order = reports[0]
+    assert order == ["grpo/seed0", "grpo/seed1", "grpo/seed2"]
+    assert arms["grpo"]["reward"]["mean"] > arms["sft"]["reward"]["mean"]
+    assert "--jobs 3" in (tmp_path / "jobs3" / "results.md").read_text()
