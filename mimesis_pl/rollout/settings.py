@@ -96,13 +96,13 @@ class RolloutSettings:
 
 @dataclass
 class AdvantageSettings:
-    """Multi-turn GRPO (reference: γ 0.8 per turn, R2G credits, R2G trajectory score).
+    """Multi-turn GRPO (reference: γ 0.8 per turn, R2G credits, R2G trajectory score; here turn-level by default).
 
     Args:
-        estimator: ``trajectory`` (the reference's: one group z-score per trajectory, shared among its turns
-            by ``credit``) or ``turn`` (each turn's discounted return z-scored against the same turn of its
-            group, so the turn that loses the reward is the one pushed down; ``credit`` and ``zero_credit``
-            are unused; docs/decisions.md A8b).
+        estimator: ``turn`` (each turn's discounted return z-scored against the same turn of its group, so
+            the turn that loses the reward is the one pushed down; ``credit`` and ``zero_credit`` are unused;
+            docs/decisions.md A8b) or ``trajectory`` (the reference's: one group z-score per trajectory,
+            shared among its turns by ``credit``).
         gamma: per-turn discount of reward-to-go credits, returns and scores.
         credit: how a trajectory's z-score is shared among its turns.
         score: a trajectory's score from its turn rewards (logged as ``rollout/score_mean``).
@@ -113,7 +113,7 @@ class AdvantageSettings:
         success_threshold: an episode whose summed reward reaches it counts as a success.
     """
 
-    estimator: Literal["trajectory", "turn"] = "trajectory"
+    estimator: Literal["turn", "trajectory"] = "turn"
     gamma: float = 0.8
     credit: Literal["r2g", "equalized", "em"] = "r2g"
     score: Literal["r2g", "mean", "sum"] = "r2g"

@@ -32,7 +32,7 @@ def test_multiturn_advantages_of_whole_episodes_are_exact(tiny_tokenizer):
     b = episode(tok, [say("action", "Is it red?")], max_turns=2, gen_uid="g-1")
     assert (a.turn_rewards, a.status) == ([0.0, 0.0, 1.0], "finished")
     assert (b.turn_rewards, b.status) == ([0.0, 0.0], "max_turns")
-    exp = build_experience([a, b], AdvantageSettings(), pad_id=tok.pad_token_id)
+    exp = build_experience([a, b], AdvantageSettings(estimator="trajectory"), pad_id=tok.pad_token_id)
 
     # scores (R2G, γ = 0.8): a = 0.8² · 1 = 0.64, b = 0; group of two → μ = 0.32, σ (unbiased) = √(2 · 0.32²)
     assert math.isclose(a.reward, 0.64, rel_tol=1e-6) and b.reward == 0.0
