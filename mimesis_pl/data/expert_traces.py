@@ -120,10 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if Path(args.out).exists() and not args.overwrite:
         parser.error(f"--out {args.out} exists; pass --overwrite to replace it, or choose another path")
-    paths = sorted({p for pattern in args.src for p in (glob.glob(pattern) or [pattern])})
-    tasks = [task for path in paths for task in read_gym_tasks(path)]
     if not 0.0 <= args.lapse_rate < 1.0:
         parser.error(f"--lapse-rate must lie in [0, 1), got {args.lapse_rate}")
+    paths = sorted({p for pattern in args.src for p in (glob.glob(pattern) or [pattern])})
+    tasks = [task for path in paths for task in read_gym_tasks(path)]
     records, counts = asyncio.run(
         record_expert_traces(tasks, args.max_turns, args.min_score, lapse_rate=args.lapse_rate, seed=args.seed)
     )
