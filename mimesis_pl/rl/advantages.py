@@ -220,6 +220,30 @@ def turn_index_from_spans(
     return turn_index
 
 
+def _checked_turn_rewards(turn_index: Tensor, turn_rewards: Sequence[Sequence[float]]) -> tuple[Tensor, Tensor]:
+    """Validate ``turn_index [B, T]`` against the ragged ``turn_rewards``; return them padded (`_pad_rewards`)."""
+    if turn_index.dim() != 2 or turn_index.is_floating_point():
+        raise ValueError(
+            f"turn_index must be an integer tensor [B, T]; got {turn_index.dtype} {tuple(turn_index.shape)}"
+        )
+    batch = turn_index.shape[0]
+    if len(turn_rewards) != batch:
+        raise ValueError(f"turn_rewards has {len(turn_rewards)} trajectories; turn_index has {batch} rows")
+    rewards, n_turns = _pad_rewards(turn_rewards, turn_index.device)
+    if turn_index.numel():
+        first_turn, last_turn = torch.aminmax(turn_index, dim=1)  # one pass over [B, T]
+        if int(first_turn.min()) < -1:
+            raise ValueError("turn_index must be −1 (not generated) or a turn number ≥ 0")
+        bad = torch.nonzero(last_turn >= n_turns).flatten()
+        if bad.numel():
+            b = int(bad[0])
+            raise ValueError(
+                f"turn_index row {b} has tokens of turn {int(last_turn[b])} but turn_rewards[{b}] "
+                f"holds only {int(n_turns[b])} rewards"
+            )
+    return rewards, n_turns
+
+
 def grpo_multiturn_advantages(
     turn_index: Tensor,
     turn_rewards: Sequence[Sequence[float]],
@@ -255,25 +279,8 @@ def grpo_multiturn_advantages(
     check_choice("zero_credit", zero_credit, ZERO_CREDIT_MODES)
     _check_gamma(gamma)
     _check_eps(eps)
-    if turn_index.dim() != 2 or turn_index.is_floating_point():
-        raise ValueError(
-            f"turn_index must be an integer tensor [B, T]; got {turn_index.dtype} {tuple(turn_index.shape)}"
-        )
+    rewards, n_turns = _checked_turn_rewards(turn_index, turn_rewards)
     batch, device = turn_index.shape[0], turn_index.device
-    if len(turn_rewards) != batch:
-        raise ValueError(f"turn_rewards has {len(turn_rewards)} trajectories; turn_index has {batch} rows")
-    rewards, n_turns = _pad_rewards(turn_rewards, device)
-    if turn_index.numel():
-        first_turn, last_turn = torch.aminmax(turn_index, dim=1)  # one pass over [B, T]
-        if int(first_turn.min()) < -1:
-            raise ValueError("turn_index must be −1 (not generated) or a turn number ≥ 0")
-        bad = torch.nonzero(last_turn >= n_turns).flatten()
-        if bad.numel():
-            b = int(bad[0])
-            raise ValueError(
-                f"turn_index row {b} has tokens of turn {int(last_turn[b])} but turn_rewards[{b}] "
-                f"holds only {int(n_turns[b])} rewards"
-            )
     groups = _dense_ids(group_ids, batch, "group_ids", device)
     n_groups = int(groups.max()) + 1 if batch else 0
     scores = _scores_padded(rewards, n_turns, score, gamma)
@@ -373,23 +380,8 @@ def grpo_turn_advantages(
     """
     _check_gamma(gamma)
     _check_eps(eps)
-    if turn_index.dim() != 2 or turn_index.is_floating_point():
-        raise ValueError(
-            f"turn_index must be an integer tensor [B, T]; got {turn_index.dtype} {tuple(turn_index.shape)}"
-        )
+    rewards, n_turns = _checked_turn_rewards(turn_index, turn_rewards)
     batch, device = turn_index.shape[0], turn_index.device
-    if len(turn_rewards) != batch:
-        raise ValueError(f"turn_rewards has {len(turn_rewards)} trajectories; turn_index has {batch} rows")
-    rewards, n_turns = _pad_rewards(turn_rewards, device)
-    if turn_index.numel() and int(turn_index.max()) >= 0:
-        last_turn = turn_index.max(dim=1).values
-        bad = torch.nonzero(last_turn >= n_turns).flatten()
-        if bad.numel():
-            b = int(bad[0])
-            raise ValueError(
-                f"turn_index row {b} has tokens of turn {int(last_turn[b])} but turn_rewards[{b}] "
-                f"holds only {int(n_turns[b])} rewards"
-            )
     width = rewards.shape[1]
     returns = _credits_padded(rewards, n_turns, "r2g", gamma)  # [B, N]
     groups = _dense_ids(group_ids, batch, "group_ids", device)

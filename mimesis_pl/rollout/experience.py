@@ -44,26 +44,13 @@ def build_experience(trajectories: list[Trajectory], advantage: AdvantageSetting
     if trained:
         chosen = [trajectories[i] for i in trained]
         tensors = collate_trajectories(chosen, pad_id)
+        inputs = (tensors["turn_index"], [t.turn_rewards for t in chosen], [t.group_id for t in chosen])
+        common = {"gamma": a.gamma, "norm_by_std": a.norm_by_std, "eps": a.eps}
         if a.estimator == "turn":
-            tensors["advantages"] = grpo_turn_advantages(
-                tensors["turn_index"],
-                [t.turn_rewards for t in chosen],
-                [t.group_id for t in chosen],
-                gamma=a.gamma,
-                norm_by_std=a.norm_by_std,
-                eps=a.eps,
-            )
+            tensors["advantages"] = grpo_turn_advantages(*inputs, **common)
         else:
             tensors["advantages"] = grpo_multiturn_advantages(
-                tensors["turn_index"],
-                [t.turn_rewards for t in chosen],
-                [t.group_id for t in chosen],
-                gamma=a.gamma,
-                credit=a.credit,
-                score=a.score,
-                norm_by_std=a.norm_by_std,
-                eps=a.eps,
-                zero_credit=a.zero_credit,
+                *inputs, credit=a.credit, score=a.score, zero_credit=a.zero_credit, **common
             )
     return Experience(trajectories=trajectories, tensors=tensors, metrics=metrics, trained=trained)
 
