@@ -2,7 +2,10 @@
 
 Files use the mixture grammar (``path_or_glob[:ratio]``); JSONL files hold one row per line. Every
 row's ``data_source`` must name a registered task: an unknown one is an error at set-up naming the
-file and row and listing the known keys, not a surprise in the middle of a run. The training order
+file and row and listing the known keys, not a surprise in the middle of a run. Every row is then read by
+its task (``parse_row``): a file whose rows its task cannot read stops set-up naming the first bad row and
+the count per family, or, with ``skip_bad_rows``, those rows are left out, counted and logged, so a run never
+trains on part of its mixture without saying so. The training order
 is seeded and resumable (the sampler position is checkpointed).
 """
 
@@ -11,14 +14,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import lightning.pytorch as pl
 import pyarrow.parquet as pq
 from torch.utils.data import DataLoader
 
-from ..tasks.registry import ROUTES, UnknownTaskError, known_data_sources
+from ..tasks.base import RowError, parse_row, row_name
+from ..tasks.registry import ROUTES, UnknownTaskError, get_task, known_data_sources
 from .batching import ResumableBucketBatchSampler, ResumableSamplerMixin
 from .mixture import mixture_index, parse_file_specs
 
@@ -42,7 +48,8 @@ def _read_file(path: str) -> list[dict[str, Any]]:
 
 
 def check_row(row: Any, where: str) -> dict[str, Any]:
-    """A row with a known ``data_source`` and a dict (or JSON string) ``extra_info``; errors name ``where``."""
+    """A row with a known ``data_source``; errors name ``where``. Its fields are the task's to read
+    (:func:`parse_task_row`)."""
     if not isinstance(row, Mapping):
         raise TypeError(f"{where}: a row must be an object, got {type(row).__name__}")
     source = row.get("data_source")
@@ -52,22 +59,96 @@ def check_row(row: Any, where: str) -> dict[str, Any]:
         raise UnknownTaskError(
             f"{where}: unknown data_source {source!r}; known data sources: {', '.join(known_data_sources())}"
         )
-    if not isinstance(row.get("extra_info"), (Mapping, str)):
-        raise TypeError(f"{where}: field extra_info is missing (a dict of the task's fields is required)")
     return dict(row)
 
 
-def read_task_rows(specs: list[str], seed: int = 0, max_samples: int | None = None) -> list[dict[str, Any]]:
-    """The rows of a mixture in mixture order, each tagged ``_source`` = ``file:rowN``."""
+def _index_of(row: Mapping[str, Any]) -> Any:
+    info = row.get("extra_info")
+    if isinstance(info, str):
+        try:
+            info = json.loads(info)
+        except json.JSONDecodeError:
+            info = None
+    return info.get("index") if isinstance(info, Mapping) else row.get("index")
+
+
+def parse_task_row(row: dict[str, Any], validation: bool) -> None:
+    """Have the row's task read it (:func:`~mimesis_pl.tasks.base.parse_row`): a :class:`RowError` names the row
+    and field. A validation row also needs ``extra_info.index`` (its results and transcript are filed by it)."""
+    parse_row(get_task(row["data_source"]), row)
+    if validation and _index_of(row) is None:
+        raise RowError(f"{row_name(row)}: a validation row needs field extra_info.index")
+
+
+@dataclass
+class BadRows:
+    """Rows their task cannot read, per ``data_source``: the count and the first row's error."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    first: dict[str, str] = field(default_factory=dict)
+
+    def add(self, source: str, error: Exception) -> None:
+        self.counts[source] += 1
+        self.first.setdefault(source, str(error))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def summary(self) -> str:
+        return "; ".join(f"{s}: {n} (first: {self.first[s]})" for s, n in sorted(self.counts.items()))
+
+
+def read_file_rows(path: str, validation: bool, bad: BadRows, skip_bad_rows: bool) -> list[dict[str, Any]]:
+    """The rows of one file, each tagged ``_source`` = ``file:rowN`` and read by its task; a row its task cannot
+    read is counted in ``bad`` and, with ``skip_bad_rows``, left out (docs/decisions.md S41)."""
+    rows = []
+    for n, raw in enumerate(_read_file(path)):
+        where = f"{path}:row{n}"
+        row = check_row(raw, where)
+        row["_source"] = where
+        try:
+            parse_task_row(row, validation)
+        except RowError as err:
+            bad.add(row["data_source"], err)
+            continue
+        rows.append(row)
+    return rows
+
+
+def read_task_rows(
+    specs: list[str],
+    seed: int = 0,
+    max_samples: int | None = None,
+    *,
+    validation: bool = False,
+    skip_bad_rows: bool = False,
+) -> list[dict[str, Any]]:
+    """The rows of a mixture in mixture order. Every row is read by its task first: rows it cannot read stop
+    set-up with the count per family and the first bad row of each, or with ``skip_bad_rows`` are left out,
+    counted and logged (``bad_rows`` of :class:`SimulatorRLDataModule`)."""
+    rows, _ = read_task_rows_counted(specs, seed, max_samples, validation=validation, skip_bad_rows=skip_bad_rows)
+    return rows
+
+
+def read_task_rows_counted(
+    specs: list[str], seed: int, max_samples: int | None, *, validation: bool, skip_bad_rows: bool
+) -> tuple[list[dict[str, Any]], BadRows]:
     parsed = parse_file_specs(specs)
-    tables = [_read_file(s.path) for s in parsed]
+    bad = BadRows()
+    tables = [read_file_rows(s.path, validation, bad, skip_bad_rows) for s in parsed]
+    what = "val" if validation else "train"
+    if bad.total and not skip_bad_rows:
+        raise RowError(
+            f"{what} files: {bad.total} rows their task cannot read ({bad.summary()}); fix them, or set "
+            "skip_bad_rows: true to leave them out (counted and logged)"
+        )
+    if bad.total:
+        log.warning("%s files: skipped %d rows their task cannot read: %s", what, bad.total, bad.summary())
     out = []
     for f, i in mixture_index([len(t) for t in tables], [s.ratio for s in parsed], seed=seed, max_samples=max_samples):
-        where = f"{parsed[f].path}:row{i}"
-        row = check_row(tables[f][i], where)
-        row["_source"] = where
-        out.append(row)
-    return out
+        out.append(dict(tables[f][i]))
+    return out, bad
 
 
 def resolve_specs(specs: list[str], data_dir: str | None, skip_missing: bool, what: str) -> tuple[list[str], list[str]]:
@@ -110,6 +191,8 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         data_dir: folder that relative file names are read from (the reference's ``$MIMESIS_DATA_DIR/sim_rl_data``).
         skip_missing: leave missing files out (counted in ``skipped_files`` and logged) instead of failing;
             for runs on a subset of the mixture. Off by default: a missing file is an error naming it.
+        skip_bad_rows: leave out rows their task cannot read (counted per family in ``bad_rows`` and logged)
+            instead of failing. Off by default: set-up stops naming the first bad row and the count per family.
     """
 
     def __init__(
@@ -122,8 +205,12 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
         seed: int = 0,
         data_dir: str | None = None,
         skip_missing: bool = False,
+        skip_bad_rows: bool = False,
     ) -> None:
         super().__init__()
+        self.skip_bad_rows = skip_bad_rows
+        #: rows left out per data_source (``skip_bad_rows``), train and val together
+        self.bad_rows: Counter[str] = Counter()
         self.data_dir = data_dir
         self.skip_missing = skip_missing
         self.skipped_files: list[str] = []
@@ -142,11 +229,17 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
             val_files, val_skipped = resolve_specs(self.val_files, self.data_dir, self.skip_missing, "val files")
             self.skipped_files = skipped + val_skipped
             self.files, self.val_files = files, val_files
-            self.train_rows = read_task_rows(self.files, self.seed, self.max_samples)
+            self.train_rows, bad = read_task_rows_counted(
+                self.files, self.seed, self.max_samples, validation=False, skip_bad_rows=self.skip_bad_rows
+            )
+            self.bad_rows.update(bad.counts)
             if not self.train_rows:
                 raise ValueError(f"no rows in {self.files}")
         if self.val_files and not self.val_rows:
-            self.val_rows = read_task_rows(self.val_files, self.seed, self.val_max_samples)
+            self.val_rows, bad = read_task_rows_counted(
+                self.val_files, self.seed, self.val_max_samples, validation=True, skip_bad_rows=self.skip_bad_rows
+            )
+            self.bad_rows.update(bad.counts)
 
     def train_dataloader(self) -> DataLoader:
         if self._train_sampler is None:

@@ -26,6 +26,13 @@ class RowError(ValueError):
     """A row that cannot be run (missing or malformed field); the message names the row and field."""
 
 
+class PartnerUnavailable(Exception):  # noqa: N818 -- the name says what happened, as the callers read it
+    """A partner, environment or support-agent call that failed after the client's bounded retries (HTTP error,
+    garbage, connection refused). A task raises it instead of ending the dialogue early; the runner turns it into
+    a ``task_error`` (counted in ``rollout/task_error_rate`` / ``val-core/all/task_error_rate``, never trained on or
+    scored: docs/decisions.md S3, S5, S40)."""
+
+
 @dataclass
 class TaskContext:
     """Everything a task may use for one row.
@@ -70,11 +77,23 @@ class TaskResult:
 
 
 class Task(Protocol):
-    """A simulator-RL task family member, registered under its ``data_source``."""
+    """A simulator-RL task family member, registered under its ``data_source``.
+
+    A task may also define ``parse_row(row) -> object``: read and validate every field the task needs (raising
+    :class:`RowError` naming the row and field) without calling any model. Data set-up calls it on every row
+    through :func:`parse_row` (docs/decisions.md S41); ``run`` should read its fields through the same method.
+    """
 
     data_source: str
 
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult: ...
+
+
+def parse_row(task: Any, row: Mapping[str, Any]) -> Any:
+    """The task's own reading of ``row`` (its ``parse_row``), or by default the row's ``extra_info`` mapping
+    (:func:`extra_info`) for tasks that do not define one. Raises :class:`RowError` for a row it cannot read."""
+    parse = getattr(task, "parse_row", None)
+    return parse(row) if callable(parse) else extra_info(row)
 
 
 def row_name(row: Mapping[str, Any]) -> str:
@@ -105,6 +124,42 @@ def require(info: Mapping[str, Any], row: Mapping[str, Any], *names: str) -> Any
         if info.get(name) is not None:
             return info[name]
     raise RowError(f"{row_name(row)}: extra_info needs field {' or '.join(repr(n) for n in names)}")
+
+
+def decoded(value: Any, row: Mapping[str, Any], name: str) -> Any:
+    """``value``, or the JSON it encodes when it is a string (the reference writes dicts and lists either way);
+    a string that is not JSON is a :class:`RowError` naming the row and field."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as err:
+        raise RowError(f"{row_name(row)}: field {name} is not valid JSON ({err})") from None
+
+
+def expect(value: Any, kinds: tuple[type, ...], row: Mapping[str, Any], name: str) -> Any:
+    """``value`` when it is one of ``kinds`` (a bool is not an int here); a :class:`RowError` naming the row,
+    the field and the type found otherwise."""
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        want = " or ".join(k.__name__ for k in kinds)
+        raise RowError(f"{row_name(row)}: field {name} must be {want}, got {type(value).__name__}")
+    return value
+
+
+_TRUE = frozenset({"true", "1", "yes", "y"})
+_FALSE = frozenset({"false", "0", "no", "n", ""})
+
+
+def flag(value: Any, row: Mapping[str, Any], name: str) -> bool:
+    """A boolean field as the reference writes it: a bool, 0/1, or a true/1/yes/y / false/0/no/n string (any
+    case; ``None`` is false). ``"False"`` is false, unlike ``bool("False")``; anything else is a :class:`RowError`."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise RowError(f"{row_name(row)}: field {name} must be a boolean (true/false, yes/no, 0/1), got {value!r}")
 
 
 def failed_result(row: Mapping[str, Any], gen_uid: str, error: BaseException) -> TaskResult:

@@ -14,13 +14,12 @@ Every character that spoke yields a trajectory with the same reward and ``gen_ui
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
+from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, flag, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import finish, option, partner_reply, said, transcript_text
@@ -63,20 +62,96 @@ def next_speaker(answer: str | None, speakers: list[str], current: str, round_in
     return speakers[(speakers.index(current) + 1) % len(speakers)]
 
 
-def _load(value: Any, row: Mapping[str, Any], name: str) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as err:
-            raise RowError(f"{row_name(row)}: extra_info.{name} is not valid JSON ({err})") from None
-    return value
+@dataclass(frozen=True)
+class CoserRow:
+    """A CoSER row as the reference writes it: ``extra_info.circumstance`` (a dict or its JSON string) holding
+    ``book``, ``scenario``, ``plot{summary, key_characters[{name, description?}]}``, ``speaking_characters_w_env``
+    (the first speaks first; ``Environment`` is appended when missing), ``major_characters``,
+    ``character_profiles{name: text}``, a top-level ``key_characters[{name, motivation | thought}]`` and
+    ``dialogues[{character, message}]`` (the original scene, shown to the judge); ``extra_info.wo_thought``
+    (default false) and ``extra_info.continue_from`` (default 0: rounds below it replay ``dialogues``)."""
+
+    book: str
+    scenario: str
+    plot: str
+    speakers: tuple[str, ...]
+    majors: tuple[str, ...]
+    descriptions: dict[str, str]
+    profiles: dict[str, str]
+    motivations: dict[str, str]
+    dialogues: tuple[tuple[str, str], ...]
+    wo_thought: bool
+    continue_from: int
 
 
-def character_prompt(name: str, card: Mapping[str, Any], plot: str, scenario: str) -> str:
+def _named(items: Any, row: Mapping[str, Any], where: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """``name → first of keys`` over a list of ``{name, ...}`` dicts; a ``name`` is required."""
+    expect(items, (list,), row, where)
+    out = {}
+    for i, item in enumerate(items):
+        name = expect(item, (dict,), row, f"{where}[{i}]").get("name")
+        if not isinstance(name, str) or not name:
+            raise RowError(f"{row_name(row)}: field {where}[{i}].name is missing or not a string")
+        out[name] = str(next((item[k] for k in keys if item.get(k) is not None), ""))
+    return out
+
+
+def parse_coser_row(row: Mapping[str, Any]) -> CoserRow:
+    info = extra_info(row)
+    where = "extra_info.circumstance"
+    c = expect(decoded(require(info, row, "circumstance"), row, where), (dict,), row, where)
+
+    def need(name: str, kinds: tuple[type, ...]) -> Any:
+        if c.get(name) is None:
+            raise RowError(f"{row_name(row)}: {where} needs field {name!r}")
+        return expect(c[name], kinds, row, f"{where}.{name}")
+
+    plot = need("plot", (dict,))
+    if plot.get("summary") is None:
+        raise RowError(f"{row_name(row)}: {where}.plot needs field 'summary'")
+    speakers = [str(s) for s in need("speaking_characters_w_env", (list,))]
+    if not [s for s in speakers if s != ENV]:
+        raise RowError(f"{row_name(row)}: field {where}.speaking_characters_w_env names no character")
+    profiles = need("character_profiles", (dict,))
+    dialogues = []
+    for i, d in enumerate(need("dialogues", (list,))):
+        d = expect(d, (dict,), row, f"{where}.dialogues[{i}]")
+        dialogues.append((str(d.get("character", "")), str(d.get("message", ""))))
+    continue_from = info.get("continue_from") or 0
+    if isinstance(continue_from, bool) or not isinstance(continue_from, int) or continue_from < 0:
+        raise RowError(f"{row_name(row)}: field extra_info.continue_from must be an integer >= 0")
+    if continue_from > len(dialogues):
+        raise RowError(f"{row_name(row)}: extra_info.continue_from {continue_from} > {len(dialogues)} dialogues")
+    return CoserRow(
+        book=str(need("book", (str,))),
+        scenario=str(need("scenario", (str,))),
+        plot=str(plot["summary"]),
+        speakers=tuple(speakers if ENV in speakers else [*speakers, ENV]),
+        majors=tuple(str(m) for m in need("major_characters", (list,))),
+        descriptions=_named(plot.get("key_characters") or [], row, f"{where}.plot.key_characters", ("description",)),
+        profiles={str(k): str(v) for k, v in profiles.items()},
+        motivations=_named(need("key_characters", (list,)), row, f"{where}.key_characters", ("motivation", "thought")),
+        dialogues=tuple(dialogues),
+        wo_thought=flag(info.get("wo_thought"), row, "extra_info.wo_thought"),
+        continue_from=continue_from,
+    )
+
+
+def character_prompt(task: CoserRow, name: str) -> str:
+    """The character's system prompt: who it is (the plot's description first, then its profile), the plot, the
+    scene, the other characters' profiles, its inner motivation, and the output format."""
+    others = "\n".join(f"- {o}: {p}" for o, p in task.profiles.items() if o != name)
+    who = " ".join(t for t in (task.descriptions.get(name, ""), task.profiles.get(name, "")) if t)
+    thoughts = (
+        "Do not write thoughts; put actions in (parentheses)."
+        if task.wo_thought
+        else "Put unspoken thoughts in [brackets] (others never see them) and actions in (parentheses)."
+    )
     return (
-        f"You are {name} in a scene from a book. Plot so far: {plot}\nThe scene: {scenario}\nWho you are: "
-        f"{card.get('profile', '')}\nWhat drives you now: {card.get('motivation', '')}\nSpeak and act only as {name}, "
-        "in English, at most 60 words a turn; put unspoken thoughts in [brackets] and actions in (parentheses)."
+        f"You are {name} from the book {task.book}.\nWho you are: {who}\nPlot summary: {task.plot}\n"
+        f"The scene: {task.scenario}\nThe other characters:\n{others or '(none)'}\n"
+        f"What drives you now: {task.motivations.get(name, '')}\nSpeak and act only as {name}, in English, at most "
+        f"60 words a turn. {thoughts}"
     )
 
 
@@ -100,28 +175,31 @@ class CoserTask:
     def __init__(self, data_source: str = "coser") -> None:
         self.data_source = data_source
 
+    def parse_row(self, row: Mapping[str, Any]) -> CoserRow:
+        return parse_coser_row(row)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        info = extra_info(row)
-        cards = _load(require(info, row, "characters"), row, "characters")
-        speakers = [
-            str(s) for s in _load(require(info, row, "speaking_characters_w_env"), row, "speaking_characters_w_env")
-        ]
-        if not isinstance(cards, Mapping) or not speakers:
-            raise RowError(f"{row_name(row)}: extra_info.characters must map names to cards and speakers be non-empty")
+        task = self.parse_row(row)
+        speakers = list(task.speakers)
         actors = [s for s in speakers if s != ENV]  # every speaking character is the policy, each in its own context
-        if not actors:
-            raise RowError(f"{row_name(row)}: extra_info.speaking_characters_w_env names no character")
-        plot, scenario = str(info.get("plot_summary", "")), str(require(info, row, "scenario"))
-        prompts = {s: character_prompt(s, cards.get(s, {}), plot, scenario) for s in actors}
+        prompts = {s: character_prompt(task, s) for s in actors}
         env_prompt = (
-            f"You narrate the environment of this book scene: {scenario}\n"
+            f"You narrate the environment of this scene from {task.book}: {task.scenario}\n"
             "Describe only events and surroundings, briefly."
         )
         convs: dict[str, PolicyConversation] = {}
         pending: dict[str, list[str]] = {s: [] for s in actors}  # lines each character has not seen yet
         lines: list[tuple[str, str]] = []
-        current, partner_failures = speakers[0], 0
-        for r in range(int(option(ctx, self.data_source, "max_rounds", 10))):
+        for who, message in task.dialogues[: task.continue_from]:  # replayed rounds: context for every character
+            lines.append((who, strip_thoughts(message)))
+            for actor in actors:
+                pending[actor].append(f"{who}: {strip_thoughts(message)}")
+        if task.continue_from and task.continue_from < len(task.dialogues):
+            current = task.dialogues[task.continue_from][0]
+            current = current if current in speakers else speakers[0]
+        else:
+            current = speakers[0]
+        for r in range(task.continue_from, int(option(ctx, self.data_source, "max_rounds", 10))):
             if current != ENV:
                 opening = "\n".join(pending[current]) or "The scene begins."
                 try:
@@ -150,10 +228,8 @@ class CoserTask:
                         {"role": "system", "content": env_prompt},
                         {"role": "user", "content": f"The scene so far:\n{history}\n\nYour turn."},
                     ],
+                    what="environment",
                 )
-                if reply is None:
-                    partner_failures += 1
-                    break
                 text = strip_thoughts(reply)
                 lines.append((ENV, text))
             for other in actors:
@@ -172,6 +248,7 @@ class CoserTask:
                         ),
                     }
                 ],
+                what="next-speaker predictor",
             )
             nxt = next_speaker(answer, speakers, current, r)
             if nxt is None:
@@ -192,11 +269,11 @@ class CoserTask:
             ]
         score = 0.0
         if played[0].turns:
-            reference = str(info.get("reference_dialogue") or "")
+            reference = transcript_text(list(task.dialogues))
             request = JudgeRequest(
-                judge_prompt(", ".join(convs), plot, scenario, transcript_text(lines), reference),
+                judge_prompt(", ".join(convs), task.plot, task.scenario, transcript_text(lines), reference),
                 lines,
-                scenario,
+                task.scenario,
                 "SIMULATED",
             )
             verdict = await ctx.judge.judge(request, CoserVerdict)
@@ -210,7 +287,7 @@ class CoserTask:
             group_id=group_id,
             gen_uid=gen_uid,
             score=score,
-            sub={"partner_failures": float(partner_failures), "characters": float(len(convs))},
+            sub={"characters": float(len(convs))},
             transcript=lines,
             others=played[1:],
         )

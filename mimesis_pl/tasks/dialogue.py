@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import TaskContext, TaskResult, row_name
+from .base import PartnerUnavailable, TaskContext, TaskResult, row_name
 from .conversation import PolicyConversation
 from .think_format import check_think_format, gated_reward, public_text
 
@@ -35,10 +35,14 @@ def said(conv: PolicyConversation, text: str) -> str:
     return public_text(text, bool(conv.enable_think)).strip()
 
 
-async def partner_reply(ctx: TaskContext, messages: Sequence[Mapping[str, str]]) -> str | None:
-    """The partner's reply, or ``None`` (empty or failed after the client's bounded retries)."""
+async def partner_reply(ctx: TaskContext, messages: Sequence[Mapping[str, str]], what: str = "partner") -> str:
+    """The partner's reply. A call that failed after the client's bounded retries (or an empty reply) raises
+    :class:`PartnerUnavailable`: the rollout is a ``task_error``, never a short dialogue that gets scored
+    (docs/decisions.md S40)."""
     reply = await ctx.partner.complete(list(messages))
-    return reply.strip() if reply and reply.strip() else None
+    if not reply or not reply.strip():
+        raise PartnerUnavailable(f"{what} call failed after retries (no reply)")
+    return reply.strip()
 
 
 def transcript_text(lines: Sequence[tuple[str, str]]) -> str:

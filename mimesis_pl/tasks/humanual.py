@@ -15,13 +15,13 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .answers import token_f1
-from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
+from .base import RowError, TaskContext, TaskResult, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import clamp01, finish, said
 
 PREFIX = "humanual"
-_RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL)
+_RESPONSE = re.compile(r"<response>(.+?)</response>", re.DOTALL | re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
 
@@ -51,22 +51,46 @@ def humanual_score(verdict: HumanualVerdict, generated: str, reference: str, tag
 
 
 def extract_response(public: str) -> tuple[str, bool]:
-    """``(reply, tagged)``: the last ``<response>`` body, or the whole public text untagged."""
-    found = _RESPONSE.findall(public)
-    return (found[-1].strip(), True) if found else (public.strip(), False)
+    """``(reply, tagged)``: the first ``<response>`` body (any case), or the whole public text untagged."""
+    found = _RESPONSE.search(public)
+    return (found.group(1).strip(), True) if found else (public.strip(), False)
 
 
 def flatten_context(value: Any) -> str:
-    """The context as text; a JSON list of messages becomes their contents, one per paragraph."""
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return value
-        value = parsed
-    if isinstance(value, list):
-        return "\n\n".join(str(m.get("content", "")) if isinstance(m, Mapping) else str(m) for m in value)
-    return str(value)
+    """The context as the reference reads ``prompt``: a JSON message-list string becomes its dict items'
+    ``content`` joined with newlines; any other JSON string, or plain text, is used as it is; a non-string
+    object is ``str(obj)``."""
+    if not isinstance(value, str):
+        return str(value)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    if isinstance(parsed, list):
+        return "\n".join(str(m.get("content", "")) for m in parsed if isinstance(m, Mapping))
+    return value
+
+
+@dataclass(frozen=True)
+class HumanualRow:
+    """A Humanual row as the reference writes it: in ``extra_info`` (else the row itself), ``prompt`` (the
+    context: :func:`flatten_context`), ``completion`` (the real reply), ``persona`` (default ``""``) and ``id``;
+    ``dataset`` and ``category`` are unused."""
+
+    context: str
+    reference: str
+    persona: str
+    id: str
+
+
+def parse_humanual_row(row: Mapping[str, Any]) -> HumanualRow:
+    info = extra_info(row) if row.get("extra_info") is not None else dict(row)
+    context = flatten_context(require(info, row, "prompt"))
+    reference = require(info, row, "completion")
+    expect(reference, (str,), row, "extra_info.completion")
+    if not reference.strip():
+        raise RowError(f"{row_name(row)}: field extra_info.completion is empty")
+    return HumanualRow(context, reference, str(info.get("persona") or ""), str(info.get("id") or ""))
 
 
 def system_prompt(persona: str) -> str:
@@ -99,11 +123,12 @@ class HumanualTask:
     def __init__(self, data_source: str) -> None:
         self.data_source = data_source
 
+    def parse_row(self, row: Mapping[str, Any]) -> HumanualRow:
+        return parse_humanual_row(row)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        info = extra_info(row)
-        persona = str(require(info, row, "persona", "profile"))
-        context = flatten_context(require(info, row, "context", "conversation"))
-        reference = str(require(info, row, "ground_truth", "reference", "response"))
+        task = self.parse_row(row)
+        persona, context, reference = task.persona, task.context, task.reference
         messages = [{"role": "system", "content": system_prompt(persona)}, {"role": "user", "content": context}]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
         try:

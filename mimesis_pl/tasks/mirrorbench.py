@@ -9,12 +9,11 @@ A failed judge call is ``judge_failed`` (the reference used 0.5; docs/decisions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
+from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import finish, option, partner_reply, said, transcript_text
@@ -30,22 +29,37 @@ class MirrorVerdict:
     similarity: float
 
 
-def real_turns(value: Any, row: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The real conversation as ``user``/``assistant`` messages, a trailing assistant turn dropped."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as err:
-            raise RowError(f"{row_name(row)}: extra_info.conversation is not valid JSON ({err})") from None
-    turns = [
-        {"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in value if isinstance(m, Mapping)
-    ]
-    turns = [m for m in turns if m["role"] in ("user", "assistant")]
-    while turns and turns[-1]["role"] == "assistant":
-        turns.pop()
+@dataclass(frozen=True)
+class MirrorRow:
+    """A MirrorBench row as the reference writes it: ``extra_info.turns``, a list of ``{role, content}`` dicts
+    (a JSON string of it is decoded; ``conversation`` is a documented alias), and ``task_description``
+    (optional). ``few_shot_user_examples`` is read by the reference but unused, so it is ignored here."""
+
+    turns: tuple[dict[str, str], ...]
+    task_description: str
+
+
+def parse_mirror_row(row: Mapping[str, Any]) -> MirrorRow:
+    info = extra_info(row)
+    name = "turns" if info.get("turns") is not None or info.get("conversation") is None else "conversation"
+    value = expect(decoded(require(info, row, name), row, f"extra_info.{name}"), (list,), row, f"extra_info.{name}")
+    turns = []
+    for i, m in enumerate(value):
+        m = expect(m, (dict,), row, f"extra_info.{name}[{i}]")
+        if not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise RowError(f"{row_name(row)}: field extra_info.{name}[{i}] needs string role and content")
+        turns.append({"role": m["role"], "content": m["content"]})
     if not any(m["role"] == "user" for m in turns):
-        raise RowError(f"{row_name(row)}: extra_info.conversation has no user turn")
-    return turns
+        raise RowError(f"{row_name(row)}: field extra_info.{name} has no user turn")
+    return MirrorRow(tuple(turns), str(info.get("task_description") or ""))
+
+
+def real_turns(turns: tuple[dict[str, str], ...], max_turns: int) -> list[dict[str, str]]:
+    """The real turns the rollout follows: the first ``max_turns`` (10), a trailing assistant turn dropped."""
+    real = list(turns[:max_turns])
+    if real and real[-1]["role"] == "assistant":
+        real.pop()
+    return real
 
 
 def strip_label(text: str) -> str:
@@ -54,21 +68,19 @@ def strip_label(text: str) -> str:
     return rest.strip() if head.strip().lower() in ("user", "human") and rest else text.strip()
 
 
-def system_prompt(info: Mapping[str, Any]) -> str:
-    hints = "\n".join(
-        f"{k.replace('_', ' ').title()}: {info[k]}" for k in ("task_description", "domain", "persona") if info.get(k)
-    )
+def system_prompt(task_description: str) -> str:
+    about = f"What the user wants: {task_description}" if task_description else "No metadata about this user."
     return (
         "You stand in for a real person chatting with an AI assistant. Write only the user's next message, "
         "with the length, tone and care real users show (often brief, sometimes sloppy), and no label in front."
-        + (f"\n\n{hints}" if hints else "")
+        f"\n\n{about}"
     )
 
 
 def mirror_prompt(real: list[dict[str, str]]) -> str:
     return (
         "You are the assistant in a chat that is being re-enacted. The original chat, for guidance:\n"
-        + transcript_text([(m["role"], m["content"]) for m in real])
+        + transcript_text([(m["role"], m["content"]) for m in real if m["role"] in ("user", "assistant")])
         + "\n\nAnswer the user's latest message as that assistant would, in a similar length."
     )
 
@@ -93,47 +105,45 @@ class MirrorBenchTask:
     def __init__(self, data_source: str = "mirrorbench") -> None:
         self.data_source = data_source
 
+    def parse_row(self, row: Mapping[str, Any]) -> MirrorRow:
+        return parse_mirror_row(row)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        info = extra_info(row)
-        real = real_turns(require(info, row, "conversation", "turns"), row)
-        n_user = min(sum(m["role"] == "user" for m in real), int(option(ctx, self.data_source, "max_turns", 10)))
+        task = self.parse_row(row)
+        real = real_turns(task.turns, int(option(ctx, self.data_source, "max_turns", 10)))
         messages = [
-            {"role": "system", "content": system_prompt(info)},
+            {"role": "system", "content": system_prompt(task.task_description)},
             {"role": "user", "content": "Write the user's first message."},
         ]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
         mirror = [{"role": "system", "content": mirror_prompt(real)}]
         simulated: list[str] = []
         lines: list[tuple[str, str]] = []
-        partner_failures = 0
-        for k in range(n_user):
-            try:
-                turn = await conv.step()
-            except BudgetExhausted:
-                break
-            text = strip_label(said(conv, turn.text))
-            if not text:
-                break
-            simulated.append(text)
-            lines.append(("SIMULATED user", text))
-            if k == n_user - 1:
-                break
-            mirror.append({"role": "user", "content": text})
-            reply = await partner_reply(ctx, mirror)
-            if reply is None:
-                partner_failures += 1
-                break
-            mirror.append({"role": "assistant", "content": reply})
-            lines.append(("assistant", reply))
-            try:
-                conv.append([{"role": "user", "content": f"AI: {reply}\n\n{NEXT}"}])
-            except BudgetExhausted:
-                break
+        for k, real_turn in enumerate(real):
+            if real_turn["role"] == "user":
+                try:
+                    if k > 0 and lines and lines[-1][0] == "SIMULATED user":
+                        conv.append([{"role": "user", "content": NEXT}])  # two real user turns in a row
+                    turn = await conv.step()
+                except BudgetExhausted:
+                    break
+                text = strip_label(said(conv, turn.text))
+                if not text:
+                    break
+                simulated.append(text)
+                lines.append(("SIMULATED user", text))
+                mirror.append({"role": "user", "content": text})
+            elif real_turn["role"] == "assistant" and simulated:
+                reply = await partner_reply(ctx, mirror, what="mirror assistant")
+                mirror.append({"role": "assistant", "content": reply})
+                lines.append(("assistant", reply))
+                try:
+                    conv.append([{"role": "user", "content": f"AI: {reply}\n\n{NEXT}"}])
+                except BudgetExhausted:
+                    break
         score = 0.0
         if simulated:
-            request = JudgeRequest(
-                judge_prompt(real, simulated), lines, str(info.get("task_description", "")), "SIMULATED"
-            )
+            request = JudgeRequest(judge_prompt(real, simulated), lines, task.task_description, "SIMULATED")
             verdict = await ctx.judge.judge(request, MirrorVerdict)
             score = None if verdict is None else verdict.similarity
         return finish(
@@ -145,7 +155,6 @@ class MirrorBenchTask:
             group_id=group_id,
             gen_uid=gen_uid,
             score=score,
-            sub={"partner_failures": float(partner_failures)},
             transcript=lines,
         )
 

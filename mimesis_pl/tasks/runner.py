@@ -69,7 +69,9 @@ def step_metrics(results: Sequence[TaskResult]) -> dict[str, float]:
     """Per-task flat metrics (means over the rollouts that carry them) and batch statistics.
 
     Failure rates (``rollout/judge_failed_rate``, ``rollout/task_error_rate``, ``rollout/no_turns_rate``)
-    are over all rollouts; rewards are means over the scored ones only.
+    are over all rollouts; rewards are means over the scored ones only. A partner, environment or support agent
+    that was down (:class:`~.base.PartnerUnavailable`) is a ``task_error`` like any other failed rollout, so
+    ``rollout/task_error_rate`` (and ``rollout/<data_source>/task_error_rate``) is the one rate that shows it.
     """
     n = max(1, len(results))
     scored = [r for r in results if r.status not in UNSCORED]
@@ -85,6 +87,7 @@ def step_metrics(results: Sequence[TaskResult]) -> dict[str, float]:
             metrics[f"rollout/{source}/reward"] = sum(r.reward for r in mine) / len(mine)
         every = [r for r in results if r.data_source == source]
         metrics[f"rollout/{source}/judge_failed_rate"] = sum(r.status == "judge_failed" for r in every) / len(every)
+        metrics[f"rollout/{source}/task_error_rate"] = sum(r.status == "task_error" for r in every) / len(every)
     lengths = [r.trajectory.response_length for r in results if r.trajectory is not None]
     metrics["rollout/response_tokens_mean"] = sum(lengths) / max(1, len(lengths))
     return metrics
@@ -104,6 +107,7 @@ def validation_metrics(results: Sequence[TaskResult]) -> dict[str, float]:
         for key, value in _means(scored).items():
             out[f"val-aux/{source}/{key}/mean@1"] = value
         out[f"val-aux/{source}/judge_failed/mean@1"] = sum(r.status == "judge_failed" for r in rows) / len(rows)
+        out[f"val-aux/{source}/task_error/mean@1"] = sum(r.status == "task_error" for r in rows) / len(rows)
     scored = [r for r in results if r.status not in UNSCORED]
     headline = _means(scored)
     for key in ("all/score", "all/format_correct", "all/think_tokens", "all/score_v3"):

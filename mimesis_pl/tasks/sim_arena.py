@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from .base import TaskContext, TaskResult, extra_info, require, row_name
+from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import clamp01, finish, option, partner_reply, said, transcript_text
@@ -79,44 +79,147 @@ def extract_message(text: str, kind: Kind) -> str:
     return _END.sub("", text).strip()
 
 
-def user_prompt(kind: Kind, info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
-    end = 'When you are done, write "terminate conversation".'
-    if kind == "math":
-        return (
-            "You are a student getting help from a tutor. About you:\n"
-            f"{require(info, row, 'profile', 'user_profile')}\n\n"
-            f"Your problem:\n{require(info, row, 'problem')}\n\nWrite like this student would, one message at a "
-            f"time, as 'Query: <your message>'. {end}"
-        )
-    return (
-        f"You are a person writing a {require(info, row, 'document_type')} with an AI assistant.\nWhat you want: "
-        f"{require(info, row, 'intent')}\nYour notes:\n{info.get('materials', '')}\n\nWrite like a real user, one "
-        f"message at a time, as 'Message: <your message>'. {end}"
+@dataclass(frozen=True)
+class ArenaRow:
+    """A SimulatorArena row as the reference writes it. Fields live in ``extra_info`` with the decoded JSON of an
+    ``extra_info.raw`` string merged over it (``raw`` wins); when ``extra_info`` is not a mapping, the top-level
+    row is read. Required: math ``problem``, ``human_user_queries``, ``human_public_conversation``; doc
+    ``document_type``, ``intent``, ``human_user_queries``, ``human_public_conversation``. Optional:
+    ``user_profile_text``, ``target_interaction_style_features``, (doc) ``target_writing_style_features``,
+    ``pre_writing_materials_text``, ``target_document_preferences``."""
+
+    kind: Kind
+    problem: str  # math: the problem; doc: the document type
+    intent: str  # doc only
+    profile: str
+    queries: str  # the real user's queries, newline-joined
+    conversation: str  # the real conversation, labelled lines
+    interaction_features: tuple[tuple[str, str], ...]
+    writing_features: tuple[tuple[str, str], ...]
+    materials: str
+    preferences: str
+
+
+LABELS = {"math": ("Student", "AI Tutor"), "doc": ("User", "AI Writing Assistant")}
+
+
+def arena_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a row: ``extra_info`` with its ``raw`` JSON merged over it, or the top-level row."""
+    info = row.get("extra_info")
+    if isinstance(info, str):
+        info = extra_info(row)
+    if not isinstance(info, Mapping):
+        return {k: v for k, v in row.items() if k != "extra_info"}
+    out = dict(info)
+    if isinstance(info.get("raw"), str):
+        raw = decoded(info["raw"], row, "extra_info.raw")
+        if not isinstance(raw, Mapping):
+            raise RowError(f"{row_name(row)}: field extra_info.raw must hold a JSON object")
+        out.update(raw)
+    return out
+
+
+def _lines(value: Any, row: Mapping[str, Any], name: str) -> str:
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    return str(expect(value, (str,), row, name))
+
+
+def _conversation(value: Any, kind: Kind, row: Mapping[str, Any]) -> str:
+    if not isinstance(value, list):
+        return str(expect(value, (str,), row, "human_public_conversation"))
+    user, assistant = LABELS[kind]
+    out = []
+    for i, m in enumerate(value):
+        m = expect(m, (dict,), row, f"human_public_conversation[{i}]")
+        out.append(f"{user if m.get('role') == 'user' else assistant}: {m.get('content', '')}")
+    return "\n".join(out)
+
+
+def _features(value: Any, row: Mapping[str, Any], name: str) -> tuple[tuple[str, str], ...]:
+    """``(name, question)`` pairs; items without a name or question are skipped, as in the reference."""
+    value = decoded(value, row, name) if value is not None else []
+    expect(value, (list,), row, name)
+    out = []
+    for item in value:
+        if not isinstance(item, Mapping):
+            continue
+        question = item.get("Feature Question Answer") or item.get("Feature Question")
+        if item.get("Feature Name") and question:
+            out.append((str(item["Feature Name"]), str(question)))
+    return tuple(out)
+
+
+def parse_arena_row(row: Mapping[str, Any], kind: Kind) -> ArenaRow:
+    info = arena_fields(row)
+    needed = ("problem",) if kind == "math" else ("document_type", "intent")
+    for name in (*needed, "human_user_queries", "human_public_conversation"):
+        if info.get(name) is None:
+            raise RowError(f"{row_name(row)}: extra_info needs field {name!r}")
+    return ArenaRow(
+        kind=kind,
+        problem=str(info["problem"] if kind == "math" else info["document_type"]),
+        intent=str(info.get("intent") or ""),
+        profile=str(info.get("user_profile_text") or ""),
+        queries=_lines(info["human_user_queries"], row, "human_user_queries"),
+        conversation=_conversation(info["human_public_conversation"], kind, row),
+        interaction_features=_features(
+            info.get("target_interaction_style_features"), row, "target_interaction_style_features"
+        ),
+        writing_features=_features(info.get("target_writing_style_features"), row, "target_writing_style_features")
+        if kind == "doc"
+        else (),
+        materials=str(info.get("pre_writing_materials_text") or ""),
+        preferences=str(info.get("target_document_preferences") or ""),
     )
 
 
-def judge_prompt(kind: Kind, info: Mapping[str, Any], transcript: str, document: str) -> list[dict[str, str]]:
-    real = info.get("real_conversation") or info.get("reference_conversation") or ""
-    features = info.get("target_features") or info.get("interaction_features") or ""
-    if kind == "math":
+def user_prompt(task: ArenaRow) -> str:
+    end = 'When you are done, write "terminate conversation".'
+    if task.kind == "math":
+        return (
+            f"You are a student getting help from a tutor. About you:\n{task.profile}\n\nYour problem:\n"
+            f"{task.problem}\n\nWrite like this student would, one message at a time: first 'Query: <your message>', "
+            f"then 'Response: <your message>'. {end}"
+        )
+    return (
+        f"You are a person writing a {task.problem} (100-500 words) with an AI assistant.\nWhat you want: "
+        f"{task.intent}\nYour materials:\n{task.materials}\nAbout you:\n{task.profile}\n\nShare information "
+        f"gradually, like a real user, one message at a time, as 'Message: <your message>'. {end}"
+    )
+
+
+def _feature_list(features: tuple[tuple[str, str], ...]) -> str:
+    return "\n".join(f"{i}. {name}: {question}" for i, (name, question) in enumerate(features, 1)) or "(none)"
+
+
+def judge_prompt(task: ArenaRow, transcript: str, document: str) -> list[dict[str, str]]:
+    """One call for every term: the real user's queries (writing style), the real conversation (interaction
+    style), the target features (fulfilment) and, for doc, the final document against the target preferences."""
+    body = (
+        f"Real user's messages:\n{task.queries}\n\nReal conversation:\n{task.conversation}\n\n"
+        f"Target interaction-style features:\n{_feature_list(task.interaction_features)}\n"
+    )
+    if task.kind == "math":
         ask = (
-            "Rate the simulated student: writing style vs the real student (1-5), interaction style vs the real "
-            "conversation (1-5), and the share of the target features it shows (0-1). JSON only: "
-            '{"writing": <1-5>, "interaction": <1-5>, "fulfilment": <0-1>}'
+            "Rate the simulated student: writing style vs the real student's messages (1-5), interaction style vs "
+            "the real conversation (1-5), and the share of the target interaction features it shows (0-1). JSON "
+            'only: {"writing": <1-5>, "interaction": <1-5>, "fulfilment": <0-1>}'
         )
     else:
+        body += (
+            f"Target writing-style features:\n{_feature_list(task.writing_features)}\n\n"
+            f"Final document:\n{document}\nTarget document preferences:\n{task.preferences}\n"
+        )
         ask = (
-            "Rate the final document against the user's target preferences (1-10), the simulated user's writing "
-            "and interaction style vs the real user (1-5 each), and the shares of target writing and interaction "
+            "Rate the final document against the target preferences (1-10), the simulated user's writing and "
+            "interaction style vs the real user (1-5 each), and the shares of the target writing and interaction "
             'features shown (0-1 each). JSON only: {"document": <1-10>, "writing": <1-5>, "interaction": <1-5>, '
             '"writing_features": <0-1>, "interaction_features": <0-1>}'
         )
-    body = f"Real conversation:\n{real}\n\nTarget features:\n{features}\n\nSimulated conversation:\n{transcript}\n"
-    if document:
-        body += f"\nFinal document:\n{document}\nTarget preferences:\n{info.get('preferences', '')}\n"
     return [
         {"role": "system", "content": "You compare a simulated user with a real one."},
-        {"role": "user", "content": f"{body}\n{ask}"},
+        {"role": "user", "content": f"{body}\nSimulated conversation:\n{transcript}\n\n{ask}"},
     ]
 
 
@@ -126,16 +229,19 @@ class SimArenaTask:
         self.kind: Kind = kind
         self.prefix = f"sim_arena_{kind}"
 
+    def parse_row(self, row: Mapping[str, Any]) -> ArenaRow:
+        return parse_arena_row(row, self.kind)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        info = extra_info(row)
+        task = self.parse_row(row)
         messages = [
-            {"role": "system", "content": user_prompt(self.kind, info, row)},
+            {"role": "system", "content": user_prompt(task)},
             {"role": "user", "content": "Start the conversation."},
         ]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
         assistant = [{"role": "system", "content": "You are a helpful assistant."}]
         lines: list[tuple[str, str]] = []
-        ended, partner_failures = False, 0
+        ended = False
         for k in range(int(option(ctx, self.data_source, "max_user_turns", 8))):
             try:
                 turn = await conv.step()
@@ -148,12 +254,9 @@ class SimArenaTask:
                 lines.append(("SIMULATED user", text))
             if ended or not text:
                 break
-            content = f"{info.get('problem')}\n\n{text}" if self.kind == "math" and k == 0 else text
+            content = f"{task.problem}\n\n{text}" if self.kind == "math" and k == 0 else text
             assistant.append({"role": "user", "content": content})
-            reply = await partner_reply(ctx, assistant)
-            if reply is None:
-                partner_failures += 1
-                break
+            reply = await partner_reply(ctx, assistant, what="assistant")
             assistant.append({"role": "assistant", "content": reply})
             lines.append(("assistant", reply))
             try:
@@ -162,19 +265,15 @@ class SimArenaTask:
                 break
         document = ""
         if self.kind == "doc" and lines:
-            document = (
-                await partner_reply(
-                    ctx, assistant + [{"role": "user", "content": "Please write the final document now."}]
-                )
-                or ""
-            )
+            ask = [{"role": "user", "content": "Please write the final document now."}]
+            document = await partner_reply(ctx, assistant + ask, what="assistant (final document)")
         score = 0.0
         if any(who.startswith("SIMULATED") for who, _ in lines):
             schema = MathVerdict if self.kind == "math" else DocVerdict
             request = JudgeRequest(
-                judge_prompt(self.kind, info, transcript_text(lines), document),
+                judge_prompt(task, transcript_text(lines), document),
                 lines,
-                str(info.get("problem") or info.get("intent") or ""),
+                task.intent or task.problem,
                 "SIMULATED",
             )
             verdict = await ctx.judge.judge(request, schema)
@@ -189,7 +288,7 @@ class SimArenaTask:
             gen_uid=gen_uid,
             score=score,
             transcript=lines,
-            sub={"ended_by_user": float(ended), "partner_failures": float(partner_failures)},
+            sub={"ended_by_user": float(ended)},
         )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
+from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import finish, option, partner_reply, said, transcript_text
@@ -94,12 +94,17 @@ def should_stop(kind: ActionType, index: int, nones_in_a_row: int) -> bool:
     return (kind == "leave" and index >= 5) or nones_in_a_row > 2
 
 
-def character_prompt(scenario: str, name: str, other: str, profile: str, goal: str) -> str:
+def character_prompt(task: SotopiaRow, i: int) -> str:
+    """Agent ``i``'s prompt: the scenario, both participants, its own background (the other's is unknown), the
+    relationship and its private goal."""
+    name, other = task.names[i], task.names[1 - i]
+    relationship = f"\nRelationship: {task.relationship}" if task.relationship else ""
     return (
-        f"Role-play {name} in this situation: {scenario}\nAbout you: {profile}\nYour goal (the other person does not "
-        f"know it): {goal}\nYou are talking with {other}. Stay in character, behave like a real person, and pursue "
-        'your goal. Each turn answer with JSON only: {"action_type": "speak" | "non-verbal communication" | "action" '
-        '| "leave", "argument": "<what you say or do>"}'
+        f"Role-play {name} in this situation: {task.scenario}\nParticipants: {task.names[0]} and {task.names[1]}\n"
+        f"About you: {task.backgrounds[i]}\nAbout {other}: Unknown{relationship}\nYour goal (the other person does "
+        f"not know it): {task.goals[i]}\nYou are talking with {other}. Stay in character, behave like a real person, "
+        'and pursue your goal. Each turn answer with JSON only: {"action_type": "speak" | "non-verbal communication" '
+        '| "action" | "leave", "argument": "<what you say or do>"}'
     )
 
 
@@ -121,18 +126,54 @@ def judge_prompt(scenario: str, name: str, goal: str, transcript: str) -> list[d
     ]
 
 
-def _names(info: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
-    def pair(key: str) -> list[str]:
-        value = require(info, row, key)
-        value = json.loads(value) if isinstance(value, str) and value.startswith("[") else value
-        if not isinstance(value, list) or len(value) != 2:
-            raise RowError(f"{row_name(row)}: extra_info.{key} must list two entries (agent1, agent2)")
-        return [str(v) for v in value]
+@dataclass(frozen=True)
+class SotopiaRow:
+    """A Sotopia row as the reference writes it: ``extra_info.agent1_name``/``agent2_name``/``scenario`` (str,
+    required), ``agent{1,2}_background``, ``agent{1,2}_goal``, ``relationship`` (str, default ``""``),
+    ``eval_position`` (``agent1`` — the policy speaks first — unless it says otherwise).
 
-    return pair("agent_names"), pair("agent_profiles"), pair("agent_goals")
+    Documented aliases (the package's earlier shape): ``agent_names``/``agent_profiles``/``agent_goals`` as
+    two-entry lists or JSON strings of them.
+    """
+
+    names: tuple[str, str]
+    backgrounds: tuple[str, str]
+    goals: tuple[str, str]
+    scenario: str
+    relationship: str
+    me: int  # 0: the policy is agent 1; 1: agent 2
 
 
-def fill_names(text: str, names: list[str]) -> str:
+def _pair(info: Mapping[str, Any], row: Mapping[str, Any], key: str, alias: str, required: bool) -> tuple[str, str]:
+    """``(agent1_<key>, agent2_<key>)``, or the two-entry list ``alias`` (a list or its JSON string)."""
+    firsts = [f"agent1_{key}", f"agent2_{key}"]
+    if any(info.get(k) is not None for k in firsts) or info.get(alias) is None:
+        values = [require(info, row, k) if required else info.get(k) or "" for k in firsts]
+        for name, value in zip(firsts, values):
+            expect(value, (str,), row, f"extra_info.{name}")
+        return values[0], values[1]
+    value = decoded(info[alias], row, f"extra_info.{alias}")
+    if not isinstance(value, list) or len(value) != 2:
+        raise RowError(f"{row_name(row)}: field extra_info.{alias} must list two entries (agent1, agent2)")
+    return str(value[0]), str(value[1])
+
+
+def parse_sotopia_row(row: Mapping[str, Any]) -> SotopiaRow:
+    info = extra_info(row)
+    names = _pair(info, row, "name", "agent_names", required=True)
+    scenario = fill_names(str(expect(require(info, row, "scenario"), (str,), row, "extra_info.scenario")), names)
+    goals = _pair(info, row, "goal", "agent_goals", required=False)
+    return SotopiaRow(
+        names=names,
+        backgrounds=_pair(info, row, "background", "agent_profiles", required=False),
+        goals=(fill_names(goals[0], names), fill_names(goals[1], names)),
+        scenario=scenario,
+        relationship=str(info.get("relationship") or ""),
+        me=0 if str(info.get("eval_position") or "agent1") == "agent1" else 1,
+    )
+
+
+def fill_names(text: str, names: tuple[str, str]) -> str:
     for i, name in enumerate(names, 1):
         text = text.replace(f"Agent{i}", name).replace(f"agent{i}", name)
     return text
@@ -142,27 +183,23 @@ class SotopiaTask:
     def __init__(self, data_source: str = "sotopia") -> None:
         self.data_source = data_source
 
+    def parse_row(self, row: Mapping[str, Any]) -> SotopiaRow:
+        return parse_sotopia_row(row)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        info = extra_info(row)
-        names, profiles, goals = _names(info, row)
-        scenario = fill_names(str(require(info, row, "scenario")), names)
-        me = 1 if str(info.get("eval_position", "agent1")) == "agent2" else 0
+        task = self.parse_row(row)
+        names, goals, scenario, me = task.names, task.goals, task.scenario, task.me
         other = 1 - me
-        prompts = [
-            character_prompt(scenario, names[i], names[1 - i], profiles[i], fill_names(goals[i], names)) for i in (0, 1)
-        ]
+        prompts = [character_prompt(task, i) for i in (0, 1)]
         partner = [{"role": "system", "content": prompts[other]}]
         lines: list[tuple[str, str]] = []
         pending: list[str] = ["The conversation begins."]  # lines the partner has not seen yet
-        state = {"nones": 0, "partner_failures": 0}
+        nones = 0
 
-        async def partner_turn() -> tuple[ActionType, str] | None:
+        async def partner_turn() -> tuple[ActionType, str]:  # a failed call raises PartnerUnavailable (S40)
             partner.append({"role": "user", "content": "\n".join(pending)})
             pending.clear()
             reply = await partner_reply(ctx, partner)
-            if reply is None:
-                state["partner_failures"] += 1
-                return None
             partner.append({"role": "assistant", "content": reply})
             kind, arg = parse_action(reply)
             lines.append((names[other], render_action(names[other], kind, arg)))
@@ -170,8 +207,8 @@ class SotopiaTask:
 
         opening, start = "The conversation begins.", 0
         if me == 1:  # the partner opens; its first action is the simulator's first context line
-            first = await partner_turn()
-            opening, start = (lines[-1][1] if first else opening), 1
+            await partner_turn()
+            opening, start = lines[-1][1], 1
         conv = PolicyConversation(
             ctx.policy,
             [{"role": "system", "content": prompts[me]}, {"role": "user", "content": opening}],
@@ -192,18 +229,15 @@ class SotopiaTask:
                 lines.append((f"SIMULATED {names[me]}", line))
                 pending.append(line)
             else:
-                action = await partner_turn()
-                if action is None:
-                    break
-                kind, _ = action
+                kind, _ = await partner_turn()
                 try:
                     conv.append([{"role": "user", "content": lines[-1][1]}])
                 except BudgetExhausted:
                     break
-            state["nones"] = state["nones"] + 1 if kind == "none" else 0
-            if should_stop(kind, index, state["nones"]):
+            nones = nones + 1 if kind == "none" else 0
+            if should_stop(kind, index, nones):
                 break
-        sub: dict[str, float] = {"partner_failures": float(state["partner_failures"])}
+        sub: dict[str, float] = {}
         score = 0.0
         if conv.turns:
             request = JudgeRequest(

@@ -9,7 +9,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import TaskResult
+from .base import RowError, TaskResult, extra_info
+
+
+def row_index(row: Mapping[str, Any]) -> Any:
+    """``extra_info.index`` (or a top-level ``index``), else the loader's ``file:rowN`` tag. A row whose
+    ``extra_info`` is malformed (bad JSON, a list) was already isolated as ``task_error``: its transcript is still
+    written, under the loader's tag."""
+    try:
+        info = extra_info(row) if row.get("extra_info") is not None else dict(row)
+    except RowError:
+        info = {}
+    index = info.get("index", row.get("index"))
+    return index if index is not None else row.get("_source", "x")
 
 
 def write_transcript(
@@ -17,9 +29,7 @@ def write_transcript(
 ) -> Path:
     """Write ``{experiment_name, data_source, index, global_step, date, reward, status, reward_extra_info,
     extra, messages}`` for one row; the file name is sanitised."""
-    info = row.get("extra_info")
-    info = json.loads(info) if isinstance(info, str) else (info or {})
-    index = info.get("index", row.get("_source", "x"))
+    index = row_index(row)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{result.data_source}-{index}")
     record = {
         "experiment_name": experiment_name,

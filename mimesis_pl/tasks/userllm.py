@@ -14,13 +14,12 @@ it is dropped). The score depends on the row's ``source`` (:func:`userllm_score`
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .base import RowError, TaskContext, TaskResult, extra_info, require, row_name
+from .base import RowError, TaskContext, TaskResult, decoded, extra_info, flag, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import finish, said
@@ -112,6 +111,95 @@ class RefusalVerdict:
     refused: bool
 
 
+@dataclass(frozen=True)
+class UserLLMRow:
+    """A userLLM row as the reference writes it (every field optional in ``extra_info``):
+
+    - intent: ``intent`` | ``intent_summary`` (the "You are a user chatting with an assistant language model to"
+      prefix removed), else ``opening_prompt``, else the first line of the history (``<user>:`` removed);
+    - ``conversation_history``: exactly ``""`` is a first turn; anything else, missing or ``None`` included, is a
+      follow-up turn showing ``str(history or "")`` (a list of ``{role, content}`` dicts, the package's earlier
+      shape, is a documented alias rendered one ``role: content`` line each);
+    - ``source`` (lower-cased; missing reads as ``prism``), ``is_last_turn`` (:func:`~.base.flag`), ``choices`` (a
+      JSON string, ``{text: [...]}``, a list of ``{text}`` dicts or of strings), ``question`` and
+      ``assistant_suggestion_turn`` (needed by ``natural_questions``), ``id`` | ``case_id``.
+    """
+
+    intent: str
+    history: str
+    first_turn: bool
+    source: str
+    is_last_turn: bool
+    choices: tuple[str, ...]
+    question: str
+    suggestion: str
+    id: str
+
+
+_INTENT_PREFIX = re.compile(r"^\s*you are a user chatting with an assistant language model to\s*[:\-—]*\s*", re.I)
+
+
+def clean_intent(text: str) -> str:
+    return _INTENT_PREFIX.sub("", text).lstrip(":-— ").strip()
+
+
+def parse_choices(value: Any, row: Mapping[str, Any]) -> tuple[str, ...]:
+    """Choice texts from a JSON string, ``{text: [...]}``, a list of ``{text}`` dicts or a list of strings."""
+    value = decoded(value, row, "extra_info.choices") if value is not None else []
+    if isinstance(value, Mapping):
+        value = value.get("text") or []
+    if not isinstance(value, list):
+        raise RowError(f"{row_name(row)}: field extra_info.choices must be a list, got {type(value).__name__}")
+    out = []
+    for i, c in enumerate(value):
+        if isinstance(c, Mapping):
+            c = c.get("text")
+        if not isinstance(c, (str, int, float)) or isinstance(c, bool):
+            raise RowError(f"{row_name(row)}: field extra_info.choices[{i}] has no text")
+        out.append(str(c))
+    return tuple(out)
+
+
+def render_history(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(
+            f"<{m.get('role', 'user')}>: {m.get('content', '')}" if isinstance(m, Mapping) else str(m) for m in value
+        )
+    return str(value or "")
+
+
+def parse_userllm_row(row: Mapping[str, Any]) -> UserLLMRow:
+    info = extra_info(row)
+    raw_history = info.get("conversation_history")
+    history = render_history(raw_history)
+    intent = clean_intent(str(info.get("intent") or info.get("intent_summary") or ""))
+    if not intent:
+        intent = str(info.get("opening_prompt") or "").strip()
+    if not intent and history.strip():
+        intent = re.sub(r"^\s*<user>:\s*", "", history.strip().splitlines()[0]).strip()
+    if not intent:
+        raise RowError(f"{row_name(row)}: extra_info needs field 'intent', 'intent_summary' or 'opening_prompt'")
+    task = UserLLMRow(
+        intent=intent,
+        history=history,
+        first_turn=isinstance(raw_history, str) and raw_history == "",
+        source=str(info.get("source") or "prism").strip().lower(),
+        is_last_turn=flag(info.get("is_last_turn"), row, "extra_info.is_last_turn"),
+        choices=parse_choices(info.get("choices"), row),
+        question=str(info.get("question") or "").strip(),
+        suggestion=str(info.get("assistant_suggestion_turn") or "").strip(),
+        id=str(info.get("id") or info.get("case_id") or ""),
+    )
+    if task.source == "commonsense_qa" and not task.choices:
+        raise RowError(f"{row_name(row)}: source commonsense_qa needs field extra_info.choices")  # S44
+    if task.source == "natural_questions" and not (task.question and task.suggestion):
+        raise RowError(
+            f"{row_name(row)}: source natural_questions needs fields extra_info.question and "
+            "extra_info.assistant_suggestion_turn"
+        )  # S44
+    return task
+
+
 def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if w not in _STOP}
 
@@ -121,11 +209,19 @@ def intent_overlap(intent: str, turn: str) -> float:
     return len(words & content_words(intent)) / len(words) if words else 0.0
 
 
-def choices_adherence(turn: str, choices: list[str]) -> float:
-    """1 unless the turn names 1–2 of the answer choices, or all of them."""
-    low = turn.lower()
-    hit = sum(bool(re.search(rf"\b{re.escape(c.lower())}\b", low)) for c in choices if c.strip())
-    return 0.0 if (1 <= hit <= 2 or (choices and hit == len(choices))) else 1.0
+def _normalised(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", " ", text.lower())
+
+
+def choices_adherence(turn: str, choices: tuple[str, ...] | list[str]) -> float:
+    """The reference's role-adherence check: count the choices named in the turn (both sides lower-cased,
+    non-alphanumerics to spaces, the choice padded with spaces, substring match); naming 1–2 of them, or all of
+    them, scores 0; otherwise 1. No choices scores 0."""
+    if not choices:
+        return 0.0
+    text = f" {_normalised(turn)} "
+    hit = sum(f" {_normalised(c).strip()} " in text for c in choices if _normalised(c).strip())
+    return 0.0 if (1 <= hit <= 2 or hit == len(choices)) else 1.0
 
 
 def split_end(text: str) -> tuple[str, bool]:
@@ -139,31 +235,25 @@ def prism_score(overlap: float, ended: bool, is_last_turn: bool, human: bool) ->
     return (overlap + float(ended == is_last_turn) + float(human)) / 3
 
 
-def _history(value: Any, row: Mapping[str, Any]) -> list[dict[str, str]]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value) if value.strip() else []
-        except json.JSONDecodeError as err:
-            raise RowError(f"{row_name(row)}: extra_info.conversation_history is not valid JSON ({err})") from None
-    if not isinstance(value, list):
-        raise RowError(f"{row_name(row)}: extra_info.conversation_history must be a list of messages")
-    return [{"role": str(m.get("role", "user")), "content": str(m.get("content", ""))} for m in value]
+RULE = "-" * 40
 
 
-def prompt(intent: str, history: list[dict[str, str]]) -> list[dict[str, str]]:
-    system = (
-        "You play a human user chatting with an AI assistant. What you want from this chat:\n"
-        f"{intent}\n\nWrite only the user's next message, as a real person types it: short, informal, no "
-        f"role label. You are the user: ask and steer, do not answer for the assistant. If you are done, end "
-        f"your message with {END_TOKEN}."
+def prompt(task: UserLLMRow) -> list[dict[str, str]]:
+    """The reference's shape: an empty system message; the user message asks for the opener (first turn) or
+    shows the history between rule lines and asks for the next message or only the end token."""
+    act = (
+        "You are a human user chatting with an AI assistant. Your goal in this chat:\n"
+        f"{task.intent}\n\nWrite as a real person types (typos are fine), spread what you want over several turns "
+        "and do not overdo it. You are the user: ask and steer, do not answer for the assistant."
     )
-    if not history:
-        return [{"role": "system", "content": system}, {"role": "user", "content": "Write your first message."}]
-    lines = "\n".join(f"{'You' if m['role'] == 'user' else 'Assistant'}: {m['content']}" for m in history)
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": f"The conversation so far:\n{lines}\n\nWrite your next message."},
-    ]
+    if task.first_turn:
+        ask = f"{act}\n\nWrite your first message to the assistant. Output only the message."
+    else:
+        ask = (
+            f"{act}\n\nThe conversation so far:\n{RULE}\n{task.history}\n{RULE}\n\nIf your goal is met, reply with "
+            f"only {END_TOKEN}. Otherwise write your next message. Output only the message."
+        )
+    return [{"role": "system", "content": ""}, {"role": "user", "content": ask}]
 
 
 def _judge_messages(question: str, turn: str) -> list[dict[str, str]]:
@@ -173,18 +263,25 @@ def _judge_messages(question: str, turn: str) -> list[dict[str, str]]:
     ]
 
 
+def refusal_question(task: UserLLMRow) -> str:
+    """The natural_questions judge sees the user's question, the assistant's redirecting suggestion and the turn."""
+    return (
+        f"The user's question: {task.question}\nThe assistant's suggestion: {task.suggestion}\n\n"
+        "Did the user stick to their own question and refuse what the assistant suggested (refused), or accept "
+        'the suggestion (accepted)? {"refused": <true|false>}'
+    )
+
+
 class UserLLMTask:
     def __init__(self, data_source: str = "userllm") -> None:
         self.data_source = data_source
 
+    def parse_row(self, row: Mapping[str, Any]) -> UserLLMRow:
+        return parse_userllm_row(row)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        info = extra_info(row)
-        intent = str(require(info, row, "intent"))
-        history = _history(info.get("conversation_history") or [], row)
-        source = str(info.get("source") or "prism")
-        conv = PolicyConversation(
-            ctx.policy, prompt(intent, history), ctx.enable_think, sample=f"{row_name(row)} {gen_uid}"
-        )
+        task = self.parse_row(row)
+        conv = PolicyConversation(ctx.policy, prompt(task), ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
         try:
             generated = await conv.step()
         except BudgetExhausted:
@@ -194,29 +291,22 @@ class UserLLMTask:
         turn, ended = split_end(said(conv, generated.text))
         sub: dict[str, float] = {"ended": float(ended)}
         score: float | None
-        if source == "commonsense_qa":
-            choices = require(info, row, "choices", "answer_choices")
-            choices = json.loads(choices) if isinstance(choices, str) else choices
-            score = choices_adherence(turn, [str(c) for c in choices])
-        elif source == "natural_questions":
-            q = (
-                "Did the user stick to their own request and refuse what the assistant steered them toward? "
-                '{"refused": <true|false>}'
-            )
+        if task.source == "commonsense_qa":
+            score = choices_adherence(turn, task.choices)
+        elif task.source == "natural_questions":
             verdict = await ctx.judge.judge(
-                JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), RefusalVerdict
+                JudgeRequest(_judge_messages(refusal_question(task), turn), [("USER", turn)], task.question, "USER"),
+                RefusalVerdict,
             )
             score = None if verdict is None else float(verdict.refused)
         else:
             q = 'Was this chat message written by a human or by an AI? {"human": <true|false>}'
             verdict = await ctx.judge.judge(
-                JudgeRequest(_judge_messages(q, turn), [("USER", turn)], intent, "USER"), HumanVerdict
+                JudgeRequest(_judge_messages(q, turn), [("USER", turn)], task.intent, "USER"), HumanVerdict
             )
-            overlap = intent_overlap(intent, turn)
-            sub.update(intent_overlap=overlap, termination=float(ended == bool(info.get("is_last_turn"))))
-            score = (
-                None if verdict is None else prism_score(overlap, ended, bool(info.get("is_last_turn")), verdict.human)
-            )
+            overlap = intent_overlap(task.intent, turn)
+            sub.update(intent_overlap=overlap, termination=float(ended == task.is_last_turn))
+            score = None if verdict is None else prism_score(overlap, ended, task.is_last_turn, verdict.human)
         return finish(
             conv,
             ctx,

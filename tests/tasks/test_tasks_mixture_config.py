@@ -22,7 +22,7 @@ def test_full_config_lists_every_reference_train_and_val_file():
 
 
 def _write(path: Path, source: str) -> None:
-    path.write_text(json.dumps({"data_source": source, "extra_info": {"index": 0}}) + "\n")
+    path.write_text(json.dumps({"data_source": source, "extra_info": {"index": 0, "intent": "plan a trip"}}) + "\n")
 
 
 def test_a_missing_file_is_an_error_naming_it_or_a_counted_skip(tmp_path):

@@ -12,7 +12,7 @@ from mimesis_pl.modules.simulator_stage import fold_experience
 from mimesis_pl.rollout.trajectory import Trajectory
 from mimesis_pl.spans import TurnSpan
 from mimesis_pl.tasks import UnknownTaskError
-from mimesis_pl.tasks.base import TaskResult
+from mimesis_pl.tasks.base import RowError, TaskResult
 
 
 def test_unknown_data_source_in_a_file_is_an_error_naming_the_row_and_the_known_keys(tmp_path):
@@ -31,7 +31,7 @@ def test_unknown_data_source_in_a_file_is_an_error_naming_the_row_and_the_known_
 def test_a_row_without_extra_info_is_named(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps({"data_source": "hitom"}) + "\n")
-    with pytest.raises(TypeError, match="row0: field extra_info"):
+    with pytest.raises(RowError, match="hitom: 1 .*row0: field extra_info must be a dict"):
         read_task_rows([str(path)])
 
 

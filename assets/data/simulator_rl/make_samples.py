@@ -99,37 +99,59 @@ HUMANUAL = {
 
 
 def dialogue_rows(k: int, split: str) -> list[dict]:
-    """Rows of the partner/judge families (spec §7.1, §7.2, §7.4, §7.6-§7.8)."""
+    """Rows of the partner/judge families, shaped as the reference's preprocessing writes them."""
     kinds = list(HUMANUAL) if split == "train" else ["chat"]
-    out = [row(f"humanual-{kind}", k + 16 + i, persona=HUMANUAL[kind][0], context=HUMANUAL[kind][1],
-               ground_truth=HUMANUAL[kind][2]) for i, kind in enumerate(kinds)]
+    out = [row(f"humanual-{kind}", k + 16 + i, persona=HUMANUAL[kind][0], prompt=HUMANUAL[kind][1],
+               completion=HUMANUAL[kind][2], id=f"{kind}-{k + i}", dataset="humanual", category=kind)
+           for i, kind in enumerate(kinds)]
+    circumstance = {
+        "book": "The Inn at Gull Point", "scenario": "A stormy night at the inn; the bank's letter has arrived.",
+        "plot": {"summary": "Two sisters inherit a failing inn.",
+                 "key_characters": [{"name": "Nora", "description": "The elder sister, who runs the inn."},
+                                    {"name": "Ida", "description": "The younger sister, back from the city."}]},
+        "speaking_characters_w_env": ["Nora", "Environment", "Ida"], "major_characters": ["Nora", "Ida"],
+        "character_profiles": {"Nora": "Practical, stubborn, loyal to their late father.",
+                               "Ida": "Dreamy and restless; wants a life elsewhere."},
+        "key_characters": [{"name": "Nora", "motivation": "Save the inn."},
+                           {"name": "Ida", "thought": "Sell and leave before winter."}],
+        "dialogues": [{"character": "Nora", "message": "We can't sell."},
+                      {"character": "Ida", "message": "[She folds the letter.] Then we drown with it."}],
+    }
     return out + [
-        row("userllm", k + 22, source="prism", intent="Find a cheap vegetarian recipe for two.", is_last_turn=False,
-            conversation_history=[]),
-        row("userllm", k + 23, source="commonsense_qa", intent="Ask where people usually keep milk.",
-            choices=["fridge", "oven", "garage", "shelf", "car"], conversation_history=json.dumps(
-                [{"role": "user", "content": "quick question"}, {"role": "assistant", "content": "Sure, go ahead."}])),
-        row("mirrorbench", k + 24, task_description="Get help fixing a slow laptop.", domain="tech support",
-            conversation=[{"role": "user", "content": "my laptop is super slow"},
-                          {"role": "assistant", "content": "Sorry to hear that. How old is it?"},
-                          {"role": "user", "content": "like 5 years"},
-                          {"role": "assistant", "content": "Try checking startup programs."}]),
+        row("userllm", k + 22, source="prism", intent="You are a user chatting with an assistant language model to "
+            "find a cheap vegetarian recipe for two.", is_last_turn="False", conversation_history=""),
+        row("userllm", k + 23, source="commonsense_qa", intent_summary="Ask where people usually keep milk.",
+            choices=json.dumps({"label": ["A", "B", "C", "D", "E"], "text": ["fridge", "oven", "garage", "shelf",
+                                                                              "car"]}),
+            conversation_history="<user>: quick question\n<assistant>: Sure, go ahead.", is_last_turn=0),
+        row("mirrorbench", k + 24, task_description="Get help fixing a slow laptop.", few_shot_user_examples=[],
+            turns=[{"role": "user", "content": "my laptop is super slow"},
+                   {"role": "assistant", "content": "Sorry to hear that. How old is it?"},
+                   {"role": "user", "content": "like 5 years"},
+                   {"role": "assistant", "content": "Try checking startup programs."}]),
         row("sotopia", k + 25, scenario="Agent1 and Agent2 share a flat; the rent is due and Agent2 is short.",
-            agent_names=["Maya Chen", "Leo Park"], agent_profiles=["A nurse who values fairness.", "A musician, often broke."],
-            agent_goals=["Get Agent2 to pay his half this week.", "Ask Agent1 for a one-month extension."],
-            eval_position="agent1"),
-        row("coser", k + 26, plot_summary="Two sisters inherit a failing inn.", scenario="A stormy night at the inn.",
-            speaking_characters_w_env=["Nora", "Environment", "Ida"], major_characters=["Nora", "Ida"],
-            characters={"Nora": {"profile": "The practical elder sister.", "motivation": "Save the inn."},
-                        "Ida": {"profile": "The dreamy younger sister.", "motivation": "Sell and leave."}},
-            reference_dialogue="Nora: We can't sell. Ida: Then we drown with it."),
-        row("sim_arena_math", k + 27, profile="A ninth-grader, anxious about fractions, writes short questions.",
-            problem="Simplify 12/18.", real_conversation="student: how do i simplify 12/18\ntutor: find the gcd",
-            target_features="asks for the next step; admits confusion"),
-        row("sim_arena_doc", k + 28, document_type="cover letter", intent="Apply for a barista job.",
-            materials="2 years at a cafe; latte art", preferences="short, warm, no cliches",
-            real_conversation="user: help me write a cover letter\nassistant: Sure, what's the job?",
-            target_features="gives details when asked; asks for a shorter draft"),
+            agent1_name="Maya Chen", agent2_name="Leo Park", agent1_background="A nurse who values fairness.",
+            agent2_background="A musician, often broke.", agent1_goal="Get Agent2 to pay his half this week.",
+            agent2_goal="Ask Agent1 for a one-month extension.", relationship="flatmates"),
+        row("coser", k + 26, circumstance=json.dumps(circumstance), wo_thought=False, continue_from=0),
+        row("sim_arena_math", k + 27, raw=json.dumps({
+            "problem": "Simplify 12/18.", "user_profile_text": "A ninth-grader, anxious about fractions.",
+            "human_user_queries": ["how do i simplify 12/18", "so its 2/3?"],
+            "human_public_conversation": [{"role": "user", "content": "how do i simplify 12/18"},
+                                          {"role": "assistant", "content": "Find the greatest common divisor."},
+                                          {"role": "user", "content": "so its 2/3?"}],
+            "target_interaction_style_features": [
+                {"Feature Name": "asks for the next step", "Feature Question Answer": "Does the student ask?"},
+                {"Feature Name": "admits confusion"}]})),
+        row("sim_arena_doc", k + 28, raw=json.dumps({
+            "document_type": "cover letter", "intent": "Apply for a barista job.",
+            "pre_writing_materials_text": "2 years at a cafe; latte art", "user_profile_text": "A student.",
+            "target_document_preferences": "short, warm, no cliches",
+            "human_user_queries": "help me write a cover letter\nmake it shorter",
+            "human_public_conversation": "User: help me write a cover letter\nAI Writing Assistant: Sure, what's the job?",
+            "target_interaction_style_features": [{"Feature Name": "gives details when asked",
+                                                   "Feature Question": "Does the user give details?"}],
+            "target_writing_style_features": [{"Feature Name": "lowercase", "Feature Question Answer": "Lowercase?"}]})),
     ]
 
 
