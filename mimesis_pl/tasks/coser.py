@@ -1,7 +1,7 @@
 """CoSER: multi-character role-play of a book scene (given-circumstance acting).
 
-The simulator plays every speaking character, each in its own conversation (its own profile, plot,
-scenario and motivation); the partner plays the environment and the next-speaker predictor. Each
+Rows: :class:`CoserRow`. The simulator plays every speaking character, each in its own conversation (its own
+profile, plot, scenario and motivation); the partner plays the environment and the next-speaker predictor. Each
 utterance, inner thoughts (``[...]``) removed and labelled with its speaker, is shown to every other
 character as context (mask 0). At most ``max_rounds`` utterances (10); the
 predictor may end the scene (``<END CHAT>``) from round 5 on; an answer naming no valid speaker passes the
@@ -69,7 +69,8 @@ class CoserRow:
     (the first speaks first; ``Environment`` is appended when missing), ``major_characters``,
     ``character_profiles{name: text}``, a top-level ``key_characters[{name, motivation | thought}]`` and
     ``dialogues[{character, message}]`` (the original scene, shown to the judge); ``extra_info.wo_thought``
-    (default false) and ``extra_info.continue_from`` (default 0: rounds below it replay ``dialogues``)."""
+    (default false) and ``extra_info.continue_from`` (default 0: rounds below it replay ``dialogues``).
+    ``dialogues`` and every ``key_characters[].name`` are required (docs/decisions.md S42)."""
 
     book: str
     scenario: str
@@ -190,7 +191,8 @@ class CoserTask:
         convs: dict[str, PolicyConversation] = {}
         pending: dict[str, list[str]] = {s: [] for s in actors}  # lines each character has not seen yet
         lines: list[tuple[str, str]] = []
-        for who, message in task.dialogues[: task.continue_from]:  # replayed rounds: context for every character
+        # replayed rounds are context for every character (docs/decisions.md S43)
+        for who, message in task.dialogues[: task.continue_from]:
             lines.append((who, strip_thoughts(message)))
             for actor in actors:
                 pending[actor].append(f"{who}: {strip_thoughts(message)}")

@@ -1,9 +1,9 @@
 """Humanual: write the reply a given person would write, judged against their real reply.
 
-One policy turn (the global thinking setting). The reply goes inside ``<response></response>``; a reply
-without the tag is judged on its public text and its score halved (the reference asked the judge to
-do this; here it is a pure rule). The judge scores six dimensions in [0, 1] against the ground-truth
-reply; ``score = clamp(mean(6) · length_factor)`` (:func:`humanual_score`).
+Rows: :class:`HumanualRow`. One policy turn (the global thinking setting). The reply is the first
+``<response></response>`` body (any case); a reply without the tag is judged on its public text and its score halved
+(the reference asked the judge to do this; here it is a pure rule). The judge scores six dimensions in [0, 1]
+against the ground-truth reply; ``score = clamp(mean(6) · length_factor)`` (:func:`humanual_score`).
 """
 
 from __future__ import annotations

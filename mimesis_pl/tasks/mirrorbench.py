@@ -1,10 +1,11 @@
 """MirrorBench: replay a real conversation with the simulator as the user.
 
-The simulator writes each user turn (up to ``min(real user turns, max_turns)``, default 10); after each
-one the partner, shown the real conversation as a guide, answers as the assistant ("mirror assistant")
-and its reply comes back to the simulator as context (mask 0). The judge rates how close the simulated
-user turns are to the real ones in style, tone and realism, a number in [0, 1] that is the score.
-A failed judge call is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3).
+Rows: :class:`MirrorRow`. The rollout follows the first ``max_turns`` (10) real turns, a trailing assistant turn
+dropped: on a real user turn the simulator writes the user's message; on a real assistant turn the partner, shown
+the real conversation as a guide, answers as the assistant ("mirror assistant") and its reply comes back to the
+simulator as context (mask 0). A mirror call that fails is a ``task_error`` (docs/decisions.md S40). The judge rates
+how close the simulated user turns are to the real ones in style, tone and realism, a number in [0, 1] that is the
+score. A failed judge call is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ class MirrorVerdict:
 @dataclass(frozen=True)
 class MirrorRow:
     """A MirrorBench row as the reference writes it: ``extra_info.turns``, a list of ``{role, content}`` dicts
-    (a JSON string of it is decoded; ``conversation`` is a documented alias), and ``task_description``
-    (optional). ``few_shot_user_examples`` is read by the reference but unused, so it is ignored here."""
+    (a JSON string of it is decoded; ``conversation`` is a documented alias: docs/decisions.md S42), and
+    ``task_description`` (optional). ``few_shot_user_examples`` is read by the reference but unused, so it is
+    ignored here."""
 
     turns: tuple[dict[str, str], ...]
     task_description: str

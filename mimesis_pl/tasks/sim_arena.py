@@ -1,5 +1,9 @@
 """SimulatorArena: the simulator plays the user against an assistant (the partner), ≤ 8 user turns.
 
+Rows: :class:`ArenaRow` (the reference's ``raw`` merge; docs/decisions.md S42). The judge sees the real user's
+queries, the real conversation, the target features and (doc) the document preferences. A failed assistant call
+is a ``task_error`` (S40 in docs/decisions.md).
+
 - ``sim_arena_math``: a student with a profile works on a problem with a tutor. The student's message is the
   text after ``Query:``/``Response:`` when present; the first one is sent to the tutor with the problem.
 - ``sim_arena_doc``: a user co-writes a document (type, intent, materials) with an assistant; the message is

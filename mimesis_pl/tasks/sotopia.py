@@ -1,10 +1,11 @@
 """Sotopia: two-agent social role-play, scored on goals and relationship.
 
-The simulator plays one side (``eval_position``: ``agent1`` — who speaks first — by default), the partner
-the other, each with its own character prompt. Both answer with a JSON action ``{"action_type", "argument"}``
-(``speak | non-verbal communication | action | leave | none``); text that is not such JSON counts as speech.
-Each action is shown to the other side as one line (:func:`render_action`). The episode stops after
-``max_turns`` actions (15), an empty turn, a ``leave`` at action index ≥ 5, or more than two ``none`` in a row.
+Rows: :class:`SotopiaRow`. The simulator plays one side (``eval_position``: ``agent1`` — who speaks first — by
+default), the partner the other, each with its own character prompt (its own background; the other's is unknown).
+Both answer with a JSON action ``{"action_type", "argument"}`` (``speak | non-verbal communication | action | leave
+| none``); text that is not such JSON counts as speech. Each action is shown to the other side as one line
+(:func:`render_action`). The episode stops after ``max_turns`` actions (15), an empty turn, a ``leave`` at action
+index ≥ 5, or more than two ``none`` in a row.
 
 Score (the reported score *is* the training reward, on [0, 1]: docs/decisions.md S23): the judge gives
 seven integer dimensions
@@ -133,7 +134,7 @@ class SotopiaRow:
     ``eval_position`` (``agent1`` — the policy speaks first — unless it says otherwise).
 
     Documented aliases (the package's earlier shape): ``agent_names``/``agent_profiles``/``agent_goals`` as
-    two-entry lists or JSON strings of them.
+    two-entry lists or JSON strings of them (docs/decisions.md S42).
     """
 
     names: tuple[str, str]

@@ -1,12 +1,13 @@
 """userLLM: write the user's next turn given their intent and the conversation so far.
 
-One policy turn (the global thinking setting). The turn may end with :data:`END_TOKEN` (text after
-it is dropped). The score depends on the row's ``source`` (:func:`userllm_score`):
+Rows: :class:`UserLLMRow`. One policy turn (the global thinking setting), prompted as the reference does (an
+empty system message; the first-turn or follow-up user message). The turn may end with :data:`END_TOKEN` (text
+after it is dropped). The score depends on the row's ``source`` (:func:`userllm_score`):
 
 - ``commonsense_qa`` (role adherence): the user must ask, not answer: mentioning 1 or 2 of the answer
-  choices, or all of them, scores 0; otherwise 1. No judge.
-- ``natural_questions`` (intent adherence): the judge says whether the user refused to be steered off
-  their intent (1) or accepted (0).
+  choices, or all of them, scores 0; otherwise 1 (:func:`choices_adherence`). No judge.
+- ``natural_questions`` (intent adherence): the judge, shown the user's question and the assistant's
+  redirecting suggestion, says whether the user refused to be steered off their question (1) or accepted (0).
 - any other source (PRISM-like): mean of intent overlap (share of the turn's content words that are
   intent words), termination (the end token is present exactly when the real turn was the last one) and
   the judge's human-likeness call (1 human, 0 AI).
@@ -191,12 +192,13 @@ def parse_userllm_row(row: Mapping[str, Any]) -> UserLLMRow:
         id=str(info.get("id") or info.get("case_id") or ""),
     )
     if task.source == "commonsense_qa" and not task.choices:
-        raise RowError(f"{row_name(row)}: source commonsense_qa needs field extra_info.choices")  # S44
+        # a row that can only score 0 is a row error (docs/decisions.md S44)
+        raise RowError(f"{row_name(row)}: source commonsense_qa needs field extra_info.choices")
     if task.source == "natural_questions" and not (task.question and task.suggestion):
         raise RowError(
             f"{row_name(row)}: source natural_questions needs fields extra_info.question and "
             "extra_info.assistant_suggestion_turn"
-        )  # S44
+        )
     return task
 
 
