@@ -4,7 +4,7 @@
 returns a :class:`TaskResult`. Task modules are imported lazily by the registry.
 """
 
-from .base import UNSCORED, RowError, TaskContext, TaskResult
+from .base import UNSCORED, PartnerUnavailable, RowError, TaskContext, TaskResult, parse_row
 from .clients import EndpointSettings, RoleSettings
 from .registry import UnknownTaskError, get_task, known_data_sources
 from .think_format import check_think_format, gated_reward, split_think_strict
@@ -12,6 +12,7 @@ from .think_format import check_think_format, gated_reward, split_think_strict
 __all__ = [
     "UNSCORED",
     "EndpointSettings",
+    "PartnerUnavailable",
     "RoleSettings",
     "RowError",
     "TaskContext",
@@ -21,5 +22,6 @@ __all__ = [
     "gated_reward",
     "get_task",
     "known_data_sources",
+    "parse_row",
     "split_think_strict",
 ]

@@ -148,10 +148,12 @@ def dialogue_rows(k: int, split: str) -> list[dict]:
             "pre_writing_materials_text": "2 years at a cafe; latte art", "user_profile_text": "A student.",
             "target_document_preferences": "short, warm, no cliches",
             "human_user_queries": "help me write a cover letter\nmake it shorter",
-            "human_public_conversation": "User: help me write a cover letter\nAI Writing Assistant: Sure, what's the job?",
+            "human_public_conversation": "User: help me write a cover letter\n"
+                                         "AI Writing Assistant: Sure, what's the job?",
             "target_interaction_style_features": [{"Feature Name": "gives details when asked",
                                                    "Feature Question": "Does the user give details?"}],
-            "target_writing_style_features": [{"Feature Name": "lowercase", "Feature Question Answer": "Lowercase?"}]})),
+            "target_writing_style_features": [{"Feature Name": "lowercase",
+                                               "Feature Question Answer": "Lowercase?"}]})),
     ]
 
 
