@@ -11,9 +11,24 @@ _LETTER = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\s*[.:]?$")
 
 
 def extract_answer(text: str) -> str | None:
-    """The stripped body of the last ``<answer>…</answer>`` in ``text`` (strict: no tag → ``None``)."""
-    found = _ANSWER.findall(text or "")
-    return found[-1].strip() if found else None
+    """The stripped body of the first ``<answer>…</answer>`` (as the reference reads it); no tag → ``None``."""
+    found = _ANSWER.search(text or "")
+    return found.group(1).strip() if found else None
+
+
+def bare_letter(answer: str | None, letters: str = "ABCD", *, case_sensitive: bool = False) -> str | None:
+    """The letter when the answer is exactly one of ``letters`` (whitespace aside), else ``None``.
+
+    The reference's ``<answer>\\s*([ABCD])\\s*</answer>``: ``"(B)"`` or ``"B."`` is not an answer.
+    ``case_sensitive`` (AlignX) also rejects ``"b"``.
+    """
+    if answer is None:
+        return None
+    text = answer.strip()
+    if len(text) != 1:
+        return None
+    got = text if case_sensitive else text.upper()
+    return got if got in letters else None
 
 
 def parse_letter(answer: str | None, letters: str = "ABCD") -> str | None:

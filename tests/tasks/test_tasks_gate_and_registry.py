@@ -62,6 +62,14 @@ def test_gate_with_thinking_off_rejects_an_opened_think_block():
     assert check_think_format([GeneratedTurn("cut sho", True)], False, words).correct  # only the opener is checked
 
 
+def test_with_thinking_off_the_format_is_logged_but_the_gate_never_fires():
+    opened = check_think_format([GeneratedTurn("<think>x</think>hi", False)], False, words)
+    assert not opened.correct  # logged as all/format_correct 0 ...
+    assert gated_reward(0.8, opened, is_train=True) == 0.8  # ... but the reward stands, as in the reference
+    assert gated_reward(0.8, check_think_format([], False, words), is_train=True) == 0.8
+    assert gated_reward(0.8, check_think_format([], True, words), is_train=True) == 0.0
+
+
 def test_gate_zeroes_the_reward_in_training_only():
     bad, good = FormatCheck(False, 0.0), FormatCheck(True, 5.0)
     assert gated_reward(0.8, bad, is_train=True) == 0.0
@@ -77,7 +85,7 @@ def test_public_text_never_carries_reasoning():
 
 def test_answer_extraction_is_strict():
     assert extract_answer("<answer> B </answer>") == "B"
-    assert extract_answer("<answer>A</answer> then <answer>C</answer>") == "C"
+    assert extract_answer("<answer>A</answer> then <answer>C</answer>") == "A"  # the first, as the reference
     assert extract_answer("the answer is B") is None
     assert parse_letter("(b)") == "B" and parse_letter("b.") == "B" and parse_letter("E") is None
     assert parse_letter("B because") is None
