@@ -27,7 +27,13 @@ def first_of(info: Mapping[str, Any], *names: str, default: Any = _MISSING) -> A
     """The first of ``names`` whose value is present, non-null and non-empty; ``default`` (or ``None``) else."""
     for name in names:
         value = info.get(name)
-        if value is not None and not (isinstance(value, (str, list, tuple, Mapping)) and len(value) == 0):
+        if value is None:
+            continue
+        try:
+            empty = len(value) == 0  # str, list, dict, numpy array
+        except TypeError:
+            empty = False
+        if not empty:
             return value
     return None if default is _MISSING else default
 

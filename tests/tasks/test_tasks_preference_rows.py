@@ -140,6 +140,14 @@ def test_humanllm_shows_the_candidates_once_relabelled_and_history_one_per_line(
     assert result.score == 1.0 and result.metrics["humanllm/top1_acc"] == 1.0 and result.metrics["humanllm/hit@5"]
 
 
+def test_humanllm_reads_parquet_arrays(tiny_tokenizer):
+    np = pytest.importorskip("numpy")
+    r = humanllm(12, gold=2, candidates=np.array([f"item {i}" for i in range(12)]))
+    assert run(tiny_tokenizer, r, THINKING.format("C,A,B,D,E"))[0].score == 1.0
+    with pytest.raises(RowError, match="field extra_info.candidates is required"):
+        run(tiny_tokenizer, humanllm(candidates=np.array([])), THINKING.format("C,A,B,D,E"))
+
+
 def test_humanllm_ranking_scores():
     assert humanllm_reward("C,D,A,E,F", 3, 20) == (0.5, 1.0, 0.0)  # D at rank 2 → 1/2
     assert humanllm_reward("C, D,A,E,F", 3, 20) == (0.0, 0.0, 0.0)  # spaces break the format
