@@ -46,6 +46,14 @@ def required(info: Mapping[str, Any], row: Mapping[str, Any], *names: str) -> An
     return value
 
 
+def required_text(info: Mapping[str, Any], row: Mapping[str, Any], *names: str) -> str:
+    """:func:`required` as stripped text; whitespace only counts as missing."""
+    text = as_text(first_of(info, *names))
+    if not text:
+        raise row_error(row, " or extra_info.".join(names), "is required (missing, null or empty)")
+    return text
+
+
 def as_text(value: Any) -> str:
     """``str(value)`` stripped; ``None`` → ``""``."""
     return "" if value is None else str(value).strip()

@@ -111,7 +111,6 @@ def mistakes_target(info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
 
 def mistakes_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
     question = as_text(required(info, row, "QuestionText", "question"))
-    mistakes_target(info, row)
     misconception = as_text(first_of(info, "MisconceptionName", "misconception_text", default=""))
     choices = "\n".join(f"{x}) {text}" for x, text in mistakes_options(info).items())
     user = (
@@ -137,7 +136,6 @@ def twinvoice_choices(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[s
 def twinvoice_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
     history = as_json_list(first_of(info, "conversation_history", "history", default=[]), row, "conversation_history")
     choices = twinvoice_choices(info, row)
-    twinvoice_gold(info, row)
     user = (
         "Here is what this person wrote before:\n"
         + ("\n".join(f"- {item}" for item in history) or "(nothing)")
@@ -178,7 +176,6 @@ def social_r1_gold(info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
 
 
 def social_r1_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    social_r1_gold(info, row)
     return chat(_SOCIAL_SYSTEM, conversation_prompt(info, row, "prompt"))
 
 
@@ -240,7 +237,6 @@ def behavior_chain_gold(raw: Mapping[str, Any], row: Mapping[str, Any]) -> str:
 
 def behavior_chain_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
     raw = behavior_chain_raw(info, row)
-    behavior_chain_gold(raw, row)
     persona = as_text(first_of(raw, "persona_name", default="the persona"))
     options = "\n".join(f"{x}. {text}" for x, text in chain_options(raw, row).items())
     user = (

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from .answers import bare_letter, option_letters
-from .fields import as_index, as_list, as_text, conversation_prompt, first_of, required, row_error
+from .fields import as_index, as_list, as_text, conversation_prompt, first_of, required, required_text, row_error
 from .single_turn import Scored, chat
 
 # -- AlignX --------------------------------------------------------------------------------------
@@ -79,14 +79,14 @@ def alignx_persona(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]
 
 def alignx_pair(info: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[str, str, str]:
     """``(response A, response B, gold letter)``."""
-    chosen, rejected = (as_text(required(info, row, k)) for k in ("chosen", "rejected"))
+    chosen, rejected = (required_text(info, row, k) for k in ("chosen", "rejected"))
     if alignx_chosen_is_a(alignx_index(info, row)):
         return chosen, rejected, "A"
     return rejected, chosen, "B"
 
 
 def alignx_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    post = as_text(required(info, row, "raw_prompt"))  # the post; the row's chat `prompt` is unused
+    post = required_text(info, row, "raw_prompt")  # the post; the row's chat `prompt` is unused
     a, b, _ = alignx_pair(info, row)
     parts = [
         *alignx_persona(info, row),
@@ -123,7 +123,6 @@ def socsci210_text(prompt: str) -> str:
 
 
 def socsci210_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    socsci210_settings(info, row)
     return chat(_SOCSCI_SYSTEM, socsci210_text(conversation_prompt(info, row)))
 
 
@@ -227,7 +226,6 @@ def humanllm_user_text(prompt: str, candidates: list[str]) -> str:
 
 def humanllm_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
     candidates = humanllm_candidates(info, row)
-    humanllm_gold(info, row, len(candidates))
     return chat(_HUMANLLM_SYSTEM, humanllm_user_text(conversation_prompt(info, row), candidates))
 
 

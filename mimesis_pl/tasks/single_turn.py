@@ -43,9 +43,18 @@ class SingleTurnTask:
         self.score = score
         self.prefix = prefix or data_source
 
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+    def parse(self, row: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """``(extra_info, prompt messages)`` of a row; a :class:`RowError` naming file, row and field otherwise.
+
+        Everything the score reads (the gold, its options) is checked here too, before any generation.
+        """
         info = extra_info(row)
         messages = self.prompt(info, row)
+        self.score(None, info, row)
+        return info, messages
+
+    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+        info, messages = self.parse(row)
         conv = PolicyConversation(ctx.policy, messages, enable_think=True, sample=f"{row_name(row)} {gen_uid}")
         try:
             turn = await conv.step()

@@ -139,11 +139,11 @@ def hitom_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[s
 
 
 def hitom_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    """1 when the answered letter's option text equals ``correct_answer`` (both stripped, any case)."""
+    """1 when the answered letter's option text equals ``correct_answer`` (both stripped)."""
     options = hitom_options(info, row)
-    gold = as_text(required(info, row, "correct_answer")).lower()
+    gold = as_text(required(info, row, "correct_answer"))
     letter = bare_letter(answer, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    return Scored(float(letter in options and options[letter].lower() == gold))
+    return Scored(float(letter in options and options[letter] == gold))
 
 
 # -- ParaToMi --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from single_turn_fixtures import THINKING, answer, row, run
 from task_fixtures import make_context
 
+from mimesis_pl.tasks import get_task
 from mimesis_pl.tasks.base import RowError
 from mimesis_pl.tasks.runner import run_rows
 
@@ -136,6 +137,14 @@ def test_a_bad_answer_key_in_a_batch_is_a_counted_task_error_naming_the_field(ti
     results = asyncio.run(run_rows([good, bad], 1, ctx, ["g0", "g1"]))
     assert [r.status for r in results] == ["ok", "task_error"]
     assert "twinvoice_val.jsonl:row2" in results[1].error and "answer_idx" in results[1].error
+
+
+@pytest.mark.parametrize("data_source", ["twinvoice", "lifechoices", "fantom", "hitom", "alignx_demo", "humanllm"])
+def test_a_bad_row_is_rejected_before_any_generation(tiny_tokenizer, data_source):
+    ctx = make_context(tiny_tokenizer, lambda p, k: THINKING.format("A"))
+    with pytest.raises(RowError, match=rf"{data_source}_val.jsonl:row1: field extra_info\."):
+        asyncio.run(get_task(data_source).run(row(data_source, 0, answer_idx=-1), ctx, group_id="g", gen_uid="0"))
+    assert ctx.policy.engine.prompts == []
 
 
 # -- Social-R1 ------------------------------------------------------------------------------------
