@@ -7,7 +7,6 @@ import string
 from collections import Counter
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_LETTER = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\s*[.:]?$")
 
 
 def extract_answer(text: str) -> str | None:
@@ -29,23 +28,6 @@ def bare_letter(answer: str | None, letters: str = "ABCD", *, case_sensitive: bo
         return None
     got = text if case_sensitive else text.upper()
     return got if got in letters else None
-
-
-def parse_letter(answer: str | None, letters: str = "ABCD") -> str | None:
-    """``"B"`` for ``"B"``, ``"(b)"``, ``"b."``; ``None`` unless it is exactly one letter of ``letters``."""
-    if answer is None:
-        return None
-    m = _LETTER.match(answer.strip())
-    if not m:
-        return None
-    letter = m.group(1).upper()
-    return letter if letter in letters.upper() else None
-
-
-def letter_reward(answer: str | None, gold: str, letters: str = "ABCD") -> float:
-    """1.0 when the extracted answer is exactly the gold option letter, else 0.0."""
-    got = parse_letter(answer, letters)
-    return float(got is not None and got == gold.strip().upper()[:1])
 
 
 def normalize_text(text: str) -> str:

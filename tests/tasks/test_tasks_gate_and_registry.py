@@ -6,9 +6,8 @@ import pytest
 
 from mimesis_pl.tasks import UnknownTaskError, get_task, known_data_sources
 from mimesis_pl.tasks.answers import (
+    bare_letter,
     extract_answer,
-    letter_reward,
-    parse_letter,
     token_f1,
 )
 from mimesis_pl.tasks.registry import ROUTES
@@ -87,9 +86,9 @@ def test_answer_extraction_is_strict():
     assert extract_answer("<answer> B </answer>") == "B"
     assert extract_answer("<answer>A</answer> then <answer>C</answer>") == "A"  # the first, as the reference
     assert extract_answer("the answer is B") is None
-    assert parse_letter("(b)") == "B" and parse_letter("b.") == "B" and parse_letter("E") is None
-    assert parse_letter("B because") is None
-    assert letter_reward("C", "C) the third") == 1.0 and letter_reward(None, "C") == 0.0
+    assert bare_letter(" b ") == "B" and bare_letter("(b)") is None and bare_letter("b.") is None  # the reference's
+    assert bare_letter("E") is None and bare_letter("B because") is None and bare_letter(None) is None
+    assert bare_letter("a", "AB", case_sensitive=True) is None and bare_letter("A", "AB", case_sensitive=True) == "A"
     # SQuAD F1: pred {red, box}, gold {box}: precision 1/2, recall 1 → 2/3
     assert token_f1("the red box", "a box") == pytest.approx(2 / 3)
 
