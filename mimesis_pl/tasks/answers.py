@@ -6,6 +6,7 @@ import re
 import string
 from collections import Counter
 
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
@@ -31,21 +32,20 @@ def bare_letter(answer: str | None, letters: str = "ABCD", *, case_sensitive: bo
 
 
 def normalize_text(text: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    """FANToM's SQuAD-style normalisation: lower case, articles removed, then punctuation, single spaces.
+
+    Articles go first, as in the reference's FANToM scorer, so ``"the-cat"`` becomes ``"cat"``.
+    """
+    text = re.sub(r"\b(a|an|the)\b", " ", text.lower())
+    text = text.translate(_NO_PUNCTUATION)
     return " ".join(text.split())
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    """SQuAD token F1 between two strings."""
+    """Token F1 between two strings after :func:`normalize_text`; 0 when either side is empty (as the reference)."""
     pred, ref = normalize_text(prediction).split(), normalize_text(gold).split()
-    common = Counter(pred) & Counter(ref)
-    same = sum(common.values())
-    if not pred or not ref:
-        return float(pred == ref)
-    if same == 0:
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if not pred or not ref or same == 0:
         return 0.0
     precision, recall = same / len(pred), same / len(ref)
     return 2 * precision * recall / (precision + recall)

@@ -91,6 +91,8 @@ def test_answer_extraction_is_strict():
     assert bare_letter("a", "AB", case_sensitive=True) is None and bare_letter("A", "AB", case_sensitive=True) == "A"
     # SQuAD F1: pred {red, box}, gold {box}: precision 1/2, recall 1 → 2/3
     assert token_f1("the red box", "a box") == pytest.approx(2 / 3)
+    assert token_f1("the-cat", "cat") == 1.0  # articles are removed before punctuation, as in the reference
+    assert token_f1("", "") == 0.0 and token_f1("The", "the") == 0.0  # nothing left to compare
 
 
 def test_unknown_data_source_lists_the_known_ones():
