@@ -6,49 +6,46 @@ import re
 import string
 from collections import Counter
 
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_LETTER = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\s*[.:]?$")
 
 
 def extract_answer(text: str) -> str | None:
-    """The stripped body of the last ``<answer>…</answer>`` in ``text`` (strict: no tag → ``None``)."""
-    found = _ANSWER.findall(text or "")
-    return found[-1].strip() if found else None
+    """The stripped body of the first ``<answer>…</answer>`` (as the reference reads it); no tag → ``None``."""
+    found = _ANSWER.search(text or "")
+    return found.group(1).strip() if found else None
 
 
-def parse_letter(answer: str | None, letters: str = "ABCD") -> str | None:
-    """``"B"`` for ``"B"``, ``"(b)"``, ``"b."``; ``None`` unless it is exactly one letter of ``letters``."""
+def bare_letter(answer: str | None, letters: str = "ABCD", *, case_sensitive: bool = False) -> str | None:
+    """The letter when the answer is exactly one of ``letters`` (whitespace aside), else ``None``.
+
+    The reference's ``<answer>\\s*([ABCD])\\s*</answer>``: ``"(B)"`` or ``"B."`` is not an answer.
+    ``case_sensitive`` (AlignX) also rejects ``"b"``.
+    """
     if answer is None:
         return None
-    m = _LETTER.match(answer.strip())
-    if not m:
+    text = answer.strip()
+    if len(text) != 1:
         return None
-    letter = m.group(1).upper()
-    return letter if letter in letters.upper() else None
-
-
-def letter_reward(answer: str | None, gold: str, letters: str = "ABCD") -> float:
-    """1.0 when the extracted answer is exactly the gold option letter, else 0.0."""
-    got = parse_letter(answer, letters)
-    return float(got is not None and got == gold.strip().upper()[:1])
+    got = text if case_sensitive else text.upper()
+    return got if got in letters else None
 
 
 def normalize_text(text: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    """FANToM's SQuAD-style normalisation: lower case, articles removed, then punctuation, single spaces.
+
+    Articles go first, as in the reference's FANToM scorer, so ``"the-cat"`` becomes ``"cat"``.
+    """
+    text = re.sub(r"\b(a|an|the)\b", " ", text.lower())
+    text = text.translate(_NO_PUNCTUATION)
     return " ".join(text.split())
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    """SQuAD token F1 between two strings."""
+    """Token F1 between two strings after :func:`normalize_text`; 0 when either side is empty (as the reference)."""
     pred, ref = normalize_text(prediction).split(), normalize_text(gold).split()
-    common = Counter(pred) & Counter(ref)
-    same = sum(common.values())
-    if not pred or not ref:
-        return float(pred == ref)
-    if same == 0:
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if not pred or not ref or same == 0:
         return 0.0
     precision, recall = same / len(pred), same / len(ref)
     return 2 * precision * recall / (precision + recall)

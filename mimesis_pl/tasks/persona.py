@@ -1,246 +1,258 @@
-"""Single-turn persona / prediction tasks, each a prompt builder and a pure scorer.
+"""Single-turn persona tasks (LifeChoices, Mistakes, TwinVoice, Social-R1, BehaviorChain) and the factories of
+every persona/prediction family (AlignX, SocSci210 and HumanLLM live in :mod:`.preference`).
 
-Extraction is strict everywhere: the ``<answer>`` tag of the public part only (docs/decisions.md S7, S8).
+Rows are read as the reference's preprocessing writes them; a missing or malformed gold is a row error, never a
+silent 0 (docs/decisions.md S50). Extraction is strict: a bare option letter inside the first ``<answer>`` tag
+of the cleaned reply (S7, S8).
 """
 
 from __future__ import annotations
 
-import json
-import random
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from .answers import letter_reward, option_letters
-from .base import RowError, require, row_name
-from .single_turn import Scored, SingleTurnTask, user_prompt
-from .tom import parse_list
+from .answers import bare_letter
+from .fields import (
+    as_index,
+    as_json_list,
+    as_letter,
+    as_list,
+    as_mapping,
+    as_text,
+    conversation_prompt,
+    first_of,
+    required,
+    row_error,
+)
+from .preference import (
+    alignx_prompt,
+    alignx_score,
+    humanllm_prompt,
+    humanllm_score,
+    socsci210_prompt,
+    socsci210_score,
+)
+from .single_turn import Scored, SingleTurnTask, chat
 
-_PERSONA_SYSTEM = "You simulate one specific person faithfully: decide as they would, not as an assistant would."
+ABCD = "ABCD"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _options(options: list, letters: str = "ABCD") -> str:
-    return "\n".join(f"{letter}. {text}" for letter, text in zip(letters, options))
+def lettered(options: list[str], letters: str = ABCD, sep: str = ".") -> str:
+    """``A. text`` lines, one per option."""
+    return "\n".join(f"{letter}{sep} {text}" for letter, text in zip(letters, options))
 
 
-def _json_field(value: Any, row: Mapping[str, Any], name: str) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as err:
-            raise RowError(f"{row_name(row)}: extra_info.{name} is not valid JSON ({err})") from None
-    return value
+def letter_score(answer: str | None, gold: str, letters: str = ABCD) -> Scored:
+    """1 when the answer is exactly the gold letter (case-insensitive), else 0."""
+    return Scored(float(bare_letter(answer, letters) == gold))
 
 
 # -- LifeChoices --------------------------------------------------------------------------------
 
+_MCQ = "Multiple Choice Question"
+
+
+def lifechoices_mcq(info: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The nested question: a mapping (or, as an alias, its JSON string, docs/decisions.md S52)."""
+    mcq = as_mapping(required(info, row, _MCQ), row, _MCQ)
+    for name in ("Scenario", "Question", "Options"):
+        if mcq.get(name) is None:
+            raise row_error(row, f"{_MCQ}.{name}", "is required")
+    return mcq
+
 
 def lifechoices_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    mcq = _json_field(require(info, row, "Multiple Choice Question"), row, "Multiple Choice Question")
-    name = require(info, row, "character_name")
-    body = (
-        f"You are {name}. What you remember:\n{info.get('input_text', '')}\n\nScenario: {mcq['Scenario']}\n"
-        f"Question: {mcq['Question']}\n{_options(list(mcq['Options']))}\nChoose the option {name} would choose."
+    name = as_text(required(info, row, "character_name"))
+    memory = as_text(required(info, row, "input_text"))
+    mcq = lifechoices_mcq(info, row)
+    given = [as_text(o) for o in as_list(mcq["Options"], row, f"{_MCQ}.Options")]
+    options = [given[i] if i < len(given) else "" for i in range(4)]
+    user = (
+        f"Play the character described below and decide as they would, choosing one of the options A-D.\n\n"
+        f"Profile:\nDescription: {name}\nMemory: {memory}\n\nScenario: {as_text(mcq['Scenario'])}\n"
+        f"Question: {as_text(mcq['Question'])}\nOptions:\n{lettered(options)}\n\n"
+        f"Think it through step by step as {name}, then give the letter inside <answer></answer>, e.g. "
+        "<answer>A</answer>."
     )
-    return user_prompt(_PERSONA_SYSTEM, body)
+    return chat("", user)
 
 
 def lifechoices_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    mcq = _json_field(require(info, row, "Multiple Choice Question"), row, "Multiple Choice Question")
-    gold = str(mcq.get("Correct Answer", "")).strip()[:1].upper()
-    if gold not in "ABCD" or not gold:
-        raise RowError(f"{row_name(row)}: 'Correct Answer' must start with A-D, got {mcq.get('Correct Answer')!r}")
-    return Scored(letter_reward(answer, gold))
+    """Gold: the first character of ``Correct Answer`` (``"B"`` or ``"B. text"``)."""
+    mcq = lifechoices_mcq(info, row)
+    gold = as_text(mcq.get("Correct Answer"))
+    return letter_score(answer, as_letter(gold[:1], row, f"{_MCQ}.Correct Answer", ABCD))
 
 
 # -- Mistakes ------------------------------------------------------------------------------------
 
+_MISTAKES_SYSTEM = (
+    "You are simulating a K-12 student who holds the misconception described by the user. Answer the way that "
+    "student would, not with the correct answer. Think briefly from the student's point of view, then give the "
+    "letter of your choice inside <answer></answer>, e.g. <answer>B</answer>. If no option matches the student's "
+    "thinking exactly, pick the closest one."
+)
 
-def _get(info: Mapping[str, Any], row: Mapping[str, Any], name: str) -> Any:
-    return require(info, row, name, name.lower())
+
+def mistakes_options(info: Mapping[str, Any]) -> dict[str, str]:
+    """``{letter: text}`` from ``AnswerAText`` … ``AnswerDText`` (no aliases); empty options are left out."""
+    return {x: as_text(info.get(f"Answer{x}Text")) for x in ABCD if as_text(info.get(f"Answer{x}Text"))}
+
+
+def mistakes_target(info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """``TargetOption`` | ``target_option``: one letter A-D that names a non-empty option."""
+    target = as_letter(required(info, row, "TargetOption", "target_option"), row, "TargetOption", ABCD)
+    if target not in mistakes_options(info):
+        raise row_error(row, "TargetOption", f"names option {target}, whose Answer{target}Text is empty")
+    return target
 
 
 def mistakes_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    options = [_get(info, row, f"Answer{x}Text") for x in "ABCD"]
-    body = (
-        f"You are a K-12 student who holds this misconception: {_get(info, row, 'MisconceptionName')}.\n"
-        f"Question: {_get(info, row, 'QuestionText')}\n{_options(options)}\nAnswer as this student would."
+    question = as_text(required(info, row, "QuestionText", "question"))
+    misconception = as_text(first_of(info, "MisconceptionName", "misconception_text", default=""))
+    choices = "\n".join(f"{x}) {text}" for x, text in mistakes_options(info).items())
+    user = (
+        f"Math Problem:\nQuestion: {question}\n\nAnswer Choices:\n{choices}\n\nStudent Misconception: {misconception}"
     )
-    return user_prompt(_PERSONA_SYSTEM, body)
+    return chat(_MISTAKES_SYSTEM, user)
 
 
 def mistakes_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    return Scored(letter_reward(answer, str(_get(info, row, "TargetOption"))))
+    return letter_score(answer, mistakes_target(info, row))
 
 
 # -- TwinVoice -----------------------------------------------------------------------------------
 
 
+def twinvoice_choices(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+    choices = as_json_list(required(info, row, "answer_choices", "choices"), row, "answer_choices")
+    if not 2 <= len(choices) <= 4:
+        raise row_error(row, "answer_choices", f"must hold 2-4 replies (A-D), got {len(choices)}")
+    return [as_text(c) for c in choices]
+
+
 def twinvoice_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    history = parse_list(require(info, row, "conversation_history", "history"), row, "conversation_history")
-    choices = parse_list(require(info, row, "answer_choices", "choices"), row, "answer_choices")
-    body = (
-        "Posts this person wrote before:\n"
-        + "\n".join(f"- {h}" for h in history)
-        + f"\n\nThey are replying to: {require(info, row, 'anchor_post')}\n{_options(choices)}\n"
-        "Which reply would this person write?"
+    history = as_json_list(first_of(info, "conversation_history", "history", default=[]), row, "conversation_history")
+    choices = twinvoice_choices(info, row)
+    user = (
+        "Here is what this person wrote before:\n"
+        + ("\n".join(f"- {item}" for item in history) or "(nothing)")
+        + f"\n\nThey are now replying to this post:\n{as_text(info.get('anchor_post'))}\n\n"
+        f"Candidate replies:\n{lettered(choices)}\n\nWhich reply would this person write? Explain briefly inside "
+        "<reasoning></reasoning>, then give the letter inside <answer></answer>, e.g. <answer>A</answer>."
     )
-    return user_prompt(_PERSONA_SYSTEM, body)
+    return chat("", user)
+
+
+def twinvoice_gold(info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """``"ABCD"[answer_idx]``; ``-1`` or an index past the choices is a row error (never wrapped)."""
+    n = len(twinvoice_choices(info, row))
+    return ABCD[as_index(required(info, row, "answer_idx"), row, "answer_idx", n)]
 
 
 def twinvoice_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    return Scored(letter_reward(answer, "ABCD"[int(require(info, row, "answer_idx"))]))
+    return letter_score(answer, twinvoice_gold(info, row))
 
 
 # -- Social-R1 -----------------------------------------------------------------------------------
 
+_SOCIAL_SYSTEM = (
+    "You answer multiple-choice questions about social situations and what people think and feel. Think briefly, "
+    "then give the letter of your choice inside <answer></answer>, e.g. <answer>A</answer>."
+)
+_LEADING_LETTER = re.compile(r"^\s*([A-Za-z])\s*[.)]")
+
+
+def social_r1_gold(info: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """``answer_letter``, else the leading ``X.``/``X)`` of ``answer_text``, else its first character."""
+    letter = first_of(info, "answer_letter")
+    if letter is not None:
+        return as_letter(letter, row, "answer_letter", LETTERS)
+    text = as_text(required(info, row, "answer_letter", "answer_text"))
+    lead = _LEADING_LETTER.match(text)
+    return as_letter(lead.group(1) if lead else text[:1], row, "answer_text", LETTERS)
+
 
 def social_r1_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    text = info.get("prompt_text")
-    if not text and info.get("conversations"):
-        text = info["conversations"][0]["messages"][0]["content"]
-    text = text or info.get("prompt")
-    if not text:
-        raise RowError(f"{row_name(row)}: extra_info needs 'prompt_text' (or conversations / prompt)")
-    return user_prompt(_PERSONA_SYSTEM, str(text))
+    return chat(_SOCIAL_SYSTEM, conversation_prompt(info, row, "prompt"))
 
 
 def social_r1_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    gold = info.get("answer_letter") or str(require(info, row, "answer_letter", "answer_text")).strip()[:1]
-    return Scored(letter_reward(answer, str(gold), "ABCDEFGH"))
+    return letter_score(answer, social_r1_gold(info, row), LETTERS)
 
 
 # -- BehaviorChain -------------------------------------------------------------------------------
 
 
-def _chain(info: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-    raw = _json_field(require(info, row, "raw"), row, "raw")
-    if not isinstance(raw, dict):
-        raise RowError(f"{row_name(row)}: extra_info.raw must be a JSON object")
-    return raw
+def behavior_chain_raw(info: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything lives in the JSON string ``extra_info.raw`` (a mapping is accepted too, S52)."""
+    return as_mapping(required(info, row, "raw"), row, "raw")
+
+
+def chain_history(raw: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """``history_truncated`` (chapters or strings, blank-line separated), else ``history_text``, else ``(none)``."""
+    chapters = first_of(raw, "history_truncated")
+    if chapters is not None:
+        parts = []
+        for item in as_list(chapters, row, "raw.history_truncated"):
+            if isinstance(item, Mapping):
+                parts.append(f"{as_text(item.get('chapter_num'))}\n{as_text(item.get('chapter_content'))}".strip())
+            else:
+                parts.append(as_text(item))
+        return "\n\n".join(p for p in parts if p) or "(none)"
+    return as_text(first_of(raw, "history_text", default="(none)"))
+
+
+def chain_prior(raw: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """``prior_chain`` as ``Step i:`` blocks (from 0, as in the reference), else its text, else ``(none)``."""
+    steps = first_of(raw, "prior_chain")
+    if steps is not None:
+        blocks = []
+        for i, step in enumerate(as_list(steps, row, "raw.prior_chain")):
+            step = step if isinstance(step, Mapping) else {"behavior": step}
+            blocks.append(
+                f"Step {i}:\nContext: {as_text(step.get('context'))}\nBehavior: {as_text(step.get('behavior'))}"
+            )
+        return "\n\n".join(blocks) or "(none)"
+    return as_text(first_of(raw, "prior_chain_text", default="(none)"))
+
+
+def chain_options(raw: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, str]:
+    """``options_dict`` {A-D} (missing letters empty), else ``options`` zipped with ABCD."""
+    given = first_of(raw, "options_dict")
+    if given is not None:
+        given = as_mapping(given, row, "raw.options_dict")
+        return {x: as_text(given.get(x)) for x in ABCD}
+    listed = first_of(raw, "options")
+    if listed is None:
+        raise row_error(row, "raw.options_dict or extra_info.raw.options", "is required")
+    return dict(zip(ABCD, (as_text(o) for o in as_list(listed, row, "raw.options"))))
+
+
+def behavior_chain_gold(raw: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    return as_letter(raw.get("right_option_letter"), row, "raw.right_option_letter", ABCD)
 
 
 def behavior_chain_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    raw = _chain(info, row)
-    history = raw.get("history_text") or "\n".join(
-        c.get("chapter_content", "") for c in raw.get("history_truncated", [])
+    raw = behavior_chain_raw(info, row)
+    persona = as_text(first_of(raw, "persona_name", default="the persona"))
+    options = "\n".join(f"{x}. {text}" for x, text in chain_options(raw, row).items())
+    user = (
+        f"Profile:\n{as_text(first_of(raw, 'profile_text', 'profile', default='(none)'))}\n\n"
+        f"Historical narrative:\n{chain_history(raw, row)}\n\nPrior behaviour chain:\n{chain_prior(raw, row)}\n\n"
+        f"Current context:\n{as_text(raw.get('current_context'))}\n\nWhich behaviour will {persona} show next?\n"
+        f"{options}\n\nThink step by step, then give the letter inside <answer></answer>, e.g. <answer>A</answer>."
     )
-    prior = raw.get("prior_chain_text") or "\n".join(
-        f"Context: {p.get('context')}\nBehaviour: {p.get('behavior')}" for p in raw.get("prior_chain", [])
-    )
-    options = raw.get("options_dict") or dict(zip("ABCD", raw.get("options") or []))
-    body = (
-        f"You are {raw.get('persona_name', 'the character')}.\nProfile: {raw.get('profile_text', '')}\n"
-        f"Story so far:\n{history}\n\nWhat you did before:\n{prior}\n\nNow: {raw.get('current_context', '')}\n"
-        + "\n".join(f"{k}. {v}" for k, v in options.items())
-        + "\nWhat do you do next?"
-    )
-    return user_prompt(_PERSONA_SYSTEM, body)
+    return chat("", user)
 
 
 def behavior_chain_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    gold = _chain(info, row).get("right_option_letter")
-    if not gold:
-        raise RowError(f"{row_name(row)}: extra_info.raw needs 'right_option_letter'")
-    return Scored(letter_reward(answer, str(gold)))
+    return letter_score(answer, behavior_chain_gold(behavior_chain_raw(info, row), row))
 
 
-# -- AlignX --------------------------------------------------------------------------------------
-
-
-def alignx_chosen_is_a(index: int) -> bool:
-    """Deterministic A/B assignment per row (defeats position bias): ``Random(index).random() < 0.5``."""
-    return random.Random(index).random() < 0.5
-
-
-def alignx_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    chosen, rejected = require(info, row, "chosen"), require(info, row, "rejected")
-    a, b = (chosen, rejected) if alignx_chosen_is_a(int(info.get("index", 0))) else (rejected, chosen)
-    parts = [f"About this user: {info.get('demographic') or info.get('profile') or 'unknown'}"]
-    for pair in list(info.get("icl_pairs") or [])[: int(info.get("n_icl", 2))]:
-        parts.append(f"They once preferred, for '{pair['prompt']}': '{pair['chosen']}' over '{pair['rejected']}'.")
-    for post in list(info.get("ugc") or [])[: int(info.get("n_ugc", 2))]:
-        parts.append(f"They commented on '{post['prompt']}': '{post['comment']}'.")
-    parts.append(f"Prompt: {require(info, row, 'raw_prompt')}\nA. {a}\nB. {b}\nWhich response does this user prefer?")
-    return user_prompt(_PERSONA_SYSTEM, "\n".join(parts))
-
-
-def alignx_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    gold = "A" if alignx_chosen_is_a(int(info.get("index", 0))) else "B"
-    return Scored(letter_reward(answer, gold, "AB"))
-
-
-# -- SocSci210 -----------------------------------------------------------------------------------
-
-_INT = re.compile(r"^[-+]?\d+$")
-
-
-def socsci210_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    text = str(require(info, row, "prompt_text")).replace("Only return", "Think step by step, and answer")
-    return user_prompt(_PERSONA_SYSTEM, text)
-
-
-def socsci210_reward(pred: str | None, gold: float, kind: str, r_min: float, r_max: float) -> float:
-    """Ordinal: ``1 − |clamp(pred) − gold| / span`` (clamped to [0, 1]); binary/categorical or span ≤ 0: exact."""
-    if pred is None:
-        return 0.0
-    text = pred.strip().lower()
-    if kind == "binary" and text in ("yes", "no"):
-        value = 1.0 if text == "yes" else 0.0
-    elif _INT.match(text):
-        value = float(int(text))
-    else:
-        return 0.0
-    span = r_max - r_min
-    if kind != "ordinal" or span <= 0:
-        return float(value == gold)
-    value = min(max(value, r_min), r_max)
-    return min(1.0, max(0.0, 1.0 - abs(value - gold) / span))
-
-
-def socsci210_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    kind = str(info.get("response_type", "ordinal"))
-    r_max_default = 1.0 if kind == "binary" else 7.0
-    gold = float(require(info, row, "response"))
-    r_min = float(info.get("r_min", 0.0) if info.get("r_min") is not None else 0.0)
-    r_max = float(info.get("r_max") if info.get("r_max") is not None else r_max_default)
-    return Scored(socsci210_reward(answer, gold, kind, r_min, r_max))
-
-
-# -- HumanLLM ------------------------------------------------------------------------------------
-
-_RANKING = re.compile(r"^[A-T](,[A-T]){4}$")
-
-
-def humanllm_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
-    candidates = parse_list(require(info, row, "candidates"), row, "candidates")
-    if len(candidates) != 20:
-        raise RowError(f"{row_name(row)}: extra_info.candidates must hold 20 items, got {len(candidates)}")
-    body = (
-        f"{require(info, row, 'prompt_text')}\n{_options(candidates, option_letters(20))}\n"
-        "Rank the five items this person is most likely to choose, most likely first, as five distinct letters "
-        "separated by commas without spaces, e.g. <answer>C,A,T,E,K</answer>."
-    )
-    return user_prompt(_PERSONA_SYSTEM, body)
-
-
-def humanllm_reward(answer: str | None, gold: str) -> tuple[float, float, float]:
-    """``(1/rank of gold in the top 5 or 0, hit@5, top-1)``; any format violation scores 0."""
-    if answer is None or not _RANKING.match(answer.strip()):
-        return 0.0, 0.0, 0.0
-    letters = answer.strip().split(",")
-    if len(set(letters)) != 5:
-        return 0.0, 0.0, 0.0
-    if gold not in letters:
-        return 0.0, 0.0, 0.0
-    rank = letters.index(gold) + 1
-    return 1.0 / rank, 1.0, float(rank == 1)
-
-
-def humanllm_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
-    gold = info.get("answer_letter") or option_letters(20)[int(require(info, row, "answer_index"))]
-    reward, hit5, top1 = humanllm_reward(answer, str(gold).strip().upper())
-    return Scored(reward, {"hit@5": hit5, "top1": top1})
+# -- factories -----------------------------------------------------------------------------------
 
 
 def lifechoices(data_source: str) -> SingleTurnTask:

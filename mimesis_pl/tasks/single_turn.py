@@ -2,7 +2,9 @@
 
 Used by the theory-of-mind and persona/prediction families. Thinking is always on
 (the reference forces it for every family but BehaviorChain; we apply one policy, docs/decisions.md S8) and the
-answer is extracted from the strictly split public part, never from the reasoning.
+answer is extracted from the cleaned reply as the reference cleans it (:func:`clean_response`): the strictly
+split public part, never the reasoning; a reply with no think tag at all is read whole (scored in evaluation,
+zeroed in training by the format gate); a malformed tagged reply scores 0.
 """
 
 from __future__ import annotations
@@ -14,12 +16,7 @@ from typing import Any
 from .answers import extract_answer
 from .base import RowError, TaskContext, TaskResult, extra_info, row_name
 from .conversation import BudgetExhausted, PolicyConversation
-from .think_format import check_think_format, gated_reward, split_think_strict
-
-ANSWER_FORMAT = (
-    "Think it through privately first, then give only your final answer inside <answer></answer> tags, "
-    "for example <answer>B</answer>."
-)
+from .think_format import check_think_format, clean_response, gated_reward
 
 
 @dataclass(frozen=True)
@@ -46,9 +43,18 @@ class SingleTurnTask:
         self.score = score
         self.prefix = prefix or data_source
 
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+    def parse(self, row: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """``(extra_info, prompt messages)`` of a row; a :class:`RowError` naming file, row and field otherwise.
+
+        Everything the score reads (the gold, its options) is checked here too, before any generation.
+        """
         info = extra_info(row)
         messages = self.prompt(info, row)
+        self.score(None, info, row)
+        return info, messages
+
+    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+        info, messages = self.parse(row)
         conv = PolicyConversation(ctx.policy, messages, enable_think=True, sample=f"{row_name(row)} {gen_uid}")
         try:
             turn = await conv.step()
@@ -56,8 +62,7 @@ class SingleTurnTask:
             raise RowError(
                 f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to answer"
             ) from None
-        _, public = split_think_strict(turn.text)
-        scored = self.score(extract_answer(public), info, row)
+        scored = self.score(extract_answer(clean_response(turn.text, True)), info, row)
         fmt = check_think_format(conv.turns, True, ctx.policy.count_tokens, ctx.min_think_tokens)
         reward = gated_reward(scored.reward, fmt, is_train=ctx.is_train)
         metrics = {
@@ -88,6 +93,6 @@ class SingleTurnTask:
         )
 
 
-def user_prompt(system: str, body: str) -> list[dict[str, str]]:
-    """A system instruction and one user message that ends with the answer-format instruction."""
-    return [{"role": "system", "content": system}, {"role": "user", "content": f"{body.strip()}\n\n{ANSWER_FORMAT}"}]
+def chat(system: str, user: str) -> list[dict[str, str]]:
+    """A system message (``""`` where the reference sends an empty one) and one user message."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user.strip()}]

@@ -2,8 +2,9 @@
 
 A trained simulator turn must carry ``<think>reasoning</think>answer`` with at least
 ``min_think_tokens`` reasoning tokens and must have ended on its own (not cut by the length cap);
-on thinking-off rows a turn must not open a think block. A failing row keeps its score for
-evaluation, but its training reward is zeroed (:func:`gated_reward`).
+on thinking-off rows a turn must not open a think block (logged as ``all/format_correct``). With thinking
+on, a failing row keeps its score for evaluation, but its training reward is zeroed (:func:`gated_reward`);
+with thinking off the gate never fires, as in the reference.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..chat.think import opens_with_think, split_think
+from ..chat.think import has_think_tag, opens_with_think, remove_think, split_think
 
 
 def split_think_strict(text: str) -> tuple[str | None, str]:
@@ -33,10 +34,11 @@ class GeneratedTurn:
 
 @dataclass(frozen=True)
 class FormatCheck:
-    """Result of :func:`check_think_format`: ``correct`` over all turns, mean reasoning tokens."""
+    """Result of :func:`check_think_format`: ``correct`` over all turns, mean reasoning tokens, thinking on/off."""
 
     correct: bool
     think_tokens: float
+    thinking: bool = True  # the gate only fires on rollouts that ran with thinking on
 
 
 def check_think_format(
@@ -53,7 +55,7 @@ def check_think_format(
     A rollout with no generated turn is not format-correct.
     """
     if not turns:
-        return FormatCheck(False, 0.0)
+        return FormatCheck(False, 0.0, enable_think)
     correct = True
     lengths: list[int] = []
     for turn in turns:
@@ -69,12 +71,24 @@ def check_think_format(
         lengths.append(n)
         if turn.truncated or n < min_think_tokens:
             correct = False
-    return FormatCheck(correct, sum(lengths) / len(lengths) if lengths else 0.0)
+    return FormatCheck(correct, sum(lengths) / len(lengths) if lengths else 0.0, enable_think)
 
 
 def gated_reward(reward: float, check: FormatCheck, *, is_train: bool) -> float:
-    """The training reward: zero when the format is wrong; evaluation keeps the score."""
-    return 0.0 if is_train and not check.correct else reward
+    """The training reward: zero when thinking was on and the format is wrong; evaluation keeps the score."""
+    return 0.0 if is_train and check.thinking and not check.correct else reward
+
+
+def clean_response(text: str, enable_think: bool) -> str:
+    """The reference's cleaning of a single-turn answer: the text the ``<answer>`` is read from.
+
+    Thinking off: the lenient split's public part. Thinking on: the strict split's answer; a reply with no
+    think tag at all is read whole (the reference's fallback, so an untagged answer is scored — the gate
+    still zeroes its training reward); a tag of the wrong shape gives ``""``.
+    """
+    if not enable_think or not has_think_tag(text):
+        return remove_think(text)
+    return split_think_strict(text)[1]
 
 
 def public_text(text: str, enable_think: bool) -> str:

@@ -6,9 +6,8 @@ import pytest
 
 from mimesis_pl.tasks import UnknownTaskError, get_task, known_data_sources
 from mimesis_pl.tasks.answers import (
+    bare_letter,
     extract_answer,
-    letter_reward,
-    parse_letter,
     token_f1,
 )
 from mimesis_pl.tasks.registry import ROUTES
@@ -62,6 +61,14 @@ def test_gate_with_thinking_off_rejects_an_opened_think_block():
     assert check_think_format([GeneratedTurn("cut sho", True)], False, words).correct  # only the opener is checked
 
 
+def test_with_thinking_off_the_format_is_logged_but_the_gate_never_fires():
+    opened = check_think_format([GeneratedTurn("<think>x</think>hi", False)], False, words)
+    assert not opened.correct  # logged as all/format_correct 0 ...
+    assert gated_reward(0.8, opened, is_train=True) == 0.8  # ... but the reward stands, as in the reference
+    assert gated_reward(0.8, check_think_format([], False, words), is_train=True) == 0.8
+    assert gated_reward(0.8, check_think_format([], True, words), is_train=True) == 0.0
+
+
 def test_gate_zeroes_the_reward_in_training_only():
     bad, good = FormatCheck(False, 0.0), FormatCheck(True, 5.0)
     assert gated_reward(0.8, bad, is_train=True) == 0.0
@@ -77,13 +84,15 @@ def test_public_text_never_carries_reasoning():
 
 def test_answer_extraction_is_strict():
     assert extract_answer("<answer> B </answer>") == "B"
-    assert extract_answer("<answer>A</answer> then <answer>C</answer>") == "C"
+    assert extract_answer("<answer>A</answer> then <answer>C</answer>") == "A"  # the first, as the reference
     assert extract_answer("the answer is B") is None
-    assert parse_letter("(b)") == "B" and parse_letter("b.") == "B" and parse_letter("E") is None
-    assert parse_letter("B because") is None
-    assert letter_reward("C", "C) the third") == 1.0 and letter_reward(None, "C") == 0.0
+    assert bare_letter(" b ") == "B" and bare_letter("(b)") is None and bare_letter("b.") is None  # the reference's
+    assert bare_letter("E") is None and bare_letter("B because") is None and bare_letter(None) is None
+    assert bare_letter("a", "AB", case_sensitive=True) is None and bare_letter("A", "AB", case_sensitive=True) == "A"
     # SQuAD F1: pred {red, box}, gold {box}: precision 1/2, recall 1 → 2/3
     assert token_f1("the red box", "a box") == pytest.approx(2 / 3)
+    assert token_f1("the-cat", "cat") == 1.0  # articles are removed before punctuation, as in the reference
+    assert token_f1("", "") == 0.0 and token_f1("The", "the") == 0.0  # nothing left to compare
 
 
 def test_unknown_data_source_lists_the_known_ones():

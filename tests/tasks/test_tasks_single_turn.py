@@ -9,11 +9,7 @@ from task_fixtures import make_context
 
 from mimesis_pl.tasks import get_task
 from mimesis_pl.tasks.base import RowError
-from mimesis_pl.tasks.persona import (
-    alignx_chosen_is_a,
-    humanllm_reward,
-    socsci210_reward,
-)
+from mimesis_pl.tasks.preference import humanllm_reward, socsci210_reward
 from mimesis_pl.tasks.runner import run_rows, step_metrics, validation_metrics
 from mimesis_pl.tasks.tom import (
     fantom_score,
@@ -65,10 +61,9 @@ def test_persona_scorers():
     assert socsci210_reward("3", 5, "ordinal", 0, 7) == pytest.approx(5 / 7)
     assert socsci210_reward("9", 5, "ordinal", 0, 7) == pytest.approx(1 - 2 / 7)
     assert socsci210_reward("yes", 1, "binary", 0, 1) == 1.0 and socsci210_reward("3.5", 3, "ordinal", 0, 7) == 0.0
-    assert humanllm_reward("C,D,A,E,F", "D") == (0.5, 1.0, 0.0)  # rank 2 → 1/2
-    assert humanllm_reward("C, D,A,E,F", "D") == (0.0, 0.0, 0.0)  # spaces break the format
-    assert humanllm_reward("D,D,A,E,F", "D") == (0.0, 0.0, 0.0)  # letters must be distinct
-    assert [alignx_chosen_is_a(i) for i in range(4)] == [alignx_chosen_is_a(i) for i in range(4)]
+    assert humanllm_reward("C,D,A,E,F", 3, 20) == (0.5, 1.0, 0.0)  # rank 2 → 1/2
+    assert humanllm_reward("C, D,A,E,F", 3, 20) == (0.0, 0.0, 0.0)  # spaces break the format
+    assert humanllm_reward("D,D,A,E,F", 3, 20) == (0.0, 0.0, 0.0)  # letters must be distinct
 
 
 def test_a_well_formed_answer_scores_and_passes_the_gate(tiny_tokenizer):
@@ -103,6 +98,33 @@ def test_the_answer_is_never_read_from_the_reasoning(tiny_tokenizer):
         get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply), group_id="g", gen_uid="0")
     )
     assert result.score == 0.0
+
+
+def test_an_answer_with_no_think_tag_is_read_whole_scored_in_eval_and_gated_in_training(tiny_tokenizer):
+    reply = "The pen never moved for Ava. <answer>A</answer>"  # no tag at all: the reference's fallback
+    evaluate = asyncio.run(
+        get_task("hitom").run(
+            ROW, make_context(tiny_tokenizer, lambda p, k: reply, is_train=False), group_id="g", gen_uid="0"
+        )
+    )
+    train = asyncio.run(
+        get_task("hitom").run(ROW, make_context(tiny_tokenizer, lambda p, k: reply), group_id="g", gen_uid="0")
+    )
+    assert (evaluate.score, evaluate.reward, evaluate.metrics["all/format_correct"]) == (1.0, 1.0, 0.0)
+    assert (train.score, train.reward) == (1.0, 0.0)  # an untagged answer fails the format gate
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<think>a</think><think>b</think><answer>A</answer>",  # two blocks
+        "x <think>a</think> <answer>A</answer>",  # text before the opener
+        "\nstill thinking <answer>A</answer> <think>",  # a stray opener
+    ],
+)
+def test_a_malformed_tagged_answer_scores_0_even_in_eval(tiny_tokenizer, reply):
+    ctx = make_context(tiny_tokenizer, lambda p, k: reply, is_train=False)
+    assert asyncio.run(get_task("hitom").run(ROW, ctx, group_id="g", gen_uid="0")).score == 0.0
 
 
 def test_one_bad_row_never_fails_the_batch(tiny_tokenizer):

@@ -31,49 +31,90 @@ def usersim(index, behavior, kwargs, name, subflow="return_size", flow="product_
         "scenario": scenario(name, "bronze", "5512038841", "paypal", flow, subflow, ["jeans"])}}
 
 
+# Single-turn families: the fields the reference's loops read (one split shows each accepted variant).
+PARATOMI_STORY = ["Liam entered the garage.", "The apple is in the crate.", "Liam exited the garage.",
+                  "Mia moved the apple to the basket."]
+HUMANLLM_ITEMS = [f"trail snack {i}" for i in range(20)]
+HUMANLLM_PROMPT = ("User: a weekend hiker who buys light gear. History 1: trail boots, History 2: wool socks; "
+                   "History 3: a paper map, "
+                   + " ".join(f"Candidate {i + 1}: {c}" for i, c in enumerate(HUMANLLM_ITEMS)))
+
+
+def twinvoice_lists(split: str) -> dict:
+    history, choices = ["lol this again", "nah not buying it"], ["Exciting news, can't wait!", "lol another one, nah",
+                                                                  "Please share the specs.", "I have preordered two."]
+    if split == "train":
+        return {"conversation_history": history, "answer_choices": choices}
+    return {"history": json.dumps(history), "choices": json.dumps(choices)}
+
+
+def social_r1_prompt(split: str) -> dict:
+    text = ("Sam forgot Jo's birthday and Jo said 'it's fine'. How does Jo feel?\n"
+            "A. delighted\nB. hurt\nC. indifferent\nD. grateful")
+    if split == "train":
+        return {"prompt_text": text}
+    return {"conversations": [{"messages": [{"role": "user", "content": text}]}]}
+
+
+def socsci210_prompt(split: str) -> dict:
+    text = "On a scale from 0 to 7, how much do you trust your neighbours? Only return the number, nothing else."
+    if split == "train":
+        return {"prompt_text": text}
+    return {"conversations": [{"messages": [{"role": "user", "content": text}]}]}
+
+
+def behavior_chain_raw(split: str) -> dict:
+    raw = {"profile_text": "A cautious baker.", "current_context": "A stranger offers to double her money.",
+           "persona_name": "Rosa", "right_option_letter": "B"}
+    if split == "train":
+        return {**raw, "history_text": "She lost her savings once.",
+                "prior_chain": [{"context": "A friend offers a risky deal.", "behavior": "She declines politely."}],
+                "options_dict": {"A": "Invests all", "B": "Declines", "C": "Invests half", "D": "Borrows money"}}
+    return {**raw, "history_truncated": [{"chapter_num": "Chapter 1", "chapter_content": "She lost her savings once."}],
+            "prior_chain_text": "She declined a risky deal from a friend.",
+            "options": ["Invests all", "Declines", "Invests half", "Borrows money"]}
+
+
 def rows(split: str) -> list[dict]:
     k = 0 if split == "train" else 100
     return [
         row("fantom", k + 1, context="Ann: I moved to Oslo.\nBen: Nice!\n(Cara joins)\nCara: Hi all.",
-            complete_question="Does Cara know that Ann moved to Oslo? Answer yes or no.",
-            question_type="tom:answerability:binary", correct_answer="no", wrong_answer="yes"),
-        row("fantom", k + 2, context="Ann: My dog is called Rex.\nBen: Cute.", question="What is the name of Ann's dog?",
-            question_type="fact", correct_answer="Rex"),
+            complete_question="Does Cara know that Ann moved to Oslo? Answer yes or no.", question="Does Cara know?",
+            question_type="tom:answerability:binary", correct_answer="no", wrong_answer="",
+            extra_info="Cara joined after the move was mentioned.", set_id="s1", part_id="p1", tom_type="first",
+            missed_info_accessibility="inaccessible"),
+        row("fantom", k + 2, context="Ann: My dog is called Rex.\nBen: Cute.",
+            question="What is the name of Ann's dog?", question_type="fact", correct_answer="Rex", set_id="s2",
+            part_id="p1"),
         row("hitom", k + 3, story="Ava and Ben entered the den. The pen is in the box. Ava exited the den. "
             "Ben moved the pen to the drawer.", question="Where does Ava think the pen is?",
-            choices="A. box, B. drawer", correct_answer="box", deception="False", story_length=1, question_order=1),
-        row("paratomi", k + 4, story=json.dumps(["Liam entered the garage.", "The apple is in the crate.",
-            "Liam exited the garage.", "Mia moved the apple to the basket."]),
+            choices="A. box, B. drawer", correct_answer="box", extra_info="", deception="False", story_length=1,
+            question_order=1),
+        row("paratomi", k + 4, story=PARATOMI_STORY if split == "train" else str(PARATOMI_STORY),
             question="Where will Liam look for the apple?", correct_answer="crate", cands="['crate', 'basket']",
             qType="first_order"),
         row("lifechoices", k + 5, character_name="Elizabeth Bennet", book="Pride and Prejudice",
             input_text="I value sincerity over fortune and I trust my own judgement.",
-            **{"Multiple Choice Question": {"Scenario": "A rich man you dislike proposes.", "Question": "What do you do?",
+            **{"Multiple Choice Question": {"Scenario": "A rich man you dislike proposes.",
+               "Question": "What do you do?",
                "Options": ["Accept at once", "Refuse him plainly", "Ask for a week", "Ask your mother"],
-               "Correct Answer": "B"}}),
+               "Correct Answer": "B" if split == "train" else "B. Refuse him plainly"}}),
         row("mistakes", k + 6, QuestionText="What is 1/2 + 1/3?", AnswerAText="2/5", AnswerBText="5/6",
             AnswerCText="1/6", AnswerDText="2/6", MisconceptionName="Adds numerators and denominators",
             TargetOption="A"),
-        row("twinvoice", k + 7, conversation_history=["lol this again", "nah not buying it"],
-            anchor_post="New phone launch tomorrow!", answer_choices=["Exciting news, can't wait!",
-            "lol another one, nah", "Please share the specs.", "I have preordered two."], answer_idx=1,
+        row("twinvoice", k + 7, **twinvoice_lists(split), anchor_post="New phone launch tomorrow!", answer_idx=1,
             dimension="style"),
-        row("social_r1", k + 8, prompt_text="Sam forgot Jo's birthday and Jo said 'it's fine'. How does Jo feel?\n"
-            "A. delighted\nB. hurt\nC. indifferent\nD. grateful", answer_letter="B"),
-        row("behavior_chain", k + 9, raw=json.dumps({
-            "profile_text": "A cautious baker.", "history_text": "She lost her savings once.",
-            "prior_chain": [{"context": "A friend offers a risky deal.", "behavior": "She declines politely."}],
-            "current_context": "A stranger offers to double her money.", "persona_name": "Rosa",
-            "options_dict": {"A": "Invests all", "B": "Declines", "C": "Invests half", "D": "Borrows money"},
-            "right_option_letter": "B"})),
+        row("social_r1", k + 8, **social_r1_prompt(split), answer_letter="B"),
+        row("behavior_chain", k + 9, raw=json.dumps(behavior_chain_raw(split))),
         row("alignx_demo", k + 10, raw_prompt="How should I start running?", chosen="Start with 10 minutes a day.",
-            rejected="Sign up for a marathon.", demographic="A 60-year-old beginner.", icl_pairs=[], ugc=[],
-            n_icl=2, n_ugc=2),
-        row("socsci210", k + 11, prompt_text="On a scale from 0 to 7, how much do you trust your neighbours? "
-            "Only return the number.", response=5, r_min=0, r_max=7, response_type="ordinal",
+            rejected="Sign up for a marathon.", demographic="A 60-year-old beginner.",
+            icl_pairs=[{"prompt": "Best shoes?", "chosen": "Whatever feels comfortable.",
+                        "rejected": "Carbon plates."}],
+            ugc=[{"prompt": "Rainy runs?", "comment": "I skip them."}], n_icl=2, n_ugc=2),
+        row("socsci210", k + 11, **socsci210_prompt(split), response=5, r_min=0, r_max=7, response_type="ordinal",
             study_id="s1", condition_id="c1", outcome_id="o1"),
-        row("humanllm", k + 12, prompt_text="Which snack will this hiker pick?",
-            candidates=[f"snack {i}" for i in range(20)], answer_index=3, answer_letter="D", answer_text="snack 3"),
+        row("humanllm", k + 12, prompt_text=HUMANLLM_PROMPT, candidates=HUMANLLM_ITEMS, answer_index=3,
+            answer_letter="D", answer_text=HUMANLLM_ITEMS[3], task="item_selection", split=split),
         usersim(k + 13, "fabricated_or_false_premise", {"field": "member_level", "true_value": "bronze",
                 "false_value": "gold"}, "dana lee"),
         usersim(k + 14, "", {}, "omar diaz"),
