@@ -75,10 +75,6 @@ def test_every_dialogue_family_row_runs_without_a_task_error(logged):
         assert logged[f"rollout/{key}/task_error_rate"] == [expected], key
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=f"reference-shaped rows of {', '.join(OTHERS)} are read by other slices of #23; remove at merge",
-)
 def test_every_mixture_row_runs_without_a_task_error(logged):
     failing = [key for key in OTHERS if logged[f"rollout/{key}/task_error_rate"] != [0.0]]
     assert failing == []

@@ -53,6 +53,10 @@ class SingleTurnTask:
         self.score(None, info, row)
         return info, messages
 
+    def parse_row(self, row: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """The set-up check of :func:`mimesis_pl.tasks.base.parse_row`: the same reading as :meth:`parse`."""
+        return self.parse(row)
+
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
         info, messages = self.parse(row)
         conv = PolicyConversation(ctx.policy, messages, enable_think=True, sample=f"{row_name(row)} {gen_uid}")
