@@ -18,6 +18,7 @@ from mimesis_pl.tasks.usersim_behavior.abcd import AbcdData
 from mimesis_pl.tasks.usersim_behavior.behaviors import (
     BEHAVIORS,
     TRACE_BEHAVIOURS,
+    Scene,
     get_behavior,
 )
 from mimesis_pl.tasks.usersim_behavior.prompts import BehaviorVerdict, ControlVerdict
@@ -59,10 +60,11 @@ def test_registry_and_rules():
     assert len(BEHAVIORS) == 13 and {b.name for b in BEHAVIORS.values() if b.needs_trace} == TRACE_BEHAVIOURS
     premise = get_behavior("fabricated_or_false_premise")
     kw = {"field": "member_level", "true_value": "bronze", "false_value": "gold"}
-    assert premise.check_rule([("user", "i am a gold member")], SCENARIO, kw) == 1.0
-    assert premise.check_rule([("user", "gold member, well bronze")], SCENARIO, kw) == 0.5
-    assert premise.check_rule([("user", "hi")], SCENARIO, kw) == 0.0
-    assert get_behavior("abrupt_intent_switching").check_rule([("user", "x")], SCENARIO, {}) is None
+    s = Scene(AbcdData.load(), "product_defect", "return_size", SCENARIO)
+    assert premise.check_rule([("user", "i am a gold member")], s, kw) == 1.0
+    assert premise.check_rule([("user", "gold member, well bronze")], s, kw) == 0.5
+    assert premise.check_rule([("user", "hi")], s, kw) == 0.0
+    assert get_behavior("abrupt_intent_switching").check_rule([("user", "x")], s, {}) is None
     with pytest.raises(KeyError, match="known behaviours"):
         get_behavior("nope")
 
@@ -218,13 +220,15 @@ def test_selfcheck_every_applicable_behaviour_derives_kwargs_renders_a_hint_and_
         ("user", "can you check it and also send a label? please hurry"),
     ]
     applicable = 0
+    scene = Scene(data, "product_defect", "return_size", SCENARIO)
     for behavior in BEHAVIORS.values():
-        if not behavior.applicable(data, "product_defect", "return_size", SCENARIO):
+        if not behavior.applicable(scene):
             continue
         applicable += 1
-        kwargs = behavior.kwargs(SCENARIO, random.Random(0))
+        kwargs = behavior.derive_kwargs(scene, random.Random(0))
         assert behavior.build_hint(**kwargs).strip(), behavior.name
-        rule = behavior.check_rule(public, SCENARIO, kwargs)
+        rule = behavior.check_rule(public, scene, kwargs)
         assert rule is None or 0.0 <= rule <= 1.0, behavior.name
     assert applicable == 13  # the stand-in's return_size has a hard limit and every field some behaviours need
-    assert not get_behavior("request_overloading").applicable(data, "product_defect", "no_such_subflow", SCENARIO)
+    nowhere = Scene(data, "product_defect", "no_such_subflow", SCENARIO)
+    assert not get_behavior("request_overloading").applicable(nowhere)

@@ -26,8 +26,8 @@ from ..think_format import (
     public_text,
     split_think_strict,
 )
-from .abcd import STANDIN_DIR, AbcdData, flatten_scenario
-from .behaviors import get_behavior
+from .abcd import STANDIN_DIR, AbcdData, AbcdError, flatten_scenario
+from .behaviors import Scene, get_behavior
 from .prompts import (
     CONNECTION_NOTICE,
     BehaviorVerdict,
@@ -86,9 +86,15 @@ class UsersimBehaviorTask:
             raise RowError(f"{row_name(row)}: {err.args[0]}") from None
         kwargs = dict(kw_list[0]) if behavior is not None and kw_list else {}
         data = self.abcd(ctx)
-        if not data.covered(flow, subflow):
-            raise RowError(f"{row_name(row)}: flow/subflow {flow}/{subflow} is not covered by the ABCD data")
-        goal = data.goal(flow, subflow)
+        try:
+            data.spec(flow, subflow)
+        except AbcdError as err:
+            raise RowError(f"{row_name(row)}: extra_info.flow/subflow {flow}/{subflow}: {err}") from None
+        scene = Scene(data, flow, subflow, scenario)
+        # the simulator's goal line comes from the scenario's own pair (empty without one); the support policy
+        # from the row's pair, as in the reference
+        goal_flow, goal_subflow = scenario.get("flow"), scenario.get("subflow")
+        goal = data.goal(str(goal_flow or ""), str(goal_subflow)) if goal_subflow else ""
         values = flatten_scenario(scenario)
         procedure = Procedure(
             support_prompt(data.render_policy(flow, subflow)),
@@ -167,7 +173,7 @@ class UsersimBehaviorTask:
                 )
                 verdict = await ctx.judge.judge(request, BehaviorVerdict)
                 try:
-                    rule = behavior.check_rule(generated, scenario, kwargs)
+                    rule = behavior.check_rule(generated, scene, kwargs)
                 except Exception as err:  # noqa: BLE001 -- a diagnostic only; its failure must not cost the row
                     log.warning("%s: rule of %s failed: %s", row_name(row), name, err)
         if malformed:
