@@ -127,6 +127,7 @@ def test_a_malformed_first_turn_is_reward_0_and_kept_in_its_group(tiny_tokenizer
     assert good.status == "ok" and good.score > 0
     val = validation_metrics([result, good])
     assert val["val-core/usersim-behavior/reward/mean@1"] == pytest.approx(good.score / 2)
+    assert val["val-core/all/score_v3"] == pytest.approx(good.score / 2)  # the headline counts it too
     assert val["val-aux/usersim-behavior/usersim_behavior/malformed_turn/mean@1"] == 0.5
     assert step_metrics([result, good])["rollout/no_turns_rate"] == 0.0
 
