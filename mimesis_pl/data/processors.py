@@ -1,51 +1,29 @@
 """Per-``data_source`` processors for role-swap SFT: which side of a conversation is trained.
 
 ``swap``: the human side becomes the trained ``assistant`` role and the AI side becomes ``user``
-context (the model learns to play the human). ``no_swap``: the assistant stays the target.
+context (the model learns to play the human). ``no_swap``: the assistant stays the target, and a
+conversation that does not open with a system message gains an empty one, as in the reference.
 ``fold_swap``: like ``swap`` but turns before the last ``keep_turns`` are folded into one context
 message (long psychology-experiment transcripts).
 
-Routing is an exact table (the reference's first-substring fallback depended on table order, its
-docs/decisions.md S16); aliases are listed explicitly. ``strip_system`` is honoured by every processor.
+Routing is the reference's: an exact key, else the first key of the table, in the reference's order,
+that is a substring of the ``data_source`` (so ``tom_from_coser_v2`` is swapped by ``coser``);
+``fallback="exact"`` turns the substring step off (docs/decisions.md S16, S63). ``strip_system`` is
+honoured by every processor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
+
+from ..checks import check_choice
 
 Messages = list[dict[str, Any]]
+Fallback = Literal["substring", "exact"]
 
 _SWAP = {"assistant": "user", "user": "assistant"}
 
-_SWAP_SOURCES = (
-    "wildchat",
-    "wildchat_v1",
-    "lmsys",
-    "oasst1",
-    "oasst2",
-    "prism",
-    "alignx",
-    "nectar",
-    "hh_rlhf",
-    "education_dialogue",
-    "mathdial",
-    "studychat",
-    "coser",
-    "dialogue",
-    "dailydialog",
-    "cornell_movie",
-    "empathetic",
-    "humanual",
-    "humanual_book",
-    "humanual_chat",
-    "humanual_email",
-    "humanual_news",
-    "humanual_opinion",
-    "humanual_politics",
-    "experiment",
-    "socsci210",
-)
 _CONVOKIT = (
     "IDEA-NTHU-unintended-offense-tweets",
     "casino-corpus",
@@ -70,8 +48,8 @@ _CONVOKIT = (
     "wikiconv-2018",
     "winning-args-corpus",
 )
-_NO_SWAP_SOURCES = (
-    "human_llm",
+_HUMANUAL = ("humanual", *(f"humanual_{k}" for k in ("book", "chat", "email", "news", "opinion", "politics")))
+_TOM_SOC = (
     "tom_from_coser",
     "tom_socialiqa",
     "tom_mindgames",
@@ -86,22 +64,28 @@ _NO_SWAP_SOURCES = (
     "soc_persona_conflicts",
     "soc_cornell",
     "soc_sotopia_pi_bc",
-    "rm_r1_sft",
-    "tom_characterllm",
-    "tom_grimulkan",
-    "tom_tominli",
-    "sotopia",
-    "chat",
-    "step35_flash_sft",
 )
 
-#: The reference's routing, as an exact table (convokit corpora under both bare and ``convokit_`` names).
+#: The reference's routing table, in its insertion order (the order decides the substring fallback); the
+#: convokit corpora are listed under both bare and ``convokit_`` names.
 DEFAULT_ROUTING: dict[str, str] = {
-    **{s: "swap" for s in _SWAP_SOURCES},
-    **{s: "swap" for s in _CONVOKIT},
-    **{f"convokit_{s}": "swap" for s in _CONVOKIT},
+    "coser": "swap",
+    **dict.fromkeys(
+        ("wildchat", "wildchat_v1", "lmsys", "oasst1", "oasst2", "prism", "alignx", "nectar", "hh_rlhf"), "swap"
+    ),
+    **dict.fromkeys(("dialogue", "dailydialog", "cornell_movie", "empathetic"), "swap"),
+    **dict.fromkeys(_HUMANUAL, "swap"),
+    "experiment": "swap",
     "psych101": "fold_swap",
-    **{s: "no_swap" for s in _NO_SWAP_SOURCES},
+    "socsci210": "swap",
+    "human_llm": "no_swap",
+    **dict.fromkeys(_TOM_SOC, "no_swap"),
+    "rm_r1_sft": "no_swap",
+    **dict.fromkeys(("tom_characterllm", "tom_grimulkan", "tom_tominli"), "no_swap"),
+    **dict.fromkeys(("education_dialogue", "mathdial", "studychat"), "swap"),
+    **dict.fromkeys(_CONVOKIT, "swap"),
+    **{f"convokit_{s}": "swap" for s in _CONVOKIT},
+    **dict.fromkeys(("sotopia", "chat", "step35_flash_sft"), "no_swap"),
 }
 
 
@@ -117,9 +101,13 @@ def swap(messages: Messages, strip_system: bool = False) -> Messages:
     return out
 
 
+EMPTY_SYSTEM = {"role": "system", "content": ""}
+
+
 def no_swap(messages: Messages, strip_system: bool = False) -> Messages:
-    """Keep roles: the assistant is the target."""
-    return _strip(messages, strip_system)
+    """Keep roles: the assistant is the target; an empty system message leads when none does (as the reference)."""
+    out = _strip(messages, strip_system)
+    return out if out and out[0].get("role") == "system" else [dict(EMPTY_SYSTEM), *out]
 
 
 def fold_swap(messages: Messages, strip_system: bool = False, keep_turns: int = 20) -> Messages:
@@ -153,6 +141,8 @@ class ProcessorRouter:
         default_processor: used for unknown sources; ``None`` makes them an error.
         strip_system: drop system messages in every processor.
         fold_keep_turns: turns kept verbatim by ``fold_swap``.
+        fallback: ``substring`` (the reference): a source with no exact entry takes the processor of the first
+            table key it contains; ``exact``: only exact entries (then ``default_processor``).
     """
 
     def __init__(
@@ -162,7 +152,9 @@ class ProcessorRouter:
         strip_system: bool = False,
         fold_keep_turns: int = 20,
         replace_defaults: bool = False,
+        fallback: Fallback = "substring",
     ) -> None:
+        check_choice("fallback", fallback, ("substring", "exact"))
         table = {} if replace_defaults else dict(DEFAULT_ROUTING)
         table.update(routing or {})
         for source, name in table.items():
@@ -174,9 +166,14 @@ class ProcessorRouter:
         self.default_processor = default_processor
         self.strip_system = strip_system
         self.fold_keep_turns = fold_keep_turns
+        self.fallback = fallback
 
     def processor_name(self, data_source: str) -> str:
-        name = self.table.get(data_source, self.default_processor)
+        name = self.table.get(data_source)
+        if name is None and self.fallback == "substring":
+            name = next((self.table[key] for key in self.table if key in data_source), None)
+        if name is None:
+            name = self.default_processor
         if name is None:
             raise KeyError(
                 f"unknown data_source {data_source!r}: add it to `routing` or set `default_processor`; "

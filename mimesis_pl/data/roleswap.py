@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 
 from .chat_sft import BadSample, ChatSFTDataModule, Conversation
 from .mixture import ParquetRows, mixture_index, parse_file_specs
-from .processors import ProcessorRouter
+from .processors import Fallback, ProcessorRouter
 from .truncation import LengthLimits
 
 
@@ -21,12 +22,17 @@ class RoleSwapSFTDataModule(ChatSFTDataModule):
         val_files: optional specs for validation (then ``val_fraction`` is not used).
         routing: ``data_source → processor`` entries merged over the reference table
             (processors: ``swap``, ``no_swap``, ``fold_swap``).
-        default_processor: processor for unknown sources; ``None`` makes them a counted skip
+        routing_fallback: ``substring`` (the reference): a source with no exact entry takes the first table key
+            it contains; ``exact``: exact entries only (docs/decisions.md S63).
+        default_processor: processor for sources neither rule routes; ``None`` makes them a counted skip
             (or an error under ``on_bad_sample: raise``) that lists the known sources.
         strip_system: drop system messages (every processor honours it).
         fold_keep_turns: turns ``fold_swap`` keeps verbatim.
         max_samples: cap on the shuffled mixture (``None`` = all).
-        **kwargs: see :class:`ChatSFTDataModule` (limits default to 16384 / 8192 / 24576, error).
+        limits: 16384 / 8192 / 24576, ``error``; unless ``limits.over_long`` says ``drop``, an over-long prompt
+            keeps its last and an over-long response its first tokens, as the reference (S63), and ``error``
+            then guards only ``max_length``.
+        **kwargs: see :class:`ChatSFTDataModule`.
     """
 
     def __init__(
@@ -35,16 +41,21 @@ class RoleSwapSFTDataModule(ChatSFTDataModule):
         val_files: list[str] | None = None,
         routing: dict[str, str] | None = None,
         default_processor: str | None = None,
+        routing_fallback: Fallback = "substring",
         strip_system: bool = False,
         fold_keep_turns: int = 20,
         max_samples: int | None = None,
         limits: LengthLimits = LengthLimits(16384, 8192, 24576, "error"),
         **kwargs: Any,
     ) -> None:
+        if limits.over_long is None:
+            limits = dataclasses.replace(limits, over_long="cut")
         super().__init__(limits=limits, **kwargs)
         self.files = list(files)
         self.val_files = list(val_files) if val_files else None
-        self.router = ProcessorRouter(routing, default_processor, strip_system, fold_keep_turns)
+        self.router = ProcessorRouter(
+            routing, default_processor, strip_system, fold_keep_turns, fallback=routing_fallback
+        )
         self.max_samples = max_samples
 
     def iter_conversations(self) -> Iterator[Conversation | BadSample]:

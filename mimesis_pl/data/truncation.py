@@ -9,6 +9,7 @@ from typing import Literal
 from ..checks import check_choice
 
 Truncation = Literal["error", "left", "right"]
+OverLong = Literal["cut", "drop"]
 
 
 class SampleTooLong(ValueError):
@@ -20,19 +21,26 @@ class LengthLimits:
     """Token limits of one SFT sample.
 
     The *prompt* is everything before the first trained token, the *response* everything from it on.
-    Under ``left`` and ``right`` an over-long prompt keeps its last ``max_prompt_length`` tokens (the
-    most recent context) and an over-long response keeps its first ``max_response_length`` tokens;
-    if the total is still over ``max_length``, ``left`` keeps the last and ``right`` the first
-    ``max_length`` tokens. Under ``error`` any violation raises :class:`SampleTooLong`.
+    An over-long prompt is cut to its last ``max_prompt_length`` tokens (the most recent context) and an
+    over-long response to its first ``max_response_length`` tokens under ``left`` and ``right``, and under
+    ``error`` too when ``over_long`` is ``cut`` (the reference's role-swap SFT: docs/decisions.md S63);
+    with ``over_long: drop`` and ``error`` such a sample raises :class:`SampleTooLong` (a counted skip).
+    If the total is then still over ``max_length``, ``left`` keeps the last and ``right`` the first
+    ``max_length`` tokens, and ``error`` raises.
+
+    ``over_long`` ``None`` leaves the choice to the stage: role-swap SFT cuts, the other stages drop.
     """
 
     max_prompt_length: int | None = 16384
     max_response_length: int | None = 8192
     max_length: int | None = 24576
     truncation: Truncation = "error"
+    over_long: OverLong | None = None
 
     def __post_init__(self) -> None:
         check_choice("truncation", self.truncation, ("error", "left", "right"))
+        if self.over_long is not None:
+            check_choice("over_long", self.over_long, ("cut", "drop"))
         for name in ("max_prompt_length", "max_response_length", "max_length"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -67,23 +75,30 @@ def apply_length_limits(
         violations.append(f"sample has {len(input_ids)} tokens > max_length={limits.max_length}")
     if not violations:
         return input_ids, loss_mask
-    if limits.truncation == "error":
+    if limits.truncation == "error" and limits.over_long != "cut":
         raise SampleTooLong(f"sample {sample}: " + "; ".join(violations) + " (set truncation: left|right to cut)")
 
+    cuts: Counter = Counter()
     if limits.max_prompt_length is not None and len(prompt_ids) > limits.max_prompt_length:
         cut = len(prompt_ids) - limits.max_prompt_length
         prompt_ids, prompt_mask = prompt_ids[cut:], prompt_mask[cut:]
-        stats.counts["prompt_truncated"] += 1
+        cuts["prompt_truncated"] += 1
     if limits.max_response_length is not None and len(response_ids) > limits.max_response_length:
         response_ids = response_ids[: limits.max_response_length]
         response_mask = response_mask[: limits.max_response_length]
-        stats.counts["response_truncated"] += 1
+        cuts["response_truncated"] += 1
     ids, mask = prompt_ids + response_ids, prompt_mask + response_mask
     if limits.max_length is not None and len(ids) > limits.max_length:
+        if limits.truncation == "error":
+            raise SampleTooLong(
+                f"sample {sample}: sample has {len(ids)} tokens > max_length={limits.max_length} after cutting "
+                "the prompt and the response (set truncation: left|right to cut)"
+            )
         if limits.truncation == "left":
             ids, mask = ids[-limits.max_length :], mask[-limits.max_length :]
         else:
             ids, mask = ids[: limits.max_length], mask[: limits.max_length]
-        stats.counts[f"total_truncated_{limits.truncation}"] += 1
-    stats.counts["samples_truncated"] += 1
+        cuts[f"total_truncated_{limits.truncation}"] += 1
+    cuts["samples_truncated"] += 1
+    stats.counts.update(cuts)  # a sample dropped above leaves the counts untouched
     return ids, mask

@@ -3,9 +3,9 @@
 One OpenAI-compatible client per role, each with its own endpoint and model (``RoleSettings``);
 every call goes through :class:`~mimesis_pl.llm.ChatCompletionsClient` (bounded retries with
 backoff, key from a named env var). A reply that is empty, or for the judge not a JSON object
-that validates against the verdict dataclass, is retried; after the last attempt the call returns
-``None`` and counts a failure — never a midpoint, never a silent 0. Callers mark such rows
-``judge_failed`` and keep them out of the advantage.
+that validates against the verdict dataclass (every score inside its asked range, S60), is
+retried; after the last attempt the call returns ``None`` and counts a failure — never a midpoint,
+never a silent 0. Callers mark such rows ``judge_failed`` and keep them out of the advantage.
 
 ``Scripted*`` clients are deterministic, offline stand-ins for tests and the tiny config; they see
 exactly what a served model would (they record every request for the leak tests).
@@ -90,44 +90,76 @@ class ChatModel(Protocol):
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def parse_verdict(text: str, schema: type[V]) -> V | None:
-    """A ``schema`` dataclass from a judge's JSON text, or ``None`` when it does not validate.
+#: The range of a verdict's float field unless its schema declares another in ``SCORE_RANGES``.
+UNIT_RANGE = (0.0, 1.0)
 
-    Every field of ``schema`` must be present; ``float`` fields take numbers (not booleans) and
+
+def score_range(schema: type, name: str) -> tuple[float, float]:
+    """``(lo, hi)`` the judge is asked for in field ``name``: ``schema.SCORE_RANGES[name]``, else [0, 1]."""
+    lo, hi = dict(getattr(schema, "SCORE_RANGES", {})).get(name, UNIT_RANGE)
+    return float(lo), float(hi)
+
+
+class VerdictInvalid(ValueError):
+    """A judge reply that does not hold the verdict asked for; the message says what is wrong."""
+
+
+def _kind(f: dataclasses.Field) -> str:
+    return f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+
+
+def read_verdict(text: str, schema: type[V]) -> V:
+    """A ``schema`` dataclass from a judge's JSON text; raises :class:`VerdictInvalid` naming the problem.
+
+    Every field of ``schema`` must be present; ``float`` fields take finite numbers (not booleans) inside
+    their :func:`score_range` (out of range is a judge failure, never clamped: docs/decisions.md S60) and
     ``bool`` fields take booleans (or the strings ``"true"``/``"false"``). Extra keys are ignored.
     """
     body = _FENCE.sub(r"\1", text.strip())
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, TypeError):
-        return None
+        raise VerdictInvalid("reply is not JSON") from None
     if not isinstance(data, dict):
-        return None
+        raise VerdictInvalid(f"reply is a JSON {type(data).__name__}, not an object")
     values: dict[str, Any] = {}
     for f in dataclasses.fields(schema):  # type: ignore[arg-type]
         if f.name not in data:
-            return None
+            raise VerdictInvalid(f"field {f.name!r} is missing")
         raw = data[f.name]
-        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        if kind == "bool":
+        if _kind(f) == "bool":
             if isinstance(raw, str) and raw.lower() in ("true", "false"):
                 raw = raw.lower() == "true"
             if not isinstance(raw, bool):
-                return None
-        elif kind == "float":
-            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or math.isnan(raw):
-                return None
+                raise VerdictInvalid(f"field {f.name!r} must be true/false, got {raw!r}")
+        elif _kind(f) == "float":
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+                raise VerdictInvalid(f"field {f.name!r} must be a finite number, got {raw!r}")
+            lo, hi = score_range(schema, f.name)
+            if not lo <= raw <= hi:
+                raise VerdictInvalid(f"field {f.name!r} = {raw!r} is outside the asked range [{lo:g}, {hi:g}]")
             raw = float(raw)
         values[f.name] = raw
     return schema(**values)
+
+
+def parse_verdict(text: str, schema: type[V]) -> V | None:
+    """:func:`read_verdict`, or ``None`` when the reply does not validate."""
+    try:
+        return read_verdict(text, schema)
+    except VerdictInvalid:
+        return None
 
 
 def schema_hint(schema: type) -> str:
     """A one-line JSON shape for the prompt: ``{"exhibit": <number 0-1>, "announced": <true|false>}``."""
     parts = []
     for f in dataclasses.fields(schema):
-        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-        parts.append(f'"{f.name}": ' + ("<true|false>" if kind == "bool" else "<number 0-1>"))
+        if _kind(f) == "bool":
+            parts.append(f'"{f.name}": <true|false>')
+        else:
+            lo, hi = score_range(schema, f.name)
+            parts.append(f'"{f.name}": <number {lo:g}-{hi:g}>')
     return "{" + ", ".join(parts) + "}"
 
 
@@ -217,10 +249,12 @@ class OpenAIChatModel:
 
     async def complete_json(self, messages: Messages, schema: type[V]) -> V | None:
         def read(text: str) -> V:
-            verdict = parse_verdict(text, schema)
-            if verdict is None:
-                raise RetryableError(f"{self.role}: reply does not validate as {schema.__name__}: {text[:120]!r}")
-            return verdict
+            try:
+                return read_verdict(text, schema)
+            except VerdictInvalid as err:
+                raise RetryableError(
+                    f"{self.role}: reply does not validate as {schema.__name__} ({err}): {text[:120]!r}"
+                ) from None
 
         return await self._call(self.body(messages, json_mode=True), read)
 
@@ -269,6 +303,7 @@ class ScriptedJudge:
     Float fields: ``naturalness`` = 1 when the customer's turns average ≤ 200 characters;
     ``on_task`` = share of goal words (> 3 letters) the customer mentions; every other float field
     (``exhibit``, ``placement``, ``cooperative``) = the share of customer turns longer than 3 words;
+    each such share ``u`` is answered on the field's scale as ``lo + u·(hi − lo)`` (:func:`score_range`);
     booleans (``announced``) are true when a customer turn says "behavior"/"pretend". A request fails
     (``None``, counted) when a hash of it falls under ``failure_rate``.
     """
@@ -294,11 +329,11 @@ class ScriptedJudge:
         substantive = sum(len(s.split()) > 3 for s in said) / n
         values: dict[str, Any] = {}
         for f in dataclasses.fields(schema):  # type: ignore[arg-type]
-            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-            if kind == "bool":
+            if _kind(f) == "bool":
                 values[f.name] = bool(re.search(r"\b(behaviou?r|pretend)", spoken))
-            else:
-                values[f.name] = features.get(f.name, substantive)
+            else:  # a unit feature placed on the field's scale, as a served judge must answer (S60)
+                lo, hi = score_range(schema, f.name)
+                values[f.name] = lo + features.get(f.name, substantive) * (hi - lo)
         return schema(**values)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, flag, require, row_name
 from .clients import JudgeRequest
@@ -34,6 +34,14 @@ _THOUGHT = re.compile(r"\[[^\]]*\]")
 class CoserVerdict:
     """The focal character's performance, each an integer 1–10."""
 
+    #: a score outside 1–10 is a judge failure, not clamped (docs/decisions.md S60)
+    SCORE_RANGES: ClassVar[dict[str, tuple[int, int]]] = {
+        "storyline_consistency": (1, 10),
+        "anthropomorphism": (1, 10),
+        "character_fidelity": (1, 10),
+        "storyline_quality": (1, 10),
+    }
+
     storyline_consistency: float
     anthropomorphism: float
     character_fidelity: float
@@ -41,7 +49,7 @@ class CoserVerdict:
 
 
 def coser_score(verdict: CoserVerdict) -> float:
-    dims = [(min(10.0, max(1.0, getattr(verdict, f.name))) - 1) / 9 for f in fields(verdict)]
+    dims = [(getattr(verdict, f.name) - 1) / 9 for f in fields(verdict)]
     return sum(dims) / len(dims)
 
 

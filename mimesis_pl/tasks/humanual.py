@@ -46,7 +46,9 @@ def length_factor(generated: str, reference: str) -> float:
 
 
 def humanual_score(verdict: HumanualVerdict, generated: str, reference: str, tagged: bool) -> float:
-    judge = sum(clamp01(getattr(verdict, f.name)) for f in fields(verdict)) / len(fields(verdict))
+    judge = sum(getattr(verdict, f.name) for f in fields(verdict)) / len(
+        fields(verdict)
+    )  # validated in [0, 1] (docs/decisions.md S60)
     return clamp01(judge * length_factor(generated, reference) * (1.0 if tagged else 0.5))
 
 

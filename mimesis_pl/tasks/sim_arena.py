@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import clamp01, finish, option, partner_reply, said, transcript_text
+from .dialogue import finish, option, partner_reply, said, transcript_text
 
 Kind = Literal["math", "doc"]
 _END = re.compile(r"\[?\s*terminate[\s_-]*conversation\s*\]?|<\|endconversation\|>", re.IGNORECASE)
@@ -35,6 +35,9 @@ _END = re.compile(r"\[?\s*terminate[\s_-]*conversation\s*\]?|<\|endconversation\
 @dataclass(frozen=True)
 class MathVerdict:
     """writing, interaction: Likert 1–5 vs the real student; fulfilment: share of target features met (0–1)."""
+
+    #: a score outside its scale is a judge failure, not clamped (docs/decisions.md S60)
+    SCORE_RANGES: ClassVar[dict[str, tuple[int, int]]] = {"writing": (1, 5), "interaction": (1, 5)}
 
     writing: float
     interaction: float
@@ -45,6 +48,8 @@ class MathVerdict:
 class DocVerdict:
     """document: 1–10 vs the target preferences; writing, interaction: Likert 1–5; the two feature shares 0–1."""
 
+    SCORE_RANGES: ClassVar[dict[str, tuple[int, int]]] = {"document": (1, 10), "writing": (1, 5), "interaction": (1, 5)}
+
     document: float
     writing: float
     interaction: float
@@ -52,7 +57,7 @@ class DocVerdict:
     interaction_features: float
 
 
-#: field → scale maximum (the value is divided by it, then clamped to [0, 1])
+#: field → scale maximum (the value, validated inside its range by the judge client, is divided by it)
 SCALES = {
     "writing": 5.0,
     "interaction": 5.0,
@@ -64,7 +69,7 @@ SCALES = {
 
 
 def arena_score(verdict: MathVerdict | DocVerdict) -> float:
-    terms = [clamp01(getattr(verdict, f.name) / SCALES[f.name]) for f in fields(verdict)]
+    terms = [getattr(verdict, f.name) / SCALES[f.name] for f in fields(verdict)]
     return sum(terms) / len(terms)
 
 

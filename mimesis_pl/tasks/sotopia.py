@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
@@ -45,6 +45,9 @@ DIMENSIONS: dict[str, tuple[int, int, float]] = {
 class SotopiaVerdict:
     """The simulated agent's episode on seven dimensions, each an integer in its range (:data:`DIMENSIONS`)."""
 
+    #: the asked ranges; a score outside is a judge failure, not clamped (docs/decisions.md S60)
+    SCORE_RANGES: ClassVar[dict[str, tuple[int, int]]] = {k: (lo, hi) for k, (lo, hi, _) in DIMENSIONS.items()}
+
     believability: float
     relationship: float
     knowledge: float
@@ -58,8 +61,7 @@ def sotopia_score(verdict: SotopiaVerdict) -> float:
     total = 0.0
     for f in fields(verdict):
         lo, hi, w = DIMENSIONS[f.name]
-        raw = min(hi, max(lo, getattr(verdict, f.name)))
-        total += w * (raw - lo) / (hi - lo)
+        total += w * (getattr(verdict, f.name) - lo) / (hi - lo)
     return total / sum(w for _, _, w in DIMENSIONS.values())
 
 

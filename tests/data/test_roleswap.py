@@ -3,7 +3,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mimesis_pl.chat import ChatRenderer
-from mimesis_pl.data import RoleSwapSFTDataModule
+from mimesis_pl.data import LengthLimits, RoleSwapSFTDataModule
 from mimesis_pl.data.processors import DEFAULT_ROUTING, ProcessorRouter, fold_swap, no_swap, swap
 
 S, E = "<|im_start|>", "<|im_end|>"
@@ -38,9 +38,42 @@ def test_no_swap_trains_the_assistant(tiny_tokenizer):
     assert trained_text(tiny_tokenizer, no_swap(CHAT)) == [f"ai says{E}"]
 
 
+def test_no_swap_adds_the_reference_empty_system_message(tiny_tokenizer):
+    """#23 item 4 (spec check 31): a no-swap row without a system message gains an empty one (S63)."""
+    bare = CHAT[1:]
+    out = no_swap(bare)
+    assert out[0] == {"role": "system", "content": ""} and out[1:] == bare
+    assert no_swap([])[0] == {"role": "system", "content": ""}
+    assert no_swap(CHAT) == CHAT  # a system message already first: unchanged
+    assert no_swap(CHAT, strip_system=True)[0] == {"role": "system", "content": ""}
+    rendered = ChatRenderer(tiny_tokenizer).render(out)  # the per-turn render equals the full render
+    assert tiny_tokenizer.decode(rendered.input_ids).startswith(f"{S}system\n{E}")
+    assert trained_text(tiny_tokenizer, out) == [f"ai says{E}"]
+
+
+def test_router_falls_back_to_the_first_substring_key_in_the_reference_order():
+    """#23 item 4: the reference's routing (exact key, else the first table key contained in the name) is the
+    default; the exact-only table stays an option (S63)."""
+    router = ProcessorRouter()
+    assert router.processor_name("tom_from_coser") == "no_swap"  # exact
+    assert router.processor_name("tom_from_coser_v2") == "swap"  # contains 'coser', the first key
+    assert router.processor_name("education_dialogue_x") == "swap"  # 'dialogue' precedes 'education_dialogue'
+    assert router.processor_name("humanual_chat_v2") == "swap"  # humanual* wins over 'chat'
+    assert router.processor_name("my_chat") == "no_swap" and router.processor_name("sotopia_x") == "no_swap"
+    assert router.processor_name("psych101_2024") == "fold_swap"
+    with pytest.raises(KeyError, match="unknown data_source 'mystery'"):
+        router.processor_name("mystery")
+    exact = ProcessorRouter(fallback="exact")
+    with pytest.raises(KeyError, match="unknown data_source 'tom_from_coser_v2'"):
+        exact.processor_name("tom_from_coser_v2")
+    with pytest.raises(ValueError, match="fallback must be"):
+        ProcessorRouter(fallback="fuzzy")
+
+
 def test_strip_system_is_honoured_everywhere():
-    for fn in (swap, no_swap, fold_swap):
-        assert all(m["role"] != "system" for m in fn(CHAT, strip_system=True))
+    for fn in (swap, no_swap, fold_swap):  # no_swap then leads with the reference's empty system message
+        assert all(m["role"] != "system" or m == {"role": "system", "content": ""} for m in fn(CHAT, strip_system=True))
+        assert all(m["content"] != "sys" for m in fn(CHAT, strip_system=True))
 
 
 def test_fold_keeps_roles_and_summarises_earlier_turns():
@@ -59,7 +92,7 @@ def test_router_exact_table_and_errors():
     assert router.processor_name("human_llm") == "no_swap"
     assert router.processor_name("convokit_casino-corpus") == "swap"
     with pytest.raises(KeyError, match="unknown data_source 'wildchat_extra'.*known sources"):
-        router.processor_name("wildchat_extra")  # no substring fallback
+        ProcessorRouter(fallback="exact").processor_name("wildchat_extra")  # no substring fallback
     assert ProcessorRouter(default_processor="no_swap").processor_name("anything") == "no_swap"
     assert ProcessorRouter(routing={"mine": "no_swap"}).processor_name("mine") == "no_swap"
     with pytest.raises(ValueError, match="unknown processor"):
@@ -130,3 +163,16 @@ def test_corrupt_parquet_file_is_named(tmp_path, tiny_model_path):
     dm = RoleSwapSFTDataModule(files=[str(broken)], tokenizer_path=str(tiny_model_path))
     with pytest.raises(ValueError, match=r"broken.parquet: not a readable parquet file"):
         dm.setup("fit")
+
+
+def test_an_over_long_row_is_cut_not_skipped(tmp_path, tiny_model_path):
+    """Spec check 32: the default role-swap limits keep the prompt's end and the response's start (S63)."""
+    long = [{"role": "user", "content": "human " * 50}, {"role": "assistant", "content": "ai " * 200}]
+    path = write(tmp_path, "long.parquet", [{"data_source": "wildchat", "messages": long}])
+    limits = LengthLimits(max_prompt_length=64, max_response_length=32, max_length=4096, truncation="error")
+    dm = RoleSwapSFTDataModule(files=[path], tokenizer_path=str(tiny_model_path), limits=limits)
+    dm.setup("fit")
+    assert dm.stats["train_samples"] == 1 and not any(k.startswith("skipped_") for k in dm.stats)
+    sample = dm.train_samples[0]
+    first = sample["loss_mask"].index(1)
+    assert first <= 64 and len(sample["input_ids"]) - first <= 32

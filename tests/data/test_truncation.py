@@ -39,3 +39,18 @@ def test_total_limit_policy(policy, want):
 def test_bad_policy():
     with pytest.raises(ValueError, match="truncation must be"):
         LengthLimits(truncation="middle")
+
+
+def test_cut_cuts_prompt_and_response_even_under_error_and_error_then_guards_only_the_total():
+    """#23 item 4: the reference always cuts an over-long prompt (keeps its end) and response (keeps its start);
+    ``truncation`` then only governs ``max_length``. We used to drop such a sample under ``error`` (S63)."""
+    stats = TruncationStats()
+    ids, mask = apply_length_limits(IDS, MASK, LengthLimits(2, 3, 100, "error", over_long="cut"), stats)
+    assert (ids, mask) == ([2, 3, 4, 5, 6], [0, 0, 1, 1, 0])
+    assert stats.counts == {"prompt_truncated": 1, "response_truncated": 1, "samples_truncated": 1}
+    with pytest.raises(SampleTooLong, match=r"sample has 5 tokens > max_length=4"):
+        apply_length_limits(IDS, MASK, LengthLimits(2, 3, 4, "error", over_long="cut"))
+    with pytest.raises(SampleTooLong, match="max_prompt_length=2"):  # dropping stays an option
+        apply_length_limits(IDS, MASK, LengthLimits(2, 3, 100, "error", over_long="drop"))
+    with pytest.raises(ValueError, match="over_long must be"):
+        LengthLimits(over_long="shrink")

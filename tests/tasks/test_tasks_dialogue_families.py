@@ -12,7 +12,7 @@ import pytest
 from task_fixtures import make_context
 
 from mimesis_pl.tasks import get_task
-from mimesis_pl.tasks.clients import ScriptedJudge
+from mimesis_pl.tasks.clients import ScriptedJudge, parse_verdict
 from mimesis_pl.tasks.coser import (
     CoserVerdict,
     coser_score,
@@ -79,7 +79,8 @@ def test_sotopia_score_is_the_weighted_normalised_mean():
         goal=10,
     )
     assert sotopia_score(mid) == pytest.approx((2 + 0.5 + 0.5 + 0.5) / 6)
-    assert sotopia_score(SotopiaVerdict(**{d: 99 for d in DIMENSIONS})) == 1.0  # out of range is clamped
+    # out of range is a judge failure, never clamped into a score (docs/decisions.md S60)
+    assert parse_verdict(json.dumps({d: 99 for d in DIMENSIONS}), SotopiaVerdict) is None
 
 
 def test_sotopia_actions_and_stop_rules():
@@ -95,7 +96,8 @@ def test_sotopia_actions_and_stop_rules():
 
 def test_coser_mapping_thoughts_and_next_speaker():
     assert coser_score(CoserVerdict(10, 10, 10, 10)) == 1.0
-    assert coser_score(CoserVerdict(1, 1, 0, -3)) == 0.0
+    assert coser_score(CoserVerdict(1, 1, 1, 1)) == 0.0
+    assert parse_verdict(json.dumps(dict(zip(CoserVerdict.SCORE_RANGES, (1, 1, 0, -3)))), CoserVerdict) is None
     assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)
     assert strip_thoughts("[I hate this] Fine. (sighs)") == "Fine. (sighs)"
     speakers = ["Nora", "Environment", "Ida"]

@@ -16,6 +16,7 @@ from mimesis_pl.tasks.clients import (
     OpenAIJudge,
     ScriptedJudge,
     parse_verdict,
+    schema_hint,
 )
 
 
@@ -126,3 +127,77 @@ def test_scripted_judge_is_deterministic_and_fails_at_its_rate():
     ok = next(v for v in verdicts if v is not None)
     assert ok == Verdict(exhibit=1.0, announced=False)
     assert json.dumps(judge.requests[0])  # requests are recorded for leak scans
+
+
+@dataclass
+class TenPoint:
+    SCORE_RANGES = {"quality": (1.0, 10.0)}
+
+    quality: float
+
+
+def test_a_score_outside_the_asked_range_is_a_judge_failure_not_clamped():
+    """#26 item 4: 1000 on 1–10 (or −1000) used to be read and then clamped to a valid reward (S1, S3, S60)."""
+    assert parse_verdict('{"quality": 7}', TenPoint) == TenPoint(7.0)
+    assert parse_verdict('{"quality": 1000}', TenPoint) is None
+    assert parse_verdict('{"quality": -1000}', TenPoint) is None
+    assert parse_verdict('{"quality": 0.5}', TenPoint) is None  # below the 1–10 scale
+    assert parse_verdict('{"exhibit": 1.5, "announced": false}', Verdict) is None  # undeclared floats are 0–1
+    assert parse_verdict('{"exhibit": Infinity, "announced": false}', Verdict) is None
+    assert schema_hint(TenPoint) == '{"quality": <number 1-10>}'
+
+
+def test_served_judge_retries_an_out_of_range_score_then_fails_counted():
+    async def run():
+        async with judge_server(['{"quality": 1000}']) as (url, seen):
+            judge = OpenAIJudge(settings(url, retries=1), "judge")
+            verdict = await judge.judge(JudgeRequest(messages=[{"role": "user", "content": "rate"}]), TenPoint)
+            await judge.aclose()
+            return verdict, len(seen), judge.failures
+
+    assert asyncio.run(run()) == (None, 2, 1)
+
+
+def test_scripted_judge_answers_inside_each_declared_range():
+    request = JudgeRequest(messages=[{"role": "user", "content": "x"}], transcript=[("CUSTOMER", "short")], goal="")
+    verdict = asyncio.run(ScriptedJudge().judge(request, TenPoint))
+    assert 1.0 <= verdict.quality <= 10.0
+
+
+def test_every_verdict_schema_of_the_tasks_declares_ranges_its_scorer_accepts():
+    """No scorer clamps a judge score any more: each family's verdict declares its scale, and the scripted judge's
+    answer at the top and bottom of every declared range scores inside [0, 1] (S60)."""
+    from dataclasses import fields
+
+    from mimesis_pl.tasks.clients import score_range
+    from mimesis_pl.tasks.coser import CoserVerdict, coser_score
+    from mimesis_pl.tasks.sim_arena import DocVerdict, MathVerdict, arena_score
+    from mimesis_pl.tasks.sotopia import SotopiaVerdict, sotopia_score
+    from mimesis_pl.tasks.usersim_behavior.prompts import BehaviorVerdict, ControlVerdict
+    from mimesis_pl.tasks.usersim_behavior.reward import behavior_reward, control_reward
+
+    for schema, score in [
+        (CoserVerdict, coser_score),
+        (SotopiaVerdict, sotopia_score),
+        (MathVerdict, arena_score),
+        (DocVerdict, arena_score),
+        (BehaviorVerdict, behavior_reward),
+        (ControlVerdict, control_reward),
+    ]:
+        for end in (0, 1):
+            values = {
+                f.name: (False if f.type in (bool, "bool") else score_range(schema, f.name)[end])
+                for f in fields(schema)
+            }
+            assert 0.0 <= score(schema(**values)) <= 1.0, (schema.__name__, end)
+        assert (
+            score(
+                schema(
+                    **{
+                        f.name: (False if f.type in (bool, "bool") else score_range(schema, f.name)[1])
+                        for f in fields(schema)
+                    }
+                )
+            )
+            == 1.0
+        ), schema.__name__

@@ -17,18 +17,28 @@ def row(data_source: str, index: int, **info) -> dict:
 
 
 def scenario(name, level, order_id, payment, flow, subflow, items, **extra):
-    personal = {"customer_name": name, "member_level": level, "username": name.split()[0][0] + name.split()[1] + "7",
-                "email": name.replace(" ", ".") + "@mail.test", "zip_code": "12345", **extra}
-    return json.dumps({"personal": personal, "order": {"order_id": order_id, "payment_method": payment,
-                       "packaging": "yes", "purchase_date": "2026-10-02"},
-                       "product": {"names": items}, "flow": flow, "subflow": subflow})
+    """An ABCD scenario as abcd_v1.1.json holds it (personal, order, product, flow, subflow), as a JSON string."""
+    first, last = name.split()
+    personal = {"customer_name": name, "email": f"{first[0]}{last}@email.com", "member_level": level,
+                "phone": "(977) 625-2661", "username": f"{first[0]}{last}730", "account_id": "AB12CD34",
+                "zip_code": "10950", **extra}
+    order = {"street_address": "6821 lincoln ave", "full_address": "6821 lincoln ave  brighton, mi 10950",
+             "city": "brighton", "num_products": str(len(items)), "order_id": order_id,
+             "packaging": "in original packaging", "payment_method": payment, "purchase_date": "2019-11-06",
+             "state": "mi", "zip_code": "10950",
+             "products": [{"brand": "michael_kors", "product_type": item, "amount": 54} for item in items]}
+    return json.dumps({"personal": personal, "order": order,
+                       "product": {"names": [f"michael_kors {item}" for item in items], "amounts": [54] * len(items)},
+                       "flow": flow, "subflow": subflow}, sort_keys=True)
 
 
 def usersim(index, behavior, kwargs, name, subflow="return_size", flow="product_defect"):
+    """A usersim-behavior row as the reference reads it (spec §1.18): scenario, behavior_ids and kwargs are JSON
+    strings, ``"[]"`` ids for a control row; the flow/subflow pair of the stand-in ABCD data."""
     return {"data_source": "usersim-behavior", "prompt": P, "extra_info": {
         "index": index, "flow": flow, "subflow": subflow, "turn_budget": 3,
         "behavior_ids": json.dumps([behavior] if behavior else []), "kwargs": json.dumps([kwargs] if behavior else []),
-        "scenario": scenario(name, "bronze", "5512038841", "paypal", flow, subflow, ["jeans"])}}
+        "scenario": scenario(name, "bronze", "3348917502", "credit card", flow, subflow, ["jeans"])}}
 
 
 # Single-turn families: the fields the reference's loops read (one split shows each accepted variant).
@@ -116,10 +126,10 @@ def rows(split: str) -> list[dict]:
         row("humanllm", k + 12, prompt_text=HUMANLLM_PROMPT, candidates=HUMANLLM_ITEMS, answer_index=3,
             answer_letter="D", answer_text=HUMANLLM_ITEMS[3], task="item_selection", split=split),
         usersim(k + 13, "fabricated_or_false_premise", {"field": "member_level", "true_value": "bronze",
-                "false_value": "gold"}, "dana lee"),
-        usersim(k + 14, "", {}, "omar diaz"),
-        usersim(k + 15, "hidden_evaluation_criteria", {"field": "payment_method",
-                "criterion": "the refund must go back to the original payment method"}, "kim park"),
+                "false_value": "gold"}, "crystal minh"),
+        usersim(k + 14, "", {}, "omar diaz", subflow="status_delivery_time", flow="order_issue"),
+        usersim(k + 15, "clarification_noncooperation", {"withheld_fields": ["username", "order_id"]}, "kim park",
+                subflow="refund_initiate"),
     ] + dialogue_rows(k, split)
 
 

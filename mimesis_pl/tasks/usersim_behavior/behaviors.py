@@ -3,38 +3,35 @@
 The reference loads definitions and hints from a taxonomy JSON that was never published; the texts
 below are our paraphrases of the reference's table. Rules are deterministic diagnostics, **logged and never
 rewarded** (they agree with the judge about once in seven); behaviours without a rule return ``None``.
+Every hook sees the row's :class:`Scene` (ABCD data, flow, subflow, scenario), so applicability, kwargs and
+rules can read the subflow's procedure (B3's askable fields, B10's required values).
 """
 
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .abcd import AbcdData, flatten_scenario
+from .abcd import SUBFLOW_MAP
+from .rules import (
+    Public,
+    Scene,
+    mentions,
+    rule_clarification_noncooperation,
+    rule_constraint_stacking,
+    rule_false_premise,
+    rule_impatience,
+    rule_infeasibility_persistence,
+    rule_request_overloading,
+    rule_self_contradiction,
+    rule_thread_abandonment,
+)
 
-Public = Sequence[tuple[str, str]]  # ("user" | "agent", text)
+__all__ = ["BEHAVIORS", "TRACE_BEHAVIOURS", "Behavior", "Public", "Scene", "get_behavior", "mentions"]
+
 TRACE_BEHAVIOURS = frozenset({"hidden_evaluation_criteria", "underspecified_then_blames"})
-
-
-def fold_quotes(text: str) -> str:
-    return text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", fold_quotes(text).lower()).split())
-
-
-def mentions(text: str, value: str) -> bool:
-    """The normalised ``value`` is a non-empty substring of the normalised ``text``."""
-    v = _norm(str(value))
-    return bool(v) and f" {v} " in f" {_norm(text)} "
-
-
-def _user_turns(public: Public) -> list[str]:
-    return [fold_quotes(t) for role, t in public if role == "user"]
 
 
 @dataclass(frozen=True)
@@ -46,95 +43,35 @@ class Behavior:
     simulator_hint: str
     confusable_with: tuple[str, ...] = ()
     min_turn: int = 1
-    kwargs: Callable[[Mapping[str, Any], random.Random], dict[str, Any]] = field(default=lambda s, r: {})
+    kwargs: Callable[[Scene, random.Random], dict[str, Any]] = field(default=lambda scene, rng: {})
     hint: Callable[..., str] | None = None
-    rule: Callable[[Public, Mapping[str, Any], Mapping[str, Any]], float | None] | None = None
+    rule: Callable[[Public, Scene, Mapping[str, Any]], float | None] | None = None
     requires_any: tuple[str, ...] = ()
     requires_hard_limit: bool = False
+    min_askable: int = 0
 
     @property
     def needs_trace(self) -> bool:
         return self.name in TRACE_BEHAVIOURS
 
-    def applicable(self, data: AbcdData, flow: str, subflow: str, scenario: Mapping[str, Any]) -> bool:
-        if not data.covered(flow, subflow):
+    def applicable(self, scene: Scene) -> bool:
+        """Covered subflow, plus the behaviour's own precondition (fields, hard limit, askable fields)."""
+        if not scene.data.covered(scene.flow, scene.subflow):
             return False
-        if self.requires_any and not any(k in flatten_scenario(scenario) for k in self.requires_any):
+        if self.requires_any and not any(scene.values.get(k) for k in self.requires_any):
             return False
-        return not self.requires_hard_limit or data.has_hard_limit(flow, subflow)
+        if self.requires_hard_limit and not scene.data.has_hard_limit(scene.flow, scene.subflow):
+            return False
+        return len(scene.askable()) >= self.min_askable
+
+    def derive_kwargs(self, scene: Scene, rng: random.Random) -> dict[str, Any]:
+        return self.kwargs(scene, rng)
 
     def build_hint(self, **kwargs: Any) -> str:
         return self.hint(**kwargs) if self.hint is not None else self.simulator_hint
 
-    def check_rule(self, public: Public, scenario: Mapping[str, Any], kwargs: Mapping[str, Any]) -> float | None:
-        return None if self.rule is None else self.rule(public, scenario, kwargs)
-
-
-# -- rules (logged only) -------------------------------------------------------------------------
-
-_PROHIBIT = re.compile(r"\b(don't|do not|can't|cannot|won't|no way|not allowed|refuse to|without)\b", re.IGNORECASE)
-_REFUSAL = re.compile(r"not possible|cannot|can't|unable|not eligible|not allowed", re.IGNORECASE)
-_PERSIST = re.compile(r"exception|manager|supervisor|are you sure|just do it|still want|make it work", re.IGNORECASE)
-_REJECT = re.compile(r"\b(no|not good|useless|ugh|whatever|seriously)\b", re.IGNORECASE)
-_SPEED = re.compile(r"\b(now|asap|hurry|quick|quickly|fast|already|waiting)\b", re.IGNORECASE)
-_REQUEST = re.compile(
-    r"\b(can you|could you|please|i want|i need|give me|send|tell me|check|change|cancel)\b", re.IGNORECASE
-)
-_CLAUSES = re.compile(
-    r"\band\b|\balso\b|\bplus\b|;|\?|\n|,(?=\s*(?:can|could|please|i want|i need|send|tell))", re.IGNORECASE
-)
-
-
-def rule_constraint_stacking(public: Public, scenario, kwargs) -> float | None:
-    hits = sum(len(_PROHIBIT.findall(t)) for t in _user_turns(public))
-    return min(hits / 3, 1.0)
-
-
-def rule_false_premise(public: Public, scenario, kwargs) -> float | None:
-    said = " ".join(_user_turns(public))
-    if not mentions(said, kwargs.get("false_value", "")):
-        return 0.0
-    return 0.5 if mentions(said, kwargs.get("true_value", "")) else 1.0
-
-
-def rule_impatience(public: Public, scenario, kwargs) -> float | None:
-    turns = _user_turns(public)
-    if not turns:
-        return None
-    values = [v for v in flatten_scenario(scenario).values() if len(v) > 3]
-    hits = 0
-    for t in turns:
-        letters = [c for c in t if c.isalpha()]
-        caps = sum(c.isupper() for c in letters) / len(letters) if letters else 0.0
-        pressured = bool(_REJECT.search(t) or _SPEED.search(t) or caps > 0.5)
-        if len(t) <= 60 and pressured and not any(mentions(t, v) for v in values):
-            hits += 1
-    return min(hits / 2, 1.0)
-
-
-def rule_self_contradiction(public: Public, scenario, kwargs) -> float | None:
-    turns = _user_turns(public)
-    first_a = next((i for i, t in enumerate(turns) if mentions(t, kwargs.get("value_a", ""))), None)
-    first_b = next((i for i, t in enumerate(turns) if mentions(t, kwargs.get("value_b", ""))), None)
-    if first_a is None or first_b is None:
-        return 0.0
-    return 1.0 if first_a != first_b else 0.5
-
-
-def rule_request_overloading(public: Public, scenario, kwargs) -> float | None:
-    n = int(kwargs.get("n_requests", 3))
-    best = max((sum(bool(_REQUEST.search(c)) for c in _CLAUSES.split(t)) for t in _user_turns(public)), default=0)
-    return min(best / n, 1.0)
-
-
-def rule_infeasibility_persistence(public: Public, scenario, kwargs) -> float | None:
-    refusal = next((i for i, (role, t) in enumerate(public) if role == "agent" and _REFUSAL.search(t)), None)
-    if refusal is None:
-        return None
-    later = [t for role, t in public[refusal + 1 :] if role == "user"]
-    if not later:
-        return 0.0
-    return float(any(_PERSIST.search(t) for t in later))
+    def check_rule(self, public: Public, scene: Scene, kwargs: Mapping[str, Any]) -> float | None:
+        return None if self.rule is None else self.rule(public, scene, kwargs)
 
 
 # -- kwargs ----------------------------------------------------------------------------------------
@@ -148,8 +85,8 @@ _ALTERNATIVES = {
 }
 
 
-def _false_premise_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    values = flatten_scenario(scenario)
+def _false_premise_kwargs(scene: Scene, rng: random.Random) -> dict[str, Any]:
+    values = scene.values
     name = rng.choice(
         [k for k in ("member_level", "purchase_date", "payment_method", "order_id", "packaging") if k in values]
     )
@@ -163,8 +100,8 @@ def _false_premise_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> di
     return {"field": name, "true_value": true, "false_value": false}
 
 
-def _contradiction_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    values = flatten_scenario(scenario)
+def _contradiction_kwargs(scene: Scene, rng: random.Random) -> dict[str, Any]:
+    values = scene.values
     name = rng.choice(
         [k for k in ("member_level", "payment_method", "city", "num_products", "packaging") if k in values]
     )
@@ -179,14 +116,25 @@ _CRITERIA = {
 }
 
 
-def _criteria_kwargs(scenario: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    values = flatten_scenario(scenario)
+def _criteria_kwargs(scene: Scene, rng: random.Random) -> dict[str, Any]:
+    values = scene.values
     name = rng.choice([k for k in _CRITERIA if k in values])
     return {"field": name, "criterion": _CRITERIA[name]}
 
 
-def _pick(key: str, options: Sequence[Any]) -> Callable[[Mapping[str, Any], random.Random], dict[str, Any]]:
-    return lambda scenario, rng: {key: rng.choice(list(options))}
+def _pick(key: str, options: Sequence[Any]) -> Callable[[Scene, random.Random], dict[str, Any]]:
+    return lambda scene, rng: {key: rng.choice(list(options))}
+
+
+def _withheld_kwargs(scene: Scene, rng: random.Random) -> dict[str, Any]:
+    """B3: one or two of the askable fields, at random."""
+    have = scene.askable()
+    return {"withheld_fields": rng.sample(have, min(len(have), rng.choice([1, 2])))} if have else {}
+
+
+def _blocked_kwargs(scene: Scene, rng: random.Random) -> dict[str, Any]:
+    """B4: the outcome the customer wants, named by the subflow's title."""
+    return {"blocked_action": SUBFLOW_MAP.get(scene.subflow, scene.subflow.replace("_", " ")).lower()}
 
 
 def _with(base: str, suffix: Callable[..., str]) -> Callable[..., str]:
@@ -229,22 +177,24 @@ BEHAVIORS: dict[str, Behavior] = {
             "clarification_noncooperation",
             "Declines or only partly answers the agent's clarification requests.",
             "When the agent asks for details, decline or answer only partly, yet still demand the result.",
-            kwargs=lambda s, r: {
-                "withheld_fields": r.sample(
-                    [k for k in ("username", "email", "order_id", "member_level") if k in flatten_scenario(s)], 1
-                )
-            },
+            kwargs=_withheld_kwargs,
+            min_askable=2,
             hint=lambda withheld_fields: (
                 "Never hand over your "
                 + ", ".join(f.replace("_", " ") for f in withheld_fields)
                 + "; deflect when asked and still demand the result."
             ),
+            rule=rule_clarification_noncooperation,
         ),
         _B(
             "infeasibility_persistence",
             "Keeps asking after the agent explained that the request is not possible.",
             "Keep pushing for the outcome after being told it is not possible.",
             requires_hard_limit=True,
+            kwargs=_blocked_kwargs,
+            hint=lambda blocked_action: (
+                f"Once the agent says that {blocked_action} is not possible for you, do not accept it: keep pushing."
+            ),
             rule=rule_infeasibility_persistence,
         ),
         _B(
@@ -313,6 +263,7 @@ BEHAVIORS: dict[str, Behavior] = {
             "unresolved_thread_abandonment",
             "Disengages before the goal is met.",
             "Leave the conversation before your issue is actually resolved.",
+            rule=rule_thread_abandonment,
         ),
         _B(
             "self_contradiction",

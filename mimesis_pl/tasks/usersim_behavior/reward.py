@@ -1,4 +1,8 @@
-"""usersim-behavior reward: pure functions of a validated verdict."""
+"""usersim-behavior reward: pure functions of a validated verdict.
+
+The judge client only returns verdicts whose scores lie in [0, 1] (a score outside is a judge failure,
+docs/decisions.md S60), so nothing here clamps: a clamp would turn a broken judge into a valid reward.
+"""
 
 from __future__ import annotations
 
@@ -9,26 +13,16 @@ ANNOUNCE_DIVISOR = 2.0
 C_COOPERATIVE, C_NATURAL, C_ONTASK = 2.0, 1.0, 0.5
 
 
-def clamp01(x: float) -> float:
-    return min(1.0, max(0.0, float(x)))
-
-
 def behavior_reward(v: BehaviorVerdict) -> float:
-    """``(2·exhibit + 1.5·placement + 1·naturalness + 0.5·on_task) / 5``, halved when announced, clamped."""
-    r = (
-        W_EXHIBIT * clamp01(v.exhibit)
-        + W_PLACEMENT * clamp01(v.placement)
-        + W_NATURAL * clamp01(v.naturalness)
-        + W_ONTASK * clamp01(v.on_task)
-    ) / (W_EXHIBIT + W_PLACEMENT + W_NATURAL + W_ONTASK)
-    if v.announced:
-        r /= ANNOUNCE_DIVISOR
-    return clamp01(r)
+    """``(2·exhibit + 1.5·placement + 1·naturalness + 0.5·on_task) / 5``, halved when announced."""
+    r = (W_EXHIBIT * v.exhibit + W_PLACEMENT * v.placement + W_NATURAL * v.naturalness + W_ONTASK * v.on_task) / (
+        W_EXHIBIT + W_PLACEMENT + W_NATURAL + W_ONTASK
+    )
+    return r / ANNOUNCE_DIVISOR if v.announced else r
 
 
 def control_reward(v: ControlVerdict) -> float:
-    """``(2·cooperative + 1·naturalness + 0.5·on_task) / 3.5``, clamped."""
-    return clamp01(
-        (C_COOPERATIVE * clamp01(v.cooperative) + C_NATURAL * clamp01(v.naturalness) + C_ONTASK * clamp01(v.on_task))
-        / (C_COOPERATIVE + C_NATURAL + C_ONTASK)
+    """``(2·cooperative + 1·naturalness + 0.5·on_task) / 3.5``."""
+    return (C_COOPERATIVE * v.cooperative + C_NATURAL * v.naturalness + C_ONTASK * v.on_task) / (
+        C_COOPERATIVE + C_NATURAL + C_ONTASK
     )

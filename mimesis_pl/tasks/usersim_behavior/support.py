@@ -4,7 +4,8 @@ It never sees the simulator's reasoning structurally: its only input is the publ
 (customer turns as ``user``, its own as ``assistant``). ``ScriptedSupportAgent`` is the offline
 stand-in (asks for each required field in procedure order, then states the outcome);
 ``OpenAISupportAgent`` is a served model. Both record every request for leak scans, return
-``None`` on failure (counted) and never raise.
+``None`` on failure (counted) and never raise; the task turns a ``None`` into
+:class:`SupportAgentUnavailable`, so the rollout is a ``task_error`` (docs/decisions.md S62).
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..base import PartnerUnavailable
 from ..clients import EndpointSettings, OpenAIChatModel, request_log
 from .abcd import FIELD_PHRASES
 from .behaviors import Public, mentions
 
 MAX_WORDS = 200
+
+
+class SupportAgentUnavailable(PartnerUnavailable):
+    """The support agent gave no reply after its retries: the rollout is a ``task_error`` (unscored, counted),
+    never a shortened episode that is judged and trained (docs/decisions.md S62)."""
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 Rows name one behaviour (several are a row error, not silently truncated) or none (control).
 Seeded verification turns are replayed as context (mask 0), shown to the judge as context only and
-never rule-checked; only the generated span is judged. A row with no generated turn is ``no_turns``,
-a row whose judge fails is ``judge_failed`` — both counted and kept out of the advantage.
+never rule-checked; only the generated span is judged. A first turn that is malformed (no ``</think>``,
+or cut by the length cap) scores 0 and stays in its group, as in the reference (S61); a rollout in which
+the policy generated nothing at all is ``no_turns``, a row whose judge fails is ``judge_failed``, and a
+support-agent outage is a ``task_error`` (S62) — these three are counted and kept out of the advantage.
 The support agent sees the public transcript only; the judge sees private thoughts only for the
 behaviours that need them (``needs_trace``).
 """
@@ -24,8 +26,8 @@ from ..think_format import (
     public_text,
     split_think_strict,
 )
-from .abcd import STANDIN_DIR, AbcdData, flatten_scenario
-from .behaviors import get_behavior
+from .abcd import STANDIN_DIR, AbcdData, AbcdError, flatten_scenario
+from .behaviors import Scene, get_behavior
 from .prompts import (
     CONNECTION_NOTICE,
     BehaviorVerdict,
@@ -38,8 +40,8 @@ from .prompts import (
     support_prompt,
     transcript_text,
 )
-from .reward import behavior_reward, clamp01, control_reward
-from .support import Procedure
+from .reward import behavior_reward, control_reward
+from .support import Procedure, SupportAgentUnavailable
 
 log = logging.getLogger(__name__)
 PREFIX = "usersim_behavior"
@@ -84,9 +86,15 @@ class UsersimBehaviorTask:
             raise RowError(f"{row_name(row)}: {err.args[0]}") from None
         kwargs = dict(kw_list[0]) if behavior is not None and kw_list else {}
         data = self.abcd(ctx)
-        if not data.covered(flow, subflow):
-            raise RowError(f"{row_name(row)}: flow/subflow {flow}/{subflow} is not covered by the ABCD data")
-        goal = data.goal(flow, subflow)
+        try:
+            data.spec(flow, subflow)
+        except AbcdError as err:
+            raise RowError(f"{row_name(row)}: extra_info.flow/subflow {flow}/{subflow}: {err}") from None
+        scene = Scene(data, flow, subflow, scenario)
+        # the simulator's goal line comes from the scenario's own pair (empty without one); the support policy
+        # from the row's pair, as in the reference
+        goal_flow, goal_subflow = scenario.get("flow"), scenario.get("subflow")
+        goal = data.goal(str(goal_flow or ""), str(goal_subflow)) if goal_subflow else ""
         values = flatten_scenario(scenario)
         procedure = Procedure(
             support_prompt(data.render_policy(flow, subflow)),
@@ -117,7 +125,6 @@ class UsersimBehaviorTask:
             else:
                 conv.append([{"role": "user", "content": f"Agent: {text}"}])
         n_seed_public, n_seeded = len(public), len(thoughts)
-        agent_failures = 0
         for _ in range(budget):
             try:
                 turn = await conv.step()
@@ -129,15 +136,20 @@ class UsersimBehaviorTask:
             thoughts.append((split_think_strict(turn.text)[0] or "") if enable else "")
             public.append(("user", utterance))
             reply = await ctx.support_agent.respond(procedure, public)
-            if reply is None:
-                agent_failures += 1
-                break
+            if reply is None:  # an outage is not the simulator's doing: never judged or trained (S62)
+                raise SupportAgentUnavailable(
+                    f"{row_name(row)}: the support agent gave no reply to simulator turn {len(thoughts) - n_seeded} "
+                    "after its retries"
+                )
             public.append(("agent", reply))
             try:
                 conv.append([{"role": "user", "content": f"Agent: {reply}"}])
             except BudgetExhausted:
                 break
         n_sim = len(thoughts) - n_seeded
+        # The policy wrote a turn but no usable message came out of it (malformed think block, or cut by the cap):
+        # reward 0, scored and kept in its group, which is what teaches the policy to stop doing it (S61).
+        malformed = n_sim == 0 and bool(conv.turns)
 
         generated = public[n_seed_public:]
         seed_text = transcript_text(render_public(public[:n_seed_public]))
@@ -161,27 +173,25 @@ class UsersimBehaviorTask:
                 )
                 verdict = await ctx.judge.judge(request, BehaviorVerdict)
                 try:
-                    rule = behavior.check_rule(generated, scenario, kwargs)
+                    rule = behavior.check_rule(generated, scene, kwargs)
                 except Exception as err:  # noqa: BLE001 -- a diagnostic only; its failure must not cost the row
                     log.warning("%s: rule of %s failed: %s", row_name(row), name, err)
-        if n_sim == 0:
+        if malformed:
+            status, score = "ok", 0.0
+        elif n_sim == 0:
             status, score = "no_turns", 0.0
         elif verdict is None:
             status, score = "judge_failed", 0.0
         elif isinstance(verdict, ControlVerdict):
             status, score = "ok", control_reward(verdict)
-            sub.update(
-                cooperative=clamp01(verdict.cooperative),
-                naturalness=clamp01(verdict.naturalness),
-                on_task=clamp01(verdict.on_task),
-            )
+            sub.update(cooperative=verdict.cooperative, naturalness=verdict.naturalness, on_task=verdict.on_task)
         else:
             status, score = "ok", behavior_reward(verdict)
             sub.update(
-                exhibit=clamp01(verdict.exhibit),
-                placement=clamp01(verdict.placement),
-                naturalness=clamp01(verdict.naturalness),
-                on_task=clamp01(verdict.on_task),
+                exhibit=verdict.exhibit,
+                placement=verdict.placement,
+                naturalness=verdict.naturalness,
+                on_task=verdict.on_task,
                 announced=float(verdict.announced),
             )
         if rule is not None:
@@ -195,7 +205,7 @@ class UsersimBehaviorTask:
         metrics = {
             f"{PREFIX}/reward": score,
             f"{PREFIX}/n_sim_turns": float(n_sim),
-            f"{PREFIX}/agent_failures": float(agent_failures),
+            f"{PREFIX}/malformed_turn": float(malformed),
             f"{PREFIX}/is_control": float(behavior is None),
             f"{PREFIX}/{name}/reward": score,
             "all/score_v3": score,
