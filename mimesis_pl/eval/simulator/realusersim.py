@@ -58,7 +58,7 @@ from mimesis_pl.eval.simulator.suite import (
     table,
 )
 from mimesis_pl.eval.simulator.text import FIDELITY_DIMENSIONS
-from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
+from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
 from mimesis_pl.metrics.fidelity import cluster_bootstrap_ci, fidelity_index
 
 
@@ -189,11 +189,13 @@ class RealUserSimSuite(FidelitySuite):
         for item in batch:
             self._donors[item.case.case_id] = item.donor.case_id
             for condition in self.conditions:
-                item_id = f"{condition}/{item.case.case_id}"
-                if condition == "shuffled_profile":
-                    item_id += f"<-{item.donor.case_id}"
+                shuffled = condition == "shuffled_profile"
+                item_id = join_id(condition, item.case.case_id, *([item.donor.case_id] if shuffled else []))
+                content = {"case": item.case, "donor": item.donor if shuffled else None}
                 talk_refs += [
-                    item_ref("realusersim/converse", item_id, seed, converse_hash, (item, condition, seed))
+                    item_ref(
+                        "realusersim/converse", item_id, seed, converse_hash, (item, condition, seed), content=content
+                    )
                     for seed in self.seeds
                 ]
         talked = await run_items(
@@ -230,7 +232,12 @@ class RealUserSimSuite(FidelitySuite):
             digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
             judge_refs.append(
                 item_ref(
-                    "realusersim/judge", f"{ref.task_id}@{digest}", None, judge_hash, (item, condition, seed, messages)
+                    "realusersim/judge",
+                    join_id(ref.task_id, digest),
+                    None,
+                    judge_hash,
+                    (item, condition, seed, messages),
+                    content={"case": item.case, "messages": messages},
                 )
             )
             row["_judge"] = judge_refs[-1].task_id

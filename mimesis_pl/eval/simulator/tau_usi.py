@@ -249,7 +249,7 @@ class TauUSISuite(FidelitySuite):
             self.name, self.version, m["simulator"], {"agent": m["agent"], "runtime": _Named(runtime_label)}
         )
         refs = [
-            item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed))
+            item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed), content=task)
             for seed in self.seeds
             for task in batch
         ]
