@@ -212,9 +212,18 @@ def test_a_set_without_a_scored_row_stops_the_headline_unless_allowed(tmp_path, 
     assert "Sets with no scored row" in report.markdown and "not comparable" in report.markdown
 
 
-def test_an_empty_set_selection_is_refused():
+def test_an_empty_set_selection_is_refused_and_the_older_report_stays(tmp_path):
     with pytest.raises(ValueError, match=r"SOUL sets: \[\] selects no set"):
         SoulDataModule([str(SOUL_DIR)], sets=[])
+    from mimesis_pl.cli import main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text('{"old": true}')
+    args = ["test", "--config", "configs/tiny/eval_soul.yaml", "--data.init_args.sets", "[]"]
+    with pytest.raises(ValueError, match=r"SOUL sets: \[\] selects no set"):
+        main([*args, "--model.init_args.out_dir", str(out), "--trainer.logger.init_args.save_dir", str(tmp_path)])
+    assert (out / "results.json").read_text() == '{"old": true}'
 
 
 def test_the_tiny_sample_set_has_what_its_readme_says():
