@@ -33,7 +33,8 @@ _PLAIN = "You are a user seeking help from an AI assistant."
 
 def build_user_prompt(case: RealUserSimCase, profile_from: RealUserSimCase | None) -> str:
     """Our paraphrase of the simulator's system prompt (not the benchmark's text: S77): plain framing for
-    ``task_only`` (``profile_from=None``), else the mimic framing with ``profile_from``'s demographics and linguistic profile (the case's own, or a donor's)."""
+    ``task_only`` (``profile_from=None``), else the mimic framing with ``profile_from``'s demographics and
+    linguistic profile (the case's own, or a donor's)."""
     parts = [_MIMIC if profile_from is not None else _PLAIN, _RULES]
     if profile_from is not None:
         bullets = "\n".join(f"- {name.replace('_', ' ')}: {value}" for name, value in profile_from.demographics.items())

@@ -21,7 +21,6 @@ degenerate-seed rule) is :mod:`.soul_scoring`.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -60,8 +59,6 @@ from mimesis_pl.tasks.conversation import Policy
 from mimesis_pl.tasks.roles import build_roles
 from mimesis_pl.tasks.runner import run_row
 from mimesis_pl.tasks.transcripts import write_transcript
-
-log = logging.getLogger(__name__)
 
 
 class TaskErrorFailure(EnvironmentFailure):

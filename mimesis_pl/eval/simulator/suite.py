@@ -148,7 +148,12 @@ def json_safe(value: Any) -> Any:
 def suite_settings(suite: object) -> dict[str, Any]:
     """A suite's public settings (its constructor arguments as stored: models, roles, seeds, limits), as JSON."""
     public = {k: v for k, v in vars(suite).items() if not k.startswith("_")}
-    return json.loads(json.dumps(plain(public), sort_keys=True, default=lambda v: f"<{type(v).__name__}>"))
+    return json.loads(json.dumps(plain(public), sort_keys=True, default=_settings_value))
+
+
+def _settings_value(value: Any) -> Any:
+    # Paths as written; any other object by its type only (a repr with an address would change every run).
+    return str(value) if isinstance(value, Path) else f"<{type(value).__name__}>"
 
 
 def write_suite_files(

@@ -95,7 +95,7 @@ class TauUSISuite(FidelitySuite):
     """
 
     name = "tau_usi"
-    version = "1"
+    version = "2"
 
     def __init__(
         self,
@@ -192,7 +192,6 @@ class TauUSISuite(FidelitySuite):
             info={
                 "conversation": conversation,
                 "termination_reason": reason,
-                "features": conversation_features(conversation),
                 "survey": survey,
             },
         )
@@ -268,7 +267,11 @@ class TauUSISuite(FidelitySuite):
                 self._failures[record.failure or "unknown"] = self._failures.get(record.failure or "unknown", 0) + 1
                 continue
             self._results[seed][task.instance_id] = RunTask(
-                features=thaw(record.info["features"]), reward=float(record.reward), survey=thaw(record.info["survey"])
+                # Features are computed from the stored conversation at scoring time, so a cached rollout is
+                # always measured with the current extractor (S70).
+                features=conversation_features(thaw(record.info["conversation"])),
+                reward=float(record.reward),
+                survey=thaw(record.info["survey"]),
             )
 
     def report(self, ctx: SuiteContext) -> SuiteReport:
