@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from mimesis_pl.eval.simulator.loaders import DataFormatError
-from mimesis_pl.eval.simulator.tau_data import SURVEY_SCALES, HumanEntry, survey_answers, survey_value
+from mimesis_pl.eval.simulator.tau_data import (
+    SURVEY_SCALES,
+    HumanEntry,
+    load_difficulty,
+    survey_answers,
+    survey_value,
+)
 from mimesis_pl.eval.simulator.tau_features import (
     FEATURES,
     conversation_features,
@@ -183,3 +189,14 @@ def test_eval_is_computed_once_and_its_mean_enters_every_batch():
     # batch 2: b failed for the human (reward 0 -> 0) but succeeded for the model: ECE 1/2 * 1.
     assert scores[0]["ece"] == 0.0 and scores[1]["ece"] == 0.5
     assert mean_pstd([s["ece"] for s in scores]) == {"mean": 0.25, "std": 0.25, "n": 2}
+
+
+def test_difficulty_map_in_either_reference_shape(tmp_path):
+    wrapped, flat = tmp_path / "wrapped.json", tmp_path / "flat.json"
+    wrapped.write_text('{"source": "baselines", "n_baselines": 31, "n_tasks": 1, "difficulty": {"retail_0": 0.5}}')
+    flat.write_text('{"retail_0": 0.5, "airline_3": 1}')
+    assert load_difficulty(wrapped) == {"retail_0": 0.5}
+    assert load_difficulty(flat) == {"retail_0": 0.5, "airline_3": 1.0}
+    flat.write_text('{"retail_0": 1.5}')
+    with pytest.raises(DataFormatError, match=r"flat.json: difficulty of 'retail_0' must be a number in \[0, 1\]"):
+        load_difficulty(flat)

@@ -108,12 +108,13 @@ def load_human_batches(path: str | Path) -> dict[int, dict[str, HumanEntry]]:
 
 
 def load_difficulty(path: str | Path) -> dict[str, float]:
-    """The frozen difficulty map ``{"difficulty": {instance_id: pooled success in [0, 1]}}``."""
+    """The frozen difficulty map: ``{source, n_baselines, n_tasks, difficulty: {instance_id: pooled success in
+    [0, 1]}}`` or the flat ``{instance_id: success}`` map (both as the reference writes them)."""
     path = Path(path)
     data = read_json(path)
-    table = field_of(data, "difficulty", str(path), dict) if isinstance(data, Mapping) else None
-    if table is None:
-        raise DataFormatError(f"{path}: expected an object with a 'difficulty' map")
+    if not isinstance(data, Mapping):
+        raise DataFormatError(f"{path}: expected an object (a 'difficulty' map, or a flat task -> success map)")
+    table = field_of(data, "difficulty", str(path), dict) if "difficulty" in data else data
     out = {}
     for task, value in table.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
