@@ -127,6 +127,7 @@ def test_soul_runs_a_served_chat_simulator_with_per_request_seeds(tmp_path):
     first = bodies[0]
     assert first["model"] == "api-sim" and "temperature" not in first  # provider defaults, as the reference
     assert first["chat_template_kwargs"] == {"enable_thinking": False}
+    assert first["max_completion_tokens"] == 64 and "max_tokens" not in first
     assert first["messages"][-1]["role"] == "user" and "Cara" in first["messages"][-1]["content"]
     assert report.results["simulator"] == "api-sim" and report.results["simulator_revision"] == "v1"
     assert report.results["unscored"] == {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from mimesis_pl.eval.failures import SimulatorFailure
 from mimesis_pl.llm import ChatCompletionsClient
@@ -52,6 +52,8 @@ class ChatCompletionsEngineSettings(EngineSettings):
         send_sampling: send the simulator's temperature and top-p (``false``, the reference: the
             provider's defaults); the per-request seed and the token budget are always sent.
         enable_thinking: sent as ``chat_template_kwargs.enable_thinking`` (reference: ``false``).
+        token_limit_field: the request field of the token budget: ``max_completion_tokens`` (the reference's;
+            OpenAI's reasoning models accept only it) or ``max_tokens`` (older servers).
         reasoning_effort: sent unless ``None`` (reference: ``low``).
         timeout_s, max_retries, retry_backoff_s: per request (bounded, S29).
         extra_body: more request fields, sent as given.
@@ -62,6 +64,7 @@ class ChatCompletionsEngineSettings(EngineSettings):
     api_key_env: str | None = None
     send_sampling: bool = False
     enable_thinking: bool | None = False
+    token_limit_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
     reasoning_effort: str | None = None
     timeout_s: float = 300.0
     max_retries: int = 9
@@ -101,7 +104,7 @@ class ChatCompletionsEngine:
 
     def body(self, messages: list[dict[str, str]], params: SamplingParams) -> dict[str, Any]:
         s = self.settings
-        body: dict[str, Any] = {"model": s.model, "messages": messages, "max_tokens": params.max_new_tokens}
+        body: dict[str, Any] = {"model": s.model, "messages": messages, s.token_limit_field: params.max_new_tokens}
         if params.seed is not None:
             body["seed"] = params.seed
         if s.send_sampling:
