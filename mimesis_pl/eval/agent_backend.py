@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.model_paths import check_model_path
@@ -67,13 +67,21 @@ class EngineAgentSettings(AgentSettings):
     chat_template: str | None = None
     dtype: str | None = None
 
+    #: The role these settings configure, as errors name it (``simulator`` in SOUL: S74).
+    role: ClassVar[str] = "agent"
+
     def __post_init__(self) -> None:
-        check_model_path(self.model_path, "agent.model_path")
-        if isinstance(self.engine, OpenAIEngineSettings) and not self.revision:
+        check_model_path(self.model_path, f"{self.role}.model_path")
+        if self.served and not self.revision:
             raise ValueError(
-                "agent.revision is required for a served agent (OpenAIEngineSettings): name the "
-                "checkpoint (tag or hash) so cached trials of another checkpoint are never reused"
+                f"{self.role}.revision is required for a served {self.role} ({type(self.engine).__name__}): name "
+                "the checkpoint (tag or hash) so cached results of another checkpoint are never reused"
             )
+
+    @property
+    def served(self) -> bool:
+        """The engine talks to a served model whose weights are not visible here."""
+        return isinstance(self.engine, OpenAIEngineSettings) or bool(getattr(self.engine, "served", False))
 
     @property
     def template_kwargs(self) -> dict[str, Any]:
@@ -199,7 +207,7 @@ class AgentBackend:
             return s.name
         if isinstance(s, OpenAIChatAgentSettings):
             return s.served_model
-        return s.engine.model if isinstance(s.engine, OpenAIEngineSettings) else Path(s.model_path).name
+        return s.engine.model if s.served else Path(s.model_path).name
 
     @property
     def revision(self) -> str:

@@ -2,8 +2,10 @@
 
 The suite (a ``class_path`` object, :class:`~mimesis_pl.eval.simulator.base.FidelitySuite`) does the
 work; this module gives it an event loop, the resumable item cache (``<suite>_items.jsonl``), the
-retry policy, and writes what it reports: ``results.json``, ``results.md``, ``charts/<suite>.png`` and
-TensorBoard scalars (``<suite>/…``, ``items/run``, ``items/reused``).
+retry policy, and writes what it reports: ``results.json``, ``results.md`` (the latest run, naming its
+settings), ``results-<settings hash>.json``/``.md`` (one per settings, never overwritten by a run with other
+settings: docs/decisions.md E12), ``charts/<suite>.png`` and TensorBoard scalars (``<suite>/…``,
+``items/run``, ``items/reused``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import lightning.pytorch as pl
 
 from ..eval.agent_backend import RetrySettings
 from ..eval.simulator.base import FidelitySuite, SuiteContext
-from ..eval.simulator.suite import write_suite_files
+from ..eval.simulator.suite import suite_settings, write_suite_files
 from ..eval.trials import TrialCache
 from ..rollout.event_loop import shutdown_loop
 
@@ -79,7 +81,9 @@ class SimulatorEvalModule(pl.LightningModule):
     def on_test_epoch_end(self) -> None:
         assert self.ctx is not None
         report = self.suite.report(self.ctx)  # raises when nothing could be scored: no NaN summary
-        json_path, md_path = write_suite_files(self.ctx.out_dir, report.results, report.markdown)
+        json_path, md_path = write_suite_files(
+            self.ctx.out_dir, report.results, report.markdown, suite_settings(self.suite)
+        )
         chart = self.suite.chart(report, self.ctx.out_dir / "charts" / f"{self.suite.name}.png")
         self.files = (json_path, md_path, *([chart] if chart else []))
         values = dict(report.scalars)

@@ -264,3 +264,21 @@ def test_configuration_changes_start_a_new_cache_line(tiny_tokenizer, tmp_path):
         ref(options={"TurtleGym": {"success_threshold": 0.5}}).gym_config_hash,
     }
     assert ref().gym_config_hash == base.gym_config_hash and base.gym_config_hash not in variants and len(variants) == 3
+
+
+def test_an_edited_task_gets_a_new_cache_key_a_moved_one_does_not(tiny_tokenizer, tmp_path):
+    from dataclasses import replace
+
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=16)
+    sampling = SamplingParams(max_new_tokens=64, temperature=0.0)
+    runner = EngineEpisodeRunner(
+        MultiTurnRollout(ScriptedTokenEngine(tiny_tokenizer), tiny_tokenizer, manager, sampling)
+    )
+    executor = EpisodeExecutor(runner, IDENTITY, TrialCache(tmp_path / "t.jsonl"))
+    task = val_tasks("TelepathyGym")[0]
+    edited = replace(task, hidden={**task.hidden, "answer": "something else"})
+    moved = replace(task, source="other.parquet:row 9", index=9)
+    key = executor.task_ref(task).key(IDENTITY, 0)
+    assert executor.task_ref(edited).task_id == executor.task_ref(task).task_id  # same id ...
+    assert executor.task_ref(edited).key(IDENTITY, 0).digest != key.digest  # ... new content: never reused
+    assert executor.task_ref(moved).key(IDENTITY, 0).digest == key.digest  # where it was read is not content

@@ -150,7 +150,9 @@ def test_judge_failures_are_retried_then_unscored_and_counted_never_zero(tmp_pat
     monkeypatch.setattr(soul, "run_row", verdicts)
     dm = SoulDataModule(["assets/data/eval/soul"], sets=["fantom", "hitom"])
     dm.setup()
-    suite = soul.SoulSuite(EngineAgentSettings(model_path="assets/tiny-qwen3", max_new_tokens=8), seeds=[0, 1])
+    suite = soul.SoulSuite(
+        EngineAgentSettings(model_path="assets/tiny-qwen3", max_new_tokens=8), seeds=[0, 1], allow_unscored_sets=True
+    )
     suite.start()
     ctx = SuiteContext(TrialCache(tmp_path / "items.jsonl"), RetryPolicy(max_attempts=2, backoff_s=0.0), 4, tmp_path)
     asyncio.run(suite.run_batch(dm.items, ctx))

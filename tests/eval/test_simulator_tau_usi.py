@@ -62,24 +62,6 @@ def test_tiny_tau_usi_runs_is_killed_and_resumes_without_redoing_items(tmp_path,
     assert (out / "charts" / "tau_usi.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_features_hand_worked():
-    conversation = [
-        {"role": "assistant", "content": "Hi! How can I help you today?"},
-        {"role": "user", "content": "hi i need to cancel an order please"},  # 8 words, polite
-        {"role": "assistant", "content": "Which order?"},
-        {"role": "user", "content": "#W1001"},  # 1 word, 1 id, short
-        {"role": "user", "content": "ok ###STOP###"},
-    ]  # ack, short
-    f = conversation_features(conversation)
-    assert f["politeness_rate"] == pytest.approx(1 / 3)
-    assert f["short_message_rate"] == pytest.approx(2 / 3) and f["ack_only_rate"] == pytest.approx(1 / 3)
-    assert f["user_words_per_turn"] == pytest.approx(10 / 3) and f["opening_turn_words"] == 8
-    assert f["info_front_load"] == pytest.approx(9 / 10) and f["id_density"] == pytest.approx(1 / 3)
-    # words per turn 8, 1, 1: mean 10/3, deviations 14/3, -7/3, -7/3 -> population variance
-    # (196 + 49 + 49) / 9 / 3 = 294 / 27; cv = sqrt(294 / 27) / (10 / 3) = 0.98995
-    assert f["verbosity_cv"] == pytest.approx((294 / 27) ** 0.5 / (10 / 3))
-
-
 def test_score_batch_hand_worked():
     chat = [{"role": "user", "content": "cancel #W1 please"}, {"role": "user", "content": "yes"}]
     features = conversation_features(chat)
@@ -87,10 +69,10 @@ def test_score_batch_hand_worked():
     run = {"a": RunTask(features, 1.0, {"human_like": "Yes"}), "b": RunTask(features, 0.0, {"human_like": "Yes"})}
     # Same features: every Dice similarity is 1 -> D1..D4 = 100. Difficulty puts a and b in different bins;
     # bin of a: |1 - 1| = 0, bin of b: |0 - 1| = 1 -> ECE = 1/2 * 0 + 1/2 * 1 = 0.5; USI5 = (400 + 50) / 5 = 90.
-    out = score_batch(human, {0: run}, {"a": 0.1, "b": 0.9}, {"a": {"human_like": "Yes"}, "b": {"human_like": "No"}})
+    out = score_batch(human, {0: run}, {"a": 0.1, "b": 0.9}, eval_mean=50.0)
     assert [out[d] for d in ("D1", "D2", "D3", "D4")] == [100.0] * 4
     assert out["ece"] == pytest.approx(0.5) and out["usi5"] == pytest.approx(90.0)
-    # Eval: human_like Yes vs Yes -> gap 0 -> 100; Yes vs No -> gap 1 -> 0; mean 50. USI6 = (400 + 50 + 50) / 6.
+    # With the model's Eval 50: USI6 = (400 + 50 + 50) / 6.
     assert out["eval"] == pytest.approx(50.0) and out["usi6"] == pytest.approx(500 / 6)
     assert out["sim_success"] == 0.5 and out["human_success"] == 1.0
 

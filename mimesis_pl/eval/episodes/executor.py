@@ -36,6 +36,7 @@ from mimesis_pl.eval.trials import (
     TrialRunReport,
     aggregate_trials,
     config_hash,
+    content_hash,
     run_trials,
 )
 
@@ -46,6 +47,11 @@ def gym_label(env_name: str) -> str:
     if not label:
         raise ValueError(f"cannot derive a gym label from env_name {env_name!r}")
     return label
+
+
+def task_content(task: GymTask) -> dict[str, Any]:
+    """What a task's result depends on: its gym, data source, prompt and hidden fields (not where it was read)."""
+    return {"env_name": task.env_name, "data_source": task.data_source, "public": task.public, "hidden": task.hidden}
 
 
 @dataclass(frozen=True)
@@ -109,11 +115,14 @@ class EpisodeExecutor:
         }
 
     def task_ref(self, task: GymTask) -> TaskRef:
+        """The task's cache reference: its id, and a hash of its gym settings and its content."""
         return TaskRef(
             gym=gym_label(task.env_name),
             task_id=task.key,
             gym_config_hash=config_hash(self.gym_config(task.env_name)),
             payload=task,
+            # The task's content is part of the key (E10): an edited prompt or ground truth is run again.
+            content_hash=content_hash(task_content(task)),
         )
 
     async def run(self, tasks: Sequence[GymTask | Mapping[str, Any]]) -> EpisodeRun:
@@ -134,7 +143,7 @@ class EpisodeExecutor:
         return EpisodeRun(tasks=refs, report=report, records=tuple(self.records(refs)))
 
     async def _trial(self, ref: TaskRef, trial: int) -> TrialOutcome:
-        key = self.identity.key(ref.gym, ref.gym_config_hash, ref.task_id, trial)
+        key = ref.key(self.identity, trial)
         self.attempts[key.digest] += 1
         # Episode ids become shim URL segments: a short hash keeps any task id within the allowed characters.
         prefix = f"{ref.gym}-{hashlib.sha256(ref.task_id.encode()).hexdigest()[:10]}-t{trial}"
@@ -148,7 +157,7 @@ class EpisodeExecutor:
         out = []
         for ref in refs:
             for trial in range(self.n_trials):
-                record = self.cache.get(self.identity.key(ref.gym, ref.gym_config_hash, ref.task_id, trial))
+                record = self.cache.get(ref.key(self.identity, trial))
                 if record is not None:
                     out.append(record)
         return out

@@ -127,7 +127,8 @@ class SoulDataModule(_ItemDataModule):
     Args:
         files: files, folders or globs of validation rows.
         sets: the ``data_source`` keys to run (default: every set found in ``files``); each is run by its
-            simulator-RL task (every SOUL set has one in ``mimesis_pl.tasks.registry.ROUTES``).
+            simulator-RL task (every SOUL set has one in ``mimesis_pl.tasks.registry.ROUTES``). An empty
+            list is an error (it would run nothing and leave an older report in place).
         limit: first N rows *per set*; ``batch_size``: rows per ``test_step``.
     """
 
@@ -135,6 +136,11 @@ class SoulDataModule(_ItemDataModule):
         self, files: list[str], sets: list[str] | None = None, limit: int | None = None, batch_size: int = 64
     ) -> None:
         super().__init__(files=files, limit=limit, batch_size=batch_size)
+        if sets is not None and not list(sets):
+            raise ValueError(
+                "SOUL sets: [] selects no set, so nothing would run and no report would be written; "
+                "list the data_source keys to run, or leave sets unset (null) to run every set found in files"
+            )
         self.sets = None if sets is None else list(sets)
 
     def load(self) -> list[Any]:
@@ -154,3 +160,5 @@ class SoulDataModule(_ItemDataModule):
     def setup(self, stage: str | None = None) -> None:
         if not self.items:
             self.items = self.load()
+        if not self.items:
+            raise ValueError(f"SOUL: no validation row in {self.files}; nothing to evaluate")

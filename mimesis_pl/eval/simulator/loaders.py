@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mimesis_pl.eval.trials.keys import join_id
+
 
 class DataFormatError(ValueError):
     """An input file does not hold what its format requires; the message names file, row and field."""
@@ -116,6 +118,12 @@ def messages_of(value: Any, where: str, name: str) -> tuple[dict[str, str], ...]
 # ---------------------------------------------------------------------------------------------- RealUserSim PT3
 
 
+def realusersim_case_id(split: str, test_id: object) -> str:
+    """``<split>-<test_id>`` (the reference's case id) with ``%`` and ``-`` of the split percent-encoded, so the
+    first ``-`` always ends the split (real split names have none, so their ids are the reference's: E11)."""
+    return f"{split.replace('%', '%25').replace('-', '%2D')}-{test_id}"
+
+
 @dataclass(frozen=True)
 class RealUserSimCase:
     """One PT3 test case. ``case_id`` is ``<split>-<test_id>`` (the split is the file's stem)."""
@@ -164,7 +172,7 @@ def load_realusersim_cases(paths: Sequence[str]) -> list[RealUserSimCase]:
             original = messages_of(field_of(row, "original_messages", where, (list, tuple)), where, "original_messages")
             if not any(m["role"] == "user" and m["content"].strip() for m in original):
                 raise DataFormatError(f"{where}: field 'original_messages' has no non-empty user turn")
-            case_id = f"{path.stem}-{test_id}"
+            case_id = realusersim_case_id(path.stem, test_id)
             if case_id in seen:
                 raise DataFormatError(f"{where}: case {case_id!r} already defined at {seen[case_id]}")
             seen[case_id] = where
@@ -223,7 +231,7 @@ def load_judge_prompts(path: str | Path) -> JudgePrompts:
 
 @dataclass(frozen=True)
 class TuringRow:
-    """One held-out target turn; ``key`` = ``user_id/post_id/target_idx``."""
+    """One held-out target turn; ``key`` = ``user_id/post_id/target_idx``, each part escaped (E11)."""
 
     user_id: str
     post_id: str
@@ -235,7 +243,7 @@ class TuringRow:
 
     @property
     def key(self) -> str:
-        return f"{self.user_id}/{self.post_id}/{self.target_idx}"
+        return join_id(self.user_id, self.post_id, self.target_idx)
 
 
 def load_turing_rows(paths: Sequence[str]) -> list[TuringRow]:

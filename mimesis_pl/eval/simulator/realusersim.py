@@ -26,7 +26,7 @@ from mimesis_pl.eval.replay.values import thaw
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.datamodules import RealUserSimItem
-from mimesis_pl.eval.simulator.loaders import JudgePrompts, load_judge_prompts
+from mimesis_pl.eval.simulator.loaders import JudgePrompts, RealUserSimCase, load_judge_prompts
 from mimesis_pl.eval.simulator.models import (
     ChatModel,
     ChatModelSettings,
@@ -34,8 +34,16 @@ from mimesis_pl.eval.simulator.models import (
     sampling_identity,
 )
 from mimesis_pl.eval.simulator.published import REALUSERSIM, REALUSERSIM_CARD
+from mimesis_pl.eval.simulator.realusersim_prompt import (
+    PromptTemplate,
+    load_prompt_template,
+    prompt_note,
+    prompt_source,
+    render_prompt,
+)
 from mimesis_pl.eval.simulator.realusersim_protocol import (
     CONDITIONS,
+    PRIMER,
     Condition,
     build_user_prompt,
     converse,
@@ -58,7 +66,7 @@ from mimesis_pl.eval.simulator.suite import (
     table,
 )
 from mimesis_pl.eval.simulator.text import FIDELITY_DIMENSIONS
-from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
+from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
 from mimesis_pl.metrics.fidelity import cluster_bootstrap_ci, fidelity_index
 
 
@@ -76,6 +84,9 @@ class RealUserSimSuite(FidelitySuite):
         judge_max_messages: both trajectories are cut to their first N messages before keeping user turns.
         format_max_tokens, format_attempts: the JSON formatting call.
         n_boot, bootstrap_seed: the user-clustered bootstrap CI.
+        simulator_prompt: a template file holding the benchmark's own simulator prompt (made from the
+            dataset card; format in :mod:`.realusersim_prompt`). Without it our paraphrase runs and every
+            report says it is not comparable with published FI (S77).
     """
 
     name = "realusersim"
@@ -95,8 +106,9 @@ class RealUserSimSuite(FidelitySuite):
         format_attempts: int = 2,
         n_boot: int = 10_000,
         bootstrap_seed: int = 1234,
+        simulator_prompt: str | None = None,
     ) -> None:
-        self.judge_prompts_path = judge_prompts
+        self.judge_prompts_path, self.simulator_prompt = judge_prompts, simulator_prompt
         self.settings = {
             "simulator": simulator or ChatModelSettings(model="rus-user", temperature=0.7, max_tokens=1024),
             "assistant": assistant or ChatModelSettings(model="rus-assistant", temperature=0.7, max_tokens=8192),
@@ -116,11 +128,13 @@ class RealUserSimSuite(FidelitySuite):
         self.n_boot, self.bootstrap_seed = n_boot, bootstrap_seed
         self._models: dict[str, ChatModel] = {}
         self._prompts: JudgePrompts | None = None
+        self._template: PromptTemplate | None = None
         self._rows: list[dict] = []
         self._donors: dict[str, str] = {}
 
     def start(self) -> None:
         self._prompts = load_judge_prompts(self.judge_prompts_path)
+        self._template = load_prompt_template(self.simulator_prompt) if self.simulator_prompt else None
         s = self.settings
         self._models = {
             "simulator": build_chat_model(s["simulator"], "simulator", SimulatorFailure, scripted_realusersim_user),
@@ -138,6 +152,7 @@ class RealUserSimSuite(FidelitySuite):
                 "simulator": sampling_identity(s["simulator"]),
                 "assistant": sampling_identity(s["assistant"]),
                 "max_assistant_turns": self.max_assistant_turns,
+                "simulator_prompt": None if self._template is None else self._template.sha256,
             }
         )
         judge_hash = config_hash(
@@ -159,13 +174,14 @@ class RealUserSimSuite(FidelitySuite):
             item, condition, seed = ref.payload
             profile = {"task_only": None, "correct_profile": item.case, "shuffled_profile": item.donor}[condition]
             conversation = await converse(
-                build_user_prompt(item.case, profile),
+                self._system_prompt(item.case, profile),
                 m["simulator"],
                 m["assistant"],
                 s["simulator"],
                 s["assistant"],
                 seed,
                 self.max_assistant_turns,
+                primer=(self._template.primer if self._template is not None else None) or PRIMER,
             )
             return TrialOutcome(
                 reward=1.0,
@@ -189,11 +205,13 @@ class RealUserSimSuite(FidelitySuite):
         for item in batch:
             self._donors[item.case.case_id] = item.donor.case_id
             for condition in self.conditions:
-                item_id = f"{condition}/{item.case.case_id}"
-                if condition == "shuffled_profile":
-                    item_id += f"<-{item.donor.case_id}"
+                shuffled = condition == "shuffled_profile"
+                item_id = join_id(condition, item.case.case_id, *([item.donor.case_id] if shuffled else []))
+                content = {"case": item.case, "donor": item.donor if shuffled else None}
                 talk_refs += [
-                    item_ref("realusersim/converse", item_id, seed, converse_hash, (item, condition, seed))
+                    item_ref(
+                        "realusersim/converse", item_id, seed, converse_hash, (item, condition, seed), content=content
+                    )
                     for seed in self.seeds
                 ]
         talked = await run_items(
@@ -230,7 +248,12 @@ class RealUserSimSuite(FidelitySuite):
             digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:12]
             judge_refs.append(
                 item_ref(
-                    "realusersim/judge", f"{ref.task_id}@{digest}", None, judge_hash, (item, condition, seed, messages)
+                    "realusersim/judge",
+                    join_id(ref.task_id, digest),
+                    None,
+                    judge_hash,
+                    (item, condition, seed, messages),
+                    content={"case": item.case, "messages": messages},
                 )
             )
             row["_judge"] = judge_refs[-1].task_id
@@ -290,6 +313,11 @@ class RealUserSimSuite(FidelitySuite):
             "per_seed": per_seed,
         }
 
+    def _system_prompt(self, case: RealUserSimCase, profile: RealUserSimCase | None) -> str:
+        if self._template is None or (profile is None and self._template.task_only is None):
+            return build_user_prompt(case, profile)
+        return render_prompt(self._template, case, profile)
+
     def report(self, ctx: SuiteContext) -> SuiteReport:
         if not self._rows:
             raise RuntimeError("RealUserSim: no case was run")
@@ -307,6 +335,7 @@ class RealUserSimSuite(FidelitySuite):
             "seeds": self.seeds,
             "conditions": conditions,
             "shuffled_profile_mapping": self._donors,
+            "simulator_prompt": prompt_source(self._template, self.conditions),
             "published": {"correct_profile": REALUSERSIM, "dataset_card_gpt4o": REALUSERSIM_CARD},
         }
         head = [
@@ -340,7 +369,8 @@ class RealUserSimSuite(FidelitySuite):
             + table(head, rows)
             + "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
             "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
-            "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
+            + prompt_note(results["simulator_prompt"])
+            + "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
             + table(["model", "FI", *FIDELITY_DIMENSIONS], published)
             + f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
             f"task only {REALUSERSIM_CARD['task_only']}.\n"

@@ -32,8 +32,9 @@ _PLAIN = "You are a user seeking help from an AI assistant."
 
 
 def build_user_prompt(case: RealUserSimCase, profile_from: RealUserSimCase | None) -> str:
-    """The simulator's system prompt: plain framing for ``task_only`` (``profile_from=None``), else the
-    mimic framing with ``profile_from``'s demographics and linguistic profile (the case's own, or a donor's)."""
+    """Our paraphrase of the simulator's system prompt (not the benchmark's text: S77): plain framing for
+    ``task_only`` (``profile_from=None``), else the mimic framing with ``profile_from``'s demographics and
+    linguistic profile (the case's own, or a donor's)."""
     parts = [_MIMIC if profile_from is not None else _PLAIN, _RULES]
     if profile_from is not None:
         bullets = "\n".join(f"- {name.replace('_', ' ')}: {value}" for name, value in profile_from.demographics.items())
@@ -63,13 +64,14 @@ async def converse(
     helper: ChatModelSettings,
     seed: int,
     max_assistant_turns: int = 4,
+    primer: str = PRIMER,
 ) -> Conversation:
     """Simulator opens; then up to ``max_assistant_turns`` assistant/simulator exchanges, stopping at ``/close``.
 
     The simulator never sees the original conversation. Its turns pass ``strip_reasoning(strict=True)``:
     a reasoning-only turn is a :class:`SimulatorFailure`, never an empty message.
     """
-    sim_view = [{"role": "system", "content": system_prompt}, {"role": "user", "content": PRIMER}]
+    sim_view = [{"role": "system", "content": system_prompt}, {"role": "user", "content": primer}]
     transcript: list[dict[str, str]] = []
 
     async def user_turn() -> str:

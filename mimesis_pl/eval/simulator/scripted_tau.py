@@ -72,14 +72,14 @@ def scripted_tau_user(messages: Messages, seed: int | None, temperature: float) 
         success = any("Done:" in m["content"] or "flight HAT" in m["content"] for m in messages if m["role"] == "user")
         return json.dumps(
             {
-                "task_success": "Yes - Task completed" if success else "Partially",
-                "efficiency": "Somewhat efficient",
+                "task_success": "Yes - Task completed" if success else "Partially - Some progress",
+                "efficiency": "About right",
                 "question_amount_preference": "About right",
                 "answer_effort_time": "Low",
                 "human_like": "Partially",
-                "interaction_flow": "Somewhat natural",
-                "overall_score": "4" if success else "3",
-                "reuse": "Probably yes",
+                "interaction_flow": "Smooth",
+                "overall_score": "4 (Good)" if success else "3 (Acceptable)",
+                "reuse": "Yes",
             }
         )
     own = sum(1 for m in messages if m["role"] == "assistant")

@@ -3,21 +3,29 @@ through the simulator-RL tasks, in validation mode, once per seed.
 
 Every row goes through :func:`mimesis_pl.tasks.runner.run_row` (the task registered for its
 ``data_source``, the same code as training's validation): n = 1, no format gate, the reward the task
-reports (its ungated ``score``). Sampling is greedy by default (``simulator.temperature: 0``); the seed is
-the engine's per-request seed, so it matters only when the temperature is above 0 — partner and judge
-calls stay whatever their endpoints do. Each row × seed is one cached item keyed by the simulator and
-its revision, the judge/partner/support-agent models, the suite version, the set, the row index and the
-seed (plus a hash of the sampling settings). Rows a task could not score (``judge_failed``,
-``task_error``, ``no_turns``) are retried, then stored unscored and counted per set — never a 0.
-Scoring (per-set × 100, axes, the headline of docs/decisions.md S23, the degenerate-seed rule) is :mod:`.soul_scoring`.
+reports (its ungated ``score``). The simulator samples as the reference's evaluation does (S72):
+temperature 1.0, top-p 1.0, and every request of a seed's run carries that seed, so the three seeds
+measure the simulator's own spread as well as the partners' and judges' (which are never seeded);
+``simulator.temperature: 0`` is greedy. The simulator may be a local engine, a served model, or a served
+chat model (S73).
+
+Each row × seed is one cached item keyed by the simulator and its revision, what determines each
+counterpart's answers (model, endpoint URL, explicit revision: S75), the suite version, the set, the row
+index and seed, a hash of the row's content (E10) and of the sampling settings. Rows a task could not
+score (``judge_failed``, ``task_error``, ``no_turns``) are retried, then stored unscored and counted per
+set — never a 0; so is a row whose partner or support agent failed (S75): it is never stored or reused
+as scored. A set that was run but has no scored row stops the report (no headline) unless
+``allow_unscored_sets`` (S76). Scoring (per-set × 100, axes, the headline of docs/decisions.md S23, the
+degenerate-seed rule) is :mod:`.soul_scoring`.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings
 from mimesis_pl.eval.failures import (
@@ -30,23 +38,27 @@ from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteRep
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
 from mimesis_pl.eval.simulator.published import SOUL as PUBLISHED
+from mimesis_pl.eval.simulator.soul_report import (
+    HEADLINE,
+    ROW_WEIGHTED,
+    describe_unscored,
+    sets_without_score,
+    soul_markdown,
+)
 from mimesis_pl.eval.simulator.soul_scoring import (
     SOUL_NAMES,
     across_seeds,
     degenerate_seeds,
     seed_summary,
 )
-from mimesis_pl.eval.simulator.suite import fmt, item_ref, run_items, table
+from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
 from mimesis_pl.tasks.base import TaskContext
-from mimesis_pl.tasks.clients import RoleSettings
+from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
 from mimesis_pl.tasks.conversation import Policy
-from mimesis_pl.tasks.roles import build_roles, role_identity
+from mimesis_pl.tasks.roles import build_roles
 from mimesis_pl.tasks.runner import run_row
 from mimesis_pl.tasks.transcripts import write_transcript
-
-HEADLINE = "SOUL-Index (axis mean)"
-ROW_WEIGHTED = "Overall (row-weighted, the paper's)"
 
 
 class TaskErrorFailure(EnvironmentFailure):
@@ -71,6 +83,40 @@ def task_row(row: SoulRow) -> dict[str, Any]:
     return {"data_source": row.data_source, "prompt": [dict(m) for m in row.prompt], "extra_info": dict(row.extra_info)}
 
 
+def endpoint_identity(settings: EndpointSettings, revision: str | None = None) -> str:
+    """What determines a role's answers, for the cache key (S75): kind and model, and for a served role the
+    endpoint URL and the explicit revision when given (a scripted role: its failure rate)."""
+    if settings.kind == "scripted":
+        return f"scripted:{settings.model}" + (f"@fail{settings.failure_rate:g}" if settings.failure_rate else "")
+    return f"{settings.kind}:{settings.model}@{settings.url}" + (f"#{revision}" if revision else "")
+
+
+def roles_identity(roles: RoleSettings, revisions: Mapping[str, str] | None = None) -> dict[str, str]:
+    revisions = revisions or {}
+    return {name: endpoint_identity(getattr(roles, name), revisions.get(name)) for name in vars(roles)}
+
+
+@dataclass
+class SoulSimulatorSettings(EngineAgentSettings):
+    """The simulator under test (the agent settings, with the reference's evaluation sampling: S72).
+
+    ``temperature`` 1.0 and ``top_p`` 1.0 are verl's rollout defaults, which the reference's SOUL runs use;
+    ``0`` is greedy. ``engine`` may be a local engine (HF, vLLM, SGLang), a served model token-in/token-out
+    (``OpenAIEngineSettings``) or a served chat model
+    (:class:`~mimesis_pl.eval.simulator.chat_engine.ChatCompletionsEngineSettings`, S73); a served one needs
+    ``revision``.
+    """
+
+    temperature: float = 1.0
+    role: ClassVar[str] = "simulator"
+
+
+def _engine_sampling(engine: Any) -> dict[str, Any]:
+    """The engine settings that change the simulator's replies (a served chat model's request fields)."""
+    fields = ("send_sampling", "enable_thinking", "reasoning_effort", "extra_body")
+    return {"kind": type(engine).__name__, **{k: getattr(engine, k) for k in fields if hasattr(engine, k)}}
+
+
 class SoulSuite(FidelitySuite):
     """SOUL through the simulator-RL tasks, validation mode, one run per seed.
 
@@ -89,15 +135,20 @@ class SoulSuite(FidelitySuite):
             run (rows reused from the cache keep the file of the run that made them).
         degenerate_min_zero_sets, degenerate_gap: the degenerate-seed rule (≥ 8 sets at 0.0 and Overall more
             than 15 points below the median).
+        role_revisions: an explicit revision per served role (``judge``, ``partner``, ``support_agent``), part of
+            the cache key with its endpoint URL (S75): name it when a new model is served at the same URL.
+        allow_unscored_sets: report the headline even when a set that was run has no scored row in a kept seed
+            (marked in the report); by default that is an error, so a headline never silently covers fewer sets.
     """
 
     name = "soul"
-    version = "1"
+    version = "2"
 
     def __init__(
         self,
-        simulator: EngineAgentSettings,
+        simulator: SoulSimulatorSettings,
         roles: RoleSettings | None = None,
+        role_revisions: dict[str, str] | None = None,
         seeds: list[int] | None = None,
         enable_thinking: bool = True,
         min_think_tokens: int = 4,
@@ -106,16 +157,23 @@ class SoulSuite(FidelitySuite):
         degenerate_min_zero_sets: int = 8,
         degenerate_gap: float = 15.0,
         dump_transcripts: bool = True,
+        allow_unscored_sets: bool = False,
     ) -> None:
         self.simulator = simulator
         self.roles = roles or RoleSettings()
+        self.role_revisions = dict(role_revisions or {})
+        unknown = sorted(set(self.role_revisions) - set(vars(self.roles)))
+        if unknown:
+            raise ValueError(f"role_revisions: unknown role(s) {unknown}; roles are {sorted(vars(self.roles))}")
+        self.allow_unscored_sets = allow_unscored_sets
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
         if not isinstance(simulator, EngineAgentSettings):
             raise TypeError(
-                "the simulator must run the tasks token-in/token-out (EngineAgentSettings); for a served "
-                "model use engine OpenAIEngineSettings (/v1/completions with model_path's tokenizer)"
+                "the simulator must run the tasks through an engine (SoulSimulatorSettings); for a served model "
+                "use engine OpenAIEngineSettings (/v1/completions) or ChatCompletionsEngineSettings "
+                "(/v1/chat/completions), with model_path's tokenizer"
             )
         self.enable_thinking, self.min_think_tokens = enable_thinking, min_think_tokens
         self.task_options = dict(task_options or {})
@@ -152,7 +210,7 @@ class SoulSuite(FidelitySuite):
 
     def identity(self) -> RunIdentity:
         assert self._backend is not None
-        partners = ";".join(f"{k}={v}" for k, v in sorted(role_identity(self.roles).items()))
+        partners = ";".join(f"{k}={v}" for k, v in sorted(roles_identity(self.roles, self.role_revisions).items()))
         return RunIdentity(
             agent_model=self._backend.name,
             agent_revision=self._backend.revision,
@@ -166,6 +224,7 @@ class SoulSuite(FidelitySuite):
             {
                 "temperature": s.temperature,
                 "top_p": s.top_p,
+                "engine": _engine_sampling(s.engine),
                 "max_new_tokens": s.max_new_tokens,
                 "max_length": s.max_length,
                 "enable_thinking": self.enable_thinking,
@@ -208,7 +267,14 @@ class SoulSuite(FidelitySuite):
 
         settings = self.settings_hash()
         refs = [
-            item_ref(f"soul/{row.data_source}", f"{row.data_source}#{row.index}", seed, settings, (row, seed))
+            item_ref(
+                f"soul/{row.data_source}",
+                f"{row.data_source}#{row.index}",
+                seed,
+                settings,
+                (row, seed),
+                content=task_row(row),
+            )
             for seed in self.seeds
             for row in batch
         ]
@@ -240,6 +306,13 @@ class SoulSuite(FidelitySuite):
         sets = sorted({src for _, src, _ in self._records}, key=lambda s: list(SOUL_NAMES).index(s))
         per_seed = {seed: seed_summary({src: scores[seed].get(src, []) for src in sets}) for seed in self.seeds}
         dropped = degenerate_seeds(per_seed, self.degenerate_min_zero_sets, self.degenerate_gap)
+        unscored_sets = sets_without_score(per_seed, dropped)
+        if unscored_sets and not self.allow_unscored_sets:
+            raise RuntimeError(
+                f"SOUL: set(s) with no scored row: {describe_unscored(unscored_sets, failed)}; no headline written "
+                "(a headline over the sets that happen to score is not the SOUL-Index; fix the rows or the "
+                "counterparts, or set allow_unscored_sets: true to report it anyway, marked)"
+            )
         summary = across_seeds(per_seed, dropped)
         failures = {seed: {src: dict(c) for src, c in per.items()} for seed, per in failed.items()}
         totals = Counter()
@@ -251,10 +324,12 @@ class SoulSuite(FidelitySuite):
             "version": self.version,
             "simulator": self._backend.name,
             "simulator_revision": self._backend.revision,
-            "roles": role_identity(self.roles),
+            "sampling": {"temperature": self.simulator.temperature, "top_p": self.simulator.top_p},
+            "roles": roles_identity(self.roles, self.role_revisions),
             "seeds": self.seeds,
             "sets": sets,
             "sets_missing": [s for s in SOUL_NAMES if s not in sets],
+            "sets_without_score": {str(k): v for k, v in unscored_sets.items()},
             "rows_per_set": {src: len({i for (_, s, i) in self._records if s == src}) for src in sets},
             "headline": {"name": HEADLINE, **summary["soul_index"]},
             "paper_overall": {"name": ROW_WEIGHTED, **summary["overall_row_weighted"]},
@@ -296,93 +371,7 @@ class SoulSuite(FidelitySuite):
                     closed.add(id(client))
                     await client.aclose()
         if self._backend is not None and self._backend.engine is not None:
+            if hasattr(self._backend.engine, "aclose"):
+                await self._backend.engine.aclose()
             self._backend.engine.close()
         self._contexts = {}
-
-
-def _pm(stat: dict[str, Any]) -> str:
-    if stat.get("mean") is None:
-        return "—"
-    return fmt(stat["mean"]) if stat.get("std") is None else f"{fmt(stat['mean'])} ± {fmt(stat['std'])}"
-
-
-def soul_markdown(r: dict[str, Any]) -> str:
-    """The report: per-set scores per seed, axes, the headline beside the paper's Overall, published rows."""
-    seeds, s = r["seeds"], r["summary"]
-    dropped = {int(k) for k in r["dropped_seeds"]}
-    head = [
-        "set",
-        "axis",
-        "rows",
-        *(f"seed {x}" + (" (dropped)" if x in dropped else "") for x in seeds),
-        "mean ± std",
-        "unscored",
-    ]
-    axis_of = {src: a for a, sets in SOUL_AXES.items() for src in sets}
-    rows = []
-    for src in r["sets"]:
-        unscored = sum(sum(per.get(src, {}).values()) for per in r["unscored_by_seed"].values())
-        rows.append(
-            [
-                SOUL_NAMES[src],
-                axis_of[src],
-                str(r["rows_per_set"][src]),
-                *(fmt(r["per_seed"][x]["datasets"].get(src)) for x in seeds),
-                _pm(s["datasets"][src]),
-                str(unscored),
-            ]
-        )
-    for a in SOUL_AXES:
-        rows.append([f"**{a}**", "", "", *(fmt(r["per_seed"][x]["axes"][a]) for x in seeds), _pm(s["axes"][a]), ""])
-    rows.append(
-        [f"**{HEADLINE}**", "", "", *(fmt(r["per_seed"][x]["soul_index"]) for x in seeds), _pm(s["soul_index"]), ""]
-    )
-    rows.append(
-        [
-            ROW_WEIGHTED,
-            "",
-            "",
-            *(fmt(r["per_seed"][x]["overall_row_weighted"]) for x in seeds),
-            _pm(s["overall_row_weighted"]),
-            "",
-        ]
-    )
-    rows.append(
-        [
-            "AlignX (combined)",
-            "",
-            "",
-            *(fmt(r["per_seed"][x]["alignx_combined"]) for x in seeds),
-            _pm(s["alignx_combined"]),
-            "",
-        ]
-    )
-    ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
-    pub_rows = [
-        [
-            f"**{r['simulator']}** (ours, {HEADLINE} / row-weighted)",
-            *ours,
-            f"{_pm(s['soul_index'])} / {_pm(s['overall_row_weighted'])}",
-        ]
-    ]
-    pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
-    missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
-    unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
-    notes = (
-        f"\nScores are task scores × 100 (validation mode: greedy unless the temperature says otherwise, no "
-        f"format gate). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
-        f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
-        f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
-        f"every mean and counted: {unscored}. Dropped seeds: "
-        f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n"
-    )
-    published = (
-        "\n## Published (the paper; other models and data — context, not a target; its Overall is "
-        "row-weighted over all 27 sets)\n\n" + table(["model", *SOUL_AXES, "Overall"], pub_rows)
-    )
-    return (
-        f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
-        + table(head, rows)
-        + notes
-        + published
-    )

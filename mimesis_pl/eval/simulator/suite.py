@@ -10,6 +10,8 @@ for infrastructure reasons is stored unscored, counted, and re-run by the next r
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -26,8 +28,13 @@ from mimesis_pl.eval.trials import (
     TrialCache,
     TrialFn,
     TrialRecord,
+    config_hash,
+    content_hash,
     run_trials,
 )
+from mimesis_pl.eval.trials.keys import plain
+
+log = logging.getLogger(__name__)
 
 
 def suite_identity(suite: str, version: str, simulator: ChatModel, partners: Mapping[str, ChatModel]) -> RunIdentity:
@@ -41,10 +48,15 @@ def suite_identity(suite: str, version: str, simulator: ChatModel, partners: Map
     )
 
 
-def item_ref(stage: str, item_id: str, seed: int | None, settings_hash: str, payload: Any = None) -> TaskRef:
-    """One cached item: ``stage`` (e.g. ``turing/score``), ``item_id#seed<N>``."""
+def item_ref(
+    stage: str, item_id: str, seed: int | None, settings_hash: str, payload: Any = None, *, content: Any
+) -> TaskRef:
+    """One cached item: ``stage`` (e.g. ``turing/score``), ``item_id#seed<N>``, keyed by a hash of ``content``
+    too (what the item's result depends on: the row, task or case; E10)."""
     task_id = item_id if seed is None else f"{item_id}#seed{seed}"
-    return TaskRef(gym=stage, task_id=task_id, gym_config_hash=settings_hash, payload=payload)
+    return TaskRef(
+        gym=stage, task_id=task_id, gym_config_hash=settings_hash, payload=payload, content_hash=content_hash(content)
+    )
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,7 @@ async def run_items(
     report = await run_trials(refs, 1, identity, fn, cache, retry, max_concurrency=max_concurrency)
     records = {}
     for ref in refs:
-        record = cache.get(identity.key(ref.gym, ref.gym_config_hash, ref.task_id, 0))
+        record = cache.get(ref.key(identity, 0))
         if record is not None:
             records[ref.task_id] = record
     return ItemRun(records, len(report.ran), report.reused)
@@ -133,10 +145,45 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def write_suite_files(out_dir: Path, results: Mapping[str, Any], markdown: str) -> tuple[Path, Path]:
+def suite_settings(suite: object) -> dict[str, Any]:
+    """A suite's public settings (its constructor arguments as stored: models, roles, seeds, limits), as JSON."""
+    public = {k: v for k, v in vars(suite).items() if not k.startswith("_")}
+    return json.loads(json.dumps(plain(public), sort_keys=True, default=_settings_value))
+
+
+def _settings_value(value: Any) -> Any:
+    # Paths as written; any other object by its type only (a repr with an address would change every run).
+    return str(value) if isinstance(value, Path) else f"<{type(value).__name__}>"
+
+
+def write_suite_files(
+    out_dir: Path, results: Mapping[str, Any], markdown: str, settings: Mapping[str, Any] | None = None
+) -> tuple[Path, Path]:
+    """``results.json`` / ``results.md`` (the latest run) and, per settings hash, ``results-<hash>.json`` /
+    ``.md``, which a run with other settings never overwrites (E12). Both name the settings they came from."""
+    settings = dict(settings or {})
+    digest = config_hash(settings)
+    named = {**results, "settings_hash": digest, "settings": settings}
+    latest = out_dir / "results.json"
+    if latest.exists():
+        try:
+            previous = json.loads(latest.read_text(encoding="utf-8")).get("settings_hash")
+        except (json.JSONDecodeError, AttributeError):
+            previous = None
+        if previous != digest:
+            log.warning(
+                "%s: replacing the report of settings %s with settings %s; the earlier one stays as %s",
+                latest,
+                previous or "(unnamed)",
+                digest,
+                f"results-{previous}.json" if previous else "nothing (it named no settings)",
+            )
+    header = f"<!-- settings {digest}: see results-{digest}.json for the settings -->\n"
+    write_json_atomic(out_dir / f"results-{digest}.json", json_safe(named))
+    write_text_atomic(out_dir / f"results-{digest}.md", header + markdown)
     return (
-        write_json_atomic(out_dir / "results.json", json_safe(results)),
-        write_text_atomic(out_dir / "results.md", markdown),
+        write_json_atomic(latest, json_safe(named)),
+        write_text_atomic(out_dir / "results.md", header + markdown),
     )
 
 

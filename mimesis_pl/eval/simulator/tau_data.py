@@ -100,10 +100,7 @@ def load_human_batches(path: str | Path) -> dict[int, dict[str, HumanEntry]]:
         task, batch = match.group("task"), int(match.group("n") or 1)
         conversation = messages_of(field_of(entry, "conversation", where, list), where, "conversation")
         reward = field_of(entry, "reward", where, (int, float))
-        survey = entry.get("survey") or {}
-        if not isinstance(survey, Mapping):
-            raise DataFormatError(f"{where}: field 'survey' must be an object")
-        answers = {name: str(v.get("answer") if isinstance(v, Mapping) else v) for name, v in survey.items()}
+        answers = survey_answers(entry.get("survey"), where)
         batches.setdefault(batch, {})[task] = HumanEntry(task, conversation, float(reward), answers)
     if not batches:
         raise DataFormatError(f"{path}: no kept human annotation")
@@ -111,12 +108,13 @@ def load_human_batches(path: str | Path) -> dict[int, dict[str, HumanEntry]]:
 
 
 def load_difficulty(path: str | Path) -> dict[str, float]:
-    """The frozen difficulty map ``{"difficulty": {instance_id: pooled success in [0, 1]}}``."""
+    """The frozen difficulty map: ``{source, n_baselines, n_tasks, difficulty: {instance_id: pooled success in
+    [0, 1]}}`` or the flat ``{instance_id: success}`` map (both as the reference writes them)."""
     path = Path(path)
     data = read_json(path)
-    table = field_of(data, "difficulty", str(path), dict) if isinstance(data, Mapping) else None
-    if table is None:
-        raise DataFormatError(f"{path}: expected an object with a 'difficulty' map")
+    if not isinstance(data, Mapping):
+        raise DataFormatError(f"{path}: expected an object (a 'difficulty' map, or a flat task -> success map)")
+    table = field_of(data, "difficulty", str(path), dict) if "difficulty" in data else data
     out = {}
     for task, value in table.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
@@ -125,44 +123,54 @@ def load_difficulty(path: str | Path) -> dict[str, float]:
     return out
 
 
-# Survey fields: answer -> ordinal value, normalised to [0, 1] over the field's (min, max) value.
+# Survey fields: the exact option strings (docs/decisions.md S70) -> ordinal value, normalised to [0, 1]
+# over the field's (min, max) value. Only an exact match counts; anything else is "no answer".
 SURVEY_SCALES: Mapping[str, Mapping[str, int]] = {
-    "task_success": {"no - not at all": 1, "mostly not": 2, "partially": 3, "mostly": 4, "yes - task completed": 5},
-    "efficiency": {"very inefficient": 1, "somewhat inefficient": 2, "somewhat efficient": 3, "very efficient": 4},
-    "question_amount_preference": {"too many": 1, "about right": 2, "too few": 1},
-    "answer_effort_time": {"high": 1, "medium": 2, "low": 3},
-    "human_like": {"no": 1, "partially": 2, "yes": 3},
-    "interaction_flow": {"very unnatural": 1, "somewhat unnatural": 2, "somewhat natural": 3, "very natural": 4},
-    "overall_score": {"1": 1, "2": 2, "3": 3, "4": 4, "5": 5},
-    "reuse": {"definitely not": 1, "probably not": 2, "maybe": 3, "probably yes": 4, "definitely yes": 5},
+    "task_success": {
+        "No - Task failed": 1,
+        "No - Due to a policy issue, which the agent clearly explained": 2,
+        "Partially - Some progress": 3,
+        "Yes - Task completed": 4,
+        "Fully - Exceeded expectations": 5,
+    },
+    "efficiency": {
+        "Very inefficient - Too many steps": 1,
+        "Somewhat inefficient": 2,
+        "About right": 3,
+        "Very efficient": 4,
+    },
+    "question_amount_preference": {"Too many": 1, "About right": 2, "Too few": 1},
+    "answer_effort_time": {"High": 1, "Medium": 2, "Low": 3},
+    "human_like": {"No": 1, "Partially": 2, "Yes": 3},
+    "interaction_flow": {"Not smooth": 1, "OK": 2, "Smooth": 3, "Excellent": 4},
+    "overall_score": {"1 (Very poor)": 1, "2 (Poor)": 2, "3 (Acceptable)": 3, "4 (Good)": 4, "5 (Excellent)": 5},
+    "reuse": {"Absolutely no": 1, "No": 2, "Maybe": 3, "Yes": 4, "Absolutely yes": 5},
 }
 
 
 def survey_value(field_name: str, answer: Any) -> float | None:
-    """An answer normalised to [0, 1] on its field's scale; None for "no answer" or an unknown option."""
+    """An answer normalised to [0, 1] on its field's scale; None for "no answer" or a string that is not
+    exactly one of the field's options."""
     scale = SURVEY_SCALES.get(field_name)
-    if scale is None or answer is None:
-        return None
-    value = scale.get(str(answer).strip().lower())
-    if value is None:
+    if scale is None or not isinstance(answer, str) or answer not in scale:
         return None
     low, high = min(scale.values()), max(scale.values())
-    return (value - low) / (high - low)
+    return (scale[answer] - low) / (high - low)
 
 
-def load_survey_answers(path: str | Path) -> dict[str, dict[str, str]]:
-    """Human survey answers comparable with the simulator's: ``{instance_id[_annN]: {field: answer}}``;
-    unknown fields are errors (the scales are fixed, :data:`SURVEY_SCALES`)."""
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, Mapping):
-        raise DataFormatError(f"{path}: expected an object keyed by task id")
+def survey_answers(survey: Any, where: str) -> dict[str, str]:
+    """``{field: answer}`` of a human entry's ``survey`` (``{field: {question, answer}}``); a field whose value
+    is not a mapping is an error (as the reference), a missing or non-string answer is "no answer"."""
+    if survey is None:
+        return {}
+    if not isinstance(survey, Mapping):
+        raise DataFormatError(f"{where}: field 'survey' must be an object of field -> {{question, answer}}")
     out = {}
-    for key, answers in data.items():
-        if not isinstance(answers, Mapping):
-            raise DataFormatError(f"{path}: entry {key!r} must be an object of field -> answer")
-        unknown = sorted(set(answers) - set(SURVEY_SCALES))
-        if unknown:
-            raise DataFormatError(f"{path}: entry {key!r} has unknown survey field(s) {unknown}")
-        out[key] = {name: str(v) for name, v in answers.items()}
+    for name, value in survey.items():
+        if not isinstance(value, Mapping):
+            raise DataFormatError(
+                f"{where}: field 'survey.{name}' must be an object {{question, answer}}, got {type(value).__name__}"
+            )
+        if isinstance(value.get("answer"), str):
+            out[name] = value["answer"]
     return out

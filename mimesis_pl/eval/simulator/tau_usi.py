@@ -1,6 +1,7 @@
 """tau-USI suite: the simulator plays tau-bench customers against a fixed agent
 that uses a tool runtime over HTTP; behavioural features, success and survey answers are compared with
-each human annotation batch: D1–D4, ECE, USI₅ (USI₆ with a survey file), mean ± std over batches.
+each human annotation batch: D1–D4, ECE, USI₅ (USI₆ when the simulator answers the survey), mean ± population
+std over batches (docs/decisions.md S70, S71).
 
 One cached stage, ``tau_usi/rollout``, keyed by task and seed, the simulator, the agent and the runtime.
 A rollout that keeps failing (simulator, agent transport, runtime) is unscored and counted, and its task
@@ -37,7 +38,6 @@ from mimesis_pl.eval.simulator.scripted_tau import (
 from mimesis_pl.eval.simulator.suite import (
     fmt,
     item_ref,
-    mean_std,
     pm,
     run_items,
     suite_identity,
@@ -48,15 +48,14 @@ from mimesis_pl.eval.simulator.tau_data import (
     TauTask,
     load_difficulty,
     load_human_batches,
-    load_survey_answers,
 )
-from mimesis_pl.eval.simulator.tau_features import STOP, conversation_features
+from mimesis_pl.eval.simulator.tau_features import STOP, conversation_features, report_row
 from mimesis_pl.eval.simulator.tau_runtime import (
     HttpToolRuntime,
     ToolRuntime,
     serve_scripted_runtime,
 )
-from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, score_batch
+from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, mean_pstd, model_eval, score_batch
 from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
 
@@ -83,10 +82,12 @@ class TauUSISuite(FidelitySuite):
     """tau-USI.
 
     Args:
-        human_file: ``tau_bench_tasks_unified.json`` (3 annotators → 3 batches).
+        human_file: ``tau_bench_tasks_unified.json`` (3 annotators → 3 batches; each entry's ``survey`` holds
+            the human answers ``{field: {question, answer}}``).
         difficulty_file: the frozen difficulty map.
-        survey_file: human survey answers (``{task[_annN]: {field: answer}}``); when given, the simulator
-            answers the survey after each conversation and USI₆ is reported.
+        survey: the simulator answers the survey (the real option strings) after each conversation, and Eval
+            (against the human answers) gives USI₆ beside USI₅ (S71: the reference reads the model's
+            answers from a separate file; a fresh run of the paper reports USI₅ only).
         simulator, agent: the simulator under test and the fixed agent.
         runtime: the tool runtime.
         seeds: one run per seed (the model row averages the runs).
@@ -94,13 +95,13 @@ class TauUSISuite(FidelitySuite):
     """
 
     name = "tau_usi"
-    version = "1"
+    version = "2"
 
     def __init__(
         self,
         human_file: str,
         difficulty_file: str,
-        survey_file: str | None = None,
+        survey: bool = False,
         simulator: ChatModelSettings | None = None,
         agent: ChatModelSettings | None = None,
         runtime: RuntimeSettings | None = None,
@@ -108,7 +109,7 @@ class TauUSISuite(FidelitySuite):
         max_user_turns: int = 80,
         max_tool_rounds: int = 64,
     ) -> None:
-        self.human_file, self.difficulty_file, self.survey_file = human_file, difficulty_file, survey_file
+        self.human_file, self.difficulty_file, self.survey = human_file, difficulty_file, survey
         self.settings = {
             "simulator": simulator or ChatModelSettings(model="tau-user", temperature=0.7, max_tokens=2048),
             "agent": agent or ChatModelSettings(model="tau-agent", temperature=0.0, max_tokens=8192),
@@ -130,7 +131,6 @@ class TauUSISuite(FidelitySuite):
     def start(self) -> None:
         self._human = load_human_batches(self.human_file)
         self._difficulty = load_difficulty(self.difficulty_file)
-        self._survey = load_survey_answers(self.survey_file) if self.survey_file else None
         s = self.settings
         self._models = {
             "simulator": build_chat_model(s["simulator"], "simulator", SimulatorFailure, scripted_tau_user),
@@ -171,12 +171,12 @@ class TauUSISuite(FidelitySuite):
             if not said:
                 reason = "empty_user_turn"
                 break
-            conversation.append({"role": "user", "content": said})
             sim_view.append({"role": "assistant", "content": said})
-            agent_view.append({"role": "user", "content": said})
-            if STOP in said:
+            if STOP in said:  # the stop turn is never appended to the conversation (as the reference)
                 reason = "stop"
                 break
+            conversation.append({"role": "user", "content": said})
+            agent_view.append({"role": "user", "content": said})
             answer = await self._agent_turn(runtime, sid, agent_view, seed)
             if answer is None:
                 reason = "tool_rounds"
@@ -186,13 +186,12 @@ class TauUSISuite(FidelitySuite):
             agent_texts.append(answer)
         reward = await runtime.reward(sid, agent_texts)
         await runtime.close(sid)
-        survey = await self._survey_answers(sim_view, seed) if self._survey is not None else {}
+        survey = await self._survey_answers(sim_view, seed) if self.survey else {}
         return TrialOutcome(
             reward=reward,
             info={
                 "conversation": conversation,
                 "termination_reason": reason,
-                "features": conversation_features(conversation),
                 "survey": survey,
             },
         )
@@ -240,7 +239,7 @@ class TauUSISuite(FidelitySuite):
             {
                 "simulator": sampling_identity(s["simulator"]),
                 "agent": sampling_identity(s["agent"]),
-                "survey": self._survey is not None,
+                "survey": self.survey,
                 "limits": [self.max_user_turns, self.max_tool_rounds],
             }
         )
@@ -249,7 +248,7 @@ class TauUSISuite(FidelitySuite):
             self.name, self.version, m["simulator"], {"agent": m["agent"], "runtime": _Named(runtime_label)}
         )
         refs = [
-            item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed))
+            item_ref("tau_usi/rollout", task.instance_id, seed, settings_hash, (task, seed), content=task)
             for seed in self.seeds
             for task in batch
         ]
@@ -268,22 +267,28 @@ class TauUSISuite(FidelitySuite):
                 self._failures[record.failure or "unknown"] = self._failures.get(record.failure or "unknown", 0) + 1
                 continue
             self._results[seed][task.instance_id] = RunTask(
-                features=thaw(record.info["features"]), reward=float(record.reward), survey=thaw(record.info["survey"])
+                # Features are computed from the stored conversation at scoring time, so a cached rollout is
+                # always measured with the current extractor (S70).
+                features=conversation_features(thaw(record.info["conversation"])),
+                reward=float(record.reward),
+                survey=thaw(record.info["survey"]),
             )
 
     def report(self, ctx: SuiteContext) -> SuiteReport:
         if not any(self._results.values()):
             raise RuntimeError(f"tau-USI: no rollout could be scored ({self._failures}); no summary written")
-        batches = {}
-        for batch, human in self._human.items():
-            survey = None
-            if self._survey is not None:
-                suffix = "" if batch == 1 else f"_ann{batch}"
-                survey = {task: self._survey[task + suffix] for task in human if task + suffix in self._survey}
-            batches[batch] = score_batch(human, self._results, self._difficulty, survey)
+        evaluation = model_eval(self._human, self._results) if self.survey else None
+        eval_mean = None if evaluation is None else evaluation["mean"]
+        batches = {
+            b: score_batch(human, self._results, self._difficulty, eval_mean) for b, human in self._human.items()
+        }
+        for b, v in batches.items():
+            v["eval_batch"] = None if evaluation is None else evaluation["batches"].get(b)
         scored = {b: v for b, v in batches.items() if v["tasks"]}
         metrics = ("D1", "D2", "D3", "D4", "ece", "eval", "usi5", "usi6", "sim_success", "human_success")
-        summary = {k: mean_std([v[k] for v in scored.values()]) for k in metrics}
+        summary = {k: mean_pstd([v[k] for v in scored.values()]) for k in metrics}
+        if evaluation is not None:  # one Eval for the model: its spread is over the per-batch Evals
+            summary["eval"] = {k: evaluation[k] for k in ("mean", "std", "n")}
         rollouts = sum(len(r) for r in self._results.values())
         results = {
             "suite": self.name,
@@ -297,7 +302,11 @@ class TauUSISuite(FidelitySuite):
             "unscored_by_kind": dict(self._failures),
             "summary": summary,
             "batches": {str(b): {k: v for k, v in s.items() if not k.endswith("_row")} for b, s in batches.items()},
-            "rows": {str(b): {"human": s.get("human_row"), "model": s.get("model_row")} for b, s in batches.items()},
+            "rows": {
+                str(b): {"human": report_row(s["human_row"]), "model": report_row(s["model_row"])}
+                for b, s in batches.items()
+                if s["tasks"]
+            },
             "published": {"usi5": TAU_USI, "human_inter_annotator_usi5": TAU_USI_HUMAN},
         }
         head = [
@@ -320,7 +329,7 @@ class TauUSISuite(FidelitySuite):
                 str(v["tasks"]),
                 *[fmt(v.get(k), 2) for k in ("D1", "D2", "D3", "D4")],
                 fmt(v.get("ece"), 3),
-                fmt(v.get("eval"), 2),
+                fmt(v.get("eval_batch"), 2),
                 fmt(v.get("usi5"), 2),
                 fmt(v.get("usi6"), 2),
                 fmt(v.get("sim_success"), 2),
@@ -348,7 +357,10 @@ class TauUSISuite(FidelitySuite):
             f"# tau-USI: {results['models']['simulator']['name']} with agent {results['models']['agent']['name']}\n\n"
             + table(head, rows)
             + f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
-            "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds Eval (survey).\n\n"
+            "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds the model's one Eval (its mean, "
+            "the same in every batch; the Eval column shows each batch's own score). ± is the population std "
+            "over batches, as the paper's. Comparable with the paper's USI₅ only with the real human file, the frozen "
+            "difficulty map and the real tool runtime; the scripted runtime and made-up tasks are not.\n\n"
             f"## Published (the paper, USI₅; humans {TAU_USI_HUMAN})\n\n"
             + table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published)
         )

@@ -1,13 +1,15 @@
-"""tau-USI scoring of simulator runs against one human annotation batch.
+"""tau-USI scoring of simulator runs against the human annotation batches.
 
 Pure: per batch, the human summary row and the model row (mean over runs of each run's row, every row
 restricted to the tasks both sides have), Dice–Sørensen per feature → D1–D4, ECE per run against the
-batch over difficulty bins (averaged over runs), the optional survey term Eval, and USI₅ / USI₆.
+batch over difficulty bins (averaged over runs). The survey term Eval is computed once over all batches
+(:func:`model_eval`) and its mean enters every batch's USI₆ (S71); every ± is a population std (ddof 0).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,93 +24,120 @@ from mimesis_pl.eval.simulator.tau_features import (
 )
 from mimesis_pl.metrics.usi import dice_sorensen, expected_calibration_error, usi
 
+EVAL_SEED = 42
+
 
 @dataclass(frozen=True)
 class RunTask:
-    """One simulated conversation's result (one task in one seeded run)."""
+    """One simulated conversation's result (one task in one seeded run); ``features`` None = no user turn."""
 
-    features: Mapping[str, float]
+    features: Mapping[str, float] | None
     reward: float
     survey: Mapping[str, str] = field(default_factory=dict)
 
 
-def _eval_term(
-    run: Mapping[str, RunTask],
-    tasks: list[str],
-    human_survey: Mapping[str, Mapping[str, str]],
-    rng: np.random.Generator,
-) -> float | None:
-    scores = []
-    for task in tasks:
-        answers = human_survey.get(task)
-        if not answers:
+def success(reward: float) -> float:
+    """A conversation's 0/1 success: reward > 0 (as the reference)."""
+    return float(reward > 0)
+
+
+def mean_pstd(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Mean ± population std (ddof 0, the reference's ``np.std``) of the non-null values."""
+    kept = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not kept:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": float(np.mean(kept)), "std": float(np.std(kept)), "n": len(kept)}
+
+
+def survey_task_score(human: Mapping[str, str], model: Mapping[str, str], rng: np.random.Generator) -> float | None:
+    """``100 · (1 − mean |h − m|)`` over the fields with a valid human answer; a missing or invalid model
+    answer is a uniform random choice among the field's distinct ordinal values (drawn from ``rng``)."""
+    gaps = []
+    for name in SURVEY_SCALES:
+        h = survey_value(name, human.get(name))
+        if h is None:
             continue
-        gaps = []
-        for name in sorted(SURVEY_SCALES):
-            h = survey_value(name, answers.get(name))
-            if h is None:
-                continue
-            m = survey_value(name, run[task].survey.get(name))
-            if m is None:  # a missing model answer becomes a random valid one (reference: default_rng(42))
-                m = survey_value(name, rng.choice(sorted(SURVEY_SCALES[name])))
-            gaps.append(abs(h - m))
-        if gaps:
-            scores.append(100.0 * (1.0 - float(np.mean(gaps))))
-    return float(np.mean(scores)) if scores else None
+        m = survey_value(name, model.get(name))
+        if m is None:
+            scale = SURVEY_SCALES[name]
+            low, high = min(scale.values()), max(scale.values())
+            m = (float(rng.choice(sorted(set(scale.values())))) - low) / (high - low)
+        gaps.append(abs(h - m))
+    return 100.0 * (1.0 - float(np.mean(gaps))) if gaps else None
+
+
+def model_eval(
+    human: Mapping[int, Mapping[str, HumanEntry]], runs: Mapping[int, Mapping[str, RunTask]], seed: int = EVAL_SEED
+) -> dict[str, Any]:
+    """Eval once for the model: per batch, the mean task score over the sorted overlap (every run's answers);
+    one ``default_rng(seed)`` consumed in batch, run and task order. ``{"batches": {b: score}, mean, std}``."""
+    rng = np.random.default_rng(seed)
+    per_batch: dict[int, float | None] = {}
+    for batch, entries in sorted(human.items()):
+        scores = []
+        for run in runs.values():
+            for task in sorted(set(entries) & set(run)):
+                score = survey_task_score(entries[task].survey, run[task].survey, rng)
+                if score is not None:
+                    scores.append(score)
+        per_batch[batch] = float(np.mean(scores)) if scores else None
+    return {"batches": per_batch, **mean_pstd(list(per_batch.values()))}
+
+
+def _model_row(runs: Mapping[int, Mapping[str, RunTask]], overlap: Sequence[str]) -> dict[str, float]:
+    rows = [
+        summary_row([run[t].features for t in overlap if t in run])
+        for run in runs.values()
+        if any(t in run for t in overlap)
+    ]
+    rows = [r for r in rows if not all(math.isnan(v) for v in r.values())]
+    return {f: (float(np.mean([r[f] for r in rows])) if rows else float("nan")) for f in FEATURES}
+
+
+def dimension_scores(human_row: Mapping[str, float], model_row: Mapping[str, float]) -> dict[str, float | None]:
+    """D1–D4: 100 × the mean Dice similarity of each dimension's features (None when a row has no features)."""
+    out: dict[str, float | None] = {}
+    for dim, names in DIMENSIONS.items():
+        h, m = [human_row[f] for f in names], [model_row[f] for f in names]
+        out[dim] = None if any(math.isnan(v) for v in (*h, *m)) else float(100.0 * dice_sorensen(h, m).mean())
+    return out
 
 
 def score_batch(
     human: Mapping[str, HumanEntry],
     runs: Mapping[int, Mapping[str, RunTask]],
     difficulty: Mapping[str, float],
-    human_survey: Mapping[str, Mapping[str, str]] | None = None,
-    seed: int = 42,
+    eval_mean: float | None = None,
 ) -> dict[str, Any]:
-    """D1–D4, ECE, Eval (when ``human_survey`` is given, keyed by task), USI₅ and USI₆ for one batch."""
+    """D1–D4, ECE, USI₅ and (with ``eval_mean``, the model's one Eval) USI₆ for one batch."""
     overlap = sorted(set(human) & {task for run in runs.values() for task in run})
     if not overlap:
         return {"tasks": 0}
-    human_row = summary_row([conversation_features(human[t].conversation) for t in overlap])
-    run_rows = [
-        summary_row([run[t].features for t in overlap if t in run])
-        for run in runs.values()
-        if any(t in run for t in overlap)
-    ]
-    model_row = {f: float(np.mean([row[f] for row in run_rows])) for f in FEATURES}
-    dims = {}
-    for dim, names in DIMENSIONS.items():
-        sims = dice_sorensen([human_row[f] for f in names], [model_row[f] for f in names])
-        dims[dim] = float(100.0 * sims.mean())
+    human_row = summary_row([conversation_features(human[t].conversation, "human") for t in overlap])
+    model_row = _model_row(runs, overlap)
+    dims = dimension_scores(human_row, model_row)
     eces = []
     for run in runs.values():
-        tasks = [t for t in overlap if t in run and t in difficulty]
+        tasks = [t for t in human if t in run and t in difficulty]
         if tasks:
             eces.append(
                 expected_calibration_error(
-                    [float(run[t].reward >= 1.0) for t in tasks],
-                    [float(human[t].reward >= 1.0) for t in tasks],
+                    [success(run[t].reward) for t in tasks],
+                    [success(human[t].reward) for t in tasks],
                     [difficulty[t] for t in tasks],
                 )
             )
     ece = float(np.mean(eces)) if eces else None
-    eval_score = None
-    if human_survey is not None:
-        rng = np.random.default_rng(seed)
-        evals = [
-            e
-            for run in runs.values()
-            if (e := _eval_term(run, [t for t in overlap if t in run], human_survey, rng)) is not None
-        ]
-        eval_score = float(np.mean(evals)) if evals else None
+    complete = ece is not None and all(v is not None for v in dims.values())
     return {
         "tasks": len(overlap),
         **dims,
         "ece": ece,
-        "eval": eval_score,
-        "usi5": usi(list(dims.values()), ece) if ece is not None else None,
-        "usi6": usi(list(dims.values()), ece, eval_score) if ece is not None and eval_score is not None else None,
-        "sim_success": float(np.mean([run[t].reward >= 1.0 for run in runs.values() for t in overlap if t in run])),
-        "human_success": float(np.mean([human[t].reward >= 1.0 for t in overlap])),
+        "eval": eval_mean,
+        "usi5": usi(list(dims.values()), ece) if complete else None,
+        "usi6": usi(list(dims.values()), ece, eval_mean) if complete and eval_mean is not None else None,
+        "sim_success": float(np.mean([success(run[t].reward) for run in runs.values() for t in overlap if t in run])),
+        "human_success": float(np.mean([success(human[t].reward) for t in overlap])),
         "human_row": human_row,
         "model_row": model_row,
     }

@@ -40,7 +40,7 @@ from mimesis_pl.eval.simulator.suite import (
     table,
 )
 from mimesis_pl.eval.simulator.text import parse_turing_rating
-from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
+from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
 from mimesis_pl.metrics.turing import TIE, canonical_rating, turing_reward
 
 JUDGE_SYSTEM = (
@@ -177,7 +177,9 @@ class TuringSuite(FidelitySuite):
         gen_identity = suite_identity("turing-generate", self.version, sim, {})
         score_identity = suite_identity(self.name, self.version, sim, {"judge": judge})
         gen_refs = [
-            item_ref("turing/generate", row.key, seed, gen_hash, (row, seed)) for seed in self.seeds for row in batch
+            item_ref("turing/generate", row.key, seed, gen_hash, (row, seed), content=row)
+            for seed in self.seeds
+            for row in batch
         ]
         generated = await run_items(gen_refs, gen_identity, generate, ctx.cache, ctx.retry, ctx.max_concurrency)
         ctx.count(generated)
@@ -192,7 +194,11 @@ class TuringSuite(FidelitySuite):
                 continue  # no history to judge against (reference: skipped at scoring)
             text = record.info["text"]
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-            score_refs.append(item_ref("turing/score", f"{row.key}#{digest}", seed, score_hash, (row, seed, text)))
+            score_refs.append(
+                item_ref(
+                    "turing/score", join_id(row.key, digest), seed, score_hash, (row, seed, text), content=(row, text)
+                )
+            )
         scored = await run_items(score_refs, score_identity, score, ctx.cache, ctx.retry, ctx.max_concurrency)
         ctx.count(scored)
         for ref in score_refs:

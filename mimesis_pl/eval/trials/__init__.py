@@ -9,7 +9,14 @@ from mimesis_pl.eval.trials.aggregate import (
     trial_matrix,
 )
 from mimesis_pl.eval.trials.cache import TrialCache, TrialRecord
-from mimesis_pl.eval.trials.keys import HARNESS_VERSION, RunIdentity, TrialKey, config_hash
+from mimesis_pl.eval.trials.keys import (
+    HARNESS_VERSION,
+    RunIdentity,
+    TrialKey,
+    config_hash,
+    content_hash,
+    join_id,
+)
 from mimesis_pl.eval.trials.runner import TaskRef, TrialFn, TrialOutcome, TrialRunReport, pending_trials, run_trials
 
 __all__ = [
@@ -27,6 +34,8 @@ __all__ = [
     "TrialRunReport",
     "aggregate_trials",
     "config_hash",
+    "content_hash",
+    "join_id",
     "pending_trials",
     "run_trials",
     "success_rule_for",

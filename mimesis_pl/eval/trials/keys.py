@@ -8,6 +8,7 @@ silently reused old results.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -22,6 +23,30 @@ HARNESS_VERSION = "1"
 def config_hash(config: Mapping[str, Any]) -> str:
     """Short, stable hash of a (JSON) gym configuration: key order does not matter, values do."""
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:16]
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses, mappings and sequences as plain JSON-able dicts and lists (other values as they are)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def content_hash(item: Any) -> str:
+    """Short, stable hash of an evaluated item's content (a dataclass, mapping or JSON value): part of every
+    cache key, so an edited item (prompt, human turn, ground truth) is run again, never reused (docs/decisions.md
+    E10)."""
+    return config_hash({"content": plain(item)})
+
+
+def join_id(*parts: object) -> str:
+    """Parts joined by ``/``, each with ``%`` and ``/`` percent-encoded, so distinct parts give distinct ids
+    (``u/1`` + ``p`` never equals ``u`` + ``1/p``: E11)."""
+    return "/".join(str(p).replace("%", "%25").replace("/", "%2F") for p in parts)
 
 
 def _nonempty(owner: str, **fields: Any) -> None:
@@ -48,7 +73,7 @@ class RunIdentity:
             harness_version=self.harness_version,
         )
 
-    def key(self, gym: str, gym_config_hash: str, task_id: str, trial: int) -> TrialKey:
+    def key(self, gym: str, gym_config_hash: str, task_id: str, trial: int, content_hash: str = "") -> TrialKey:
         return TrialKey(
             gym=gym,
             task_id=task_id,
@@ -58,6 +83,7 @@ class RunIdentity:
             simulator=self.simulator,
             gym_config_hash=gym_config_hash,
             harness_version=self.harness_version,
+            content_hash=content_hash,
         )
 
 
@@ -73,6 +99,8 @@ class TrialKey:
     simulator: str
     gym_config_hash: str
     harness_version: str
+    #: A hash of the item's content (E10): an edited task or row never reuses an old result.
+    content_hash: str = ""
 
     def __post_init__(self) -> None:
         _nonempty(

@@ -22,13 +22,17 @@ from mimesis_pl.eval.trials.keys import RunIdentity, TrialKey
 
 @dataclass(frozen=True)
 class TaskRef:
-    """One evaluation task: its gym, id, the hash of the gym configuration it runs under, and the
-    task data handed to the trial callable (``payload``, not part of the identity)."""
+    """One evaluation task: its gym, id, the hash of the gym configuration it runs under, a hash of its
+    content (E10), and the task data handed to the trial callable (``payload``, not part of the identity)."""
 
     gym: str
     task_id: str
     gym_config_hash: str
     payload: Any = field(default=None, compare=False, hash=False, repr=False)
+    content_hash: str = ""
+
+    def key(self, identity: RunIdentity, trial: int) -> TrialKey:
+        return identity.key(self.gym, self.gym_config_hash, self.task_id, trial, self.content_hash)
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def pending_trials(
     todo = []
     for task in tasks:
         for trial in range(n_trials):
-            key = identity.key(task.gym, task.gym_config_hash, task.task_id, trial)
+            key = task.key(identity, trial)
             if not cache.is_done(key):
                 todo.append((task, trial, key))
     return todo
