@@ -3,11 +3,15 @@
 Rows: :class:`CoserRow`. The simulator plays every speaking character, each in its own conversation (its own
 profile, plot, scenario and motivation); the partner plays the environment and the next-speaker predictor. Each
 utterance, inner thoughts (``[...]``) removed and labelled with its speaker, is shown to every other
-character as context (mask 0). At most ``max_rounds`` utterances (10); the
-predictor may end the scene (``<END CHAT>``) from round 5 on; an answer naming no valid speaker passes the
-turn to the next speaker in the scene's order (the reference drew one at random).
+character as context (mask 0). At most ``max_rounds`` utterances (10). The predictor's answer is read as the
+reference does (:func:`parse_next_speaker`: the last "Next Speaker" line, else the text before the first ``:``, else
+the whole answer) and must then be exactly another listed speaker, or ``<END CHAT>`` from round 5 on; any other
+answer passes the turn to the next speaker in the scene's order (the reference drew one at random; docs/decisions.md
+S48).
 
-The judge scores four dimensions 1–10; ``score = mean((clamp(s, 1, 10) − 1) / 9)`` (:func:`coser_score`).
+The judge sees the original scene (inner thoughts removed, except the environment's), told to judge only what
+follows the replayed rounds when ``continue_from`` > 0, and scores four dimensions 1–10;
+``score = mean((clamp(s, 1, 10) − 1) / 9)`` (:func:`coser_score`).
 Every character that spoke yields a trajectory with the same reward and ``gen_uid``
 (``TaskResult.extra_trajectories``), so FoldGRPO counts the rollout once.
 """
@@ -49,17 +53,38 @@ def strip_thoughts(text: str) -> str:
     return re.sub(r"\s{2,}", " ", _THOUGHT.sub("", text)).strip()
 
 
-def next_speaker(answer: str | None, speakers: list[str], current: str, round_index: int) -> str | None:
-    """The predictor's choice; ``None`` ends the scene (only from round 5); otherwise the next in order."""
-    text = (answer or "").strip()
-    if END_CHAT in text:
-        if round_index >= 5:
-            return None
-        text = ""
-    for name in sorted(speakers, key=len, reverse=True):
-        if name != current and re.search(rf"\b{re.escape(name)}\b", text):
+_NEXT_SPEAKER = re.compile(r"next\s+speaker", re.IGNORECASE)
+_LEAD = re.compile(r"^[\s#]*(?:(?:[:\-]|is\b)\s*)?", re.IGNORECASE)
+
+
+def parse_next_speaker(answer: str) -> str:
+    """The name a next-speaker answer gives: after the last "Next Speaker" (any case; markup stars, ``#`` and
+    whitespace, then a ``:``, ``-`` or "is", skipped; the rest of that line, trailing ``.,!"'`` removed) when that
+    leaves a name; else the text before the first ``:``; else the whole answer, stripped."""
+    hits = list(_NEXT_SPEAKER.finditer(answer))
+    if hits:
+        rest = _LEAD.sub("", answer[hits[-1].end() :].replace("*", ""))
+        name = rest.split("\n", 1)[0].strip().rstrip(".,!\"'").strip()
+        if name:
             return name
+    return answer.split(":", 1)[0].strip() if ":" in answer else answer.strip()
+
+
+def next_speaker(answer: str | None, speakers: list[str], current: str, round_index: int) -> str | None:
+    """The predictor's choice (:func:`parse_next_speaker`) when it is exactly another listed speaker; ``None`` (end
+    the scene) for ``<END CHAT>`` from round 5 on; otherwise the next speaker in order (S48)."""
+    name = parse_next_speaker(answer or "")
+    if name == END_CHAT and round_index >= 5:
+        return None
+    if name in speakers and name != current:
+        return name
     return speakers[(speakers.index(current) + 1) % len(speakers)]
+
+
+def reference_scene(dialogues: tuple[tuple[str, str], ...]) -> str:
+    """The original scene as the judge reads it: ``Name: message`` lines, inner thoughts removed except the
+    environment's."""
+    return transcript_text([(who, text if who == ENV else strip_thoughts(text)) for who, text in dialogues])
 
 
 @dataclass(frozen=True)
@@ -156,15 +181,22 @@ def character_prompt(task: CoserRow, name: str) -> str:
     )
 
 
-def judge_prompt(name: str, plot: str, scenario: str, transcript: str, reference: str) -> list[dict[str, str]]:
+def judge_prompt(
+    name: str, plot: str, scenario: str, transcript: str, reference: str, replayed: int = 0
+) -> list[dict[str, str]]:
     keys = ", ".join(f'"{f.name}": <integer 1-10>' for f in fields(CoserVerdict))
+    note = (
+        f"The first {replayed} messages of the role-play repeat the original; judge only what follows them.\n"
+        if replayed
+        else ""
+    )
     return [
         {"role": "system", "content": "You judge a role-play of a book scene."},
         {
             "role": "user",
             "content": (
                 f"Plot: {plot}\nScene: {scenario}\nOriginal dialogue (for reference):\n{reference}\n\n"
-                f"Role-play:\n{transcript}\n\n"
+                f"Role-play:\n{transcript}\n\n{note}"
                 f"Rate the performance of {name}: consistency with the storyline, human-likeness, fidelity to the "
                 f"character, and the quality of the story it drives. JSON only: {{{keys}}}"
             ),
@@ -271,9 +303,15 @@ class CoserTask:
             ]
         score = 0.0
         if played[0].turns:
-            reference = transcript_text(list(task.dialogues))
             request = JudgeRequest(
-                judge_prompt(", ".join(convs), task.plot, task.scenario, transcript_text(lines), reference),
+                judge_prompt(
+                    ", ".join(convs),
+                    task.plot,
+                    task.scenario,
+                    transcript_text(lines),
+                    reference_scene(task.dialogues),
+                    task.continue_from,
+                ),
                 lines,
                 task.scenario,
                 "SIMULATED",

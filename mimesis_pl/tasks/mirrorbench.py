@@ -8,7 +8,7 @@ mirror call that fails is a ``task_error`` (docs/decisions.md S40). The judge (o
 real conversation — the turns followed, not the whole file — with the simulated one, both rendered as
 ``ROLE: content`` lines (:func:`render_turns`), and rates how close the simulated user turns are to the real ones in
 style, tone and realism: a number in [0, 1] that is the score (clamped by ``dialogue.finish``). A failed judge call
-is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3).
+is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3). How this follows the reference: S47.
 """
 
 from __future__ import annotations

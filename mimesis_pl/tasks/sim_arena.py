@@ -17,7 +17,7 @@ sent and not judged — after ``max_user_turns`` (8), on an empty message, or wh
 One judge call returns every term of the family's typed verdict; ``score`` is the mean of the terms each
 normalised to [0, 1], a feature term whose target list is empty counting 0 as in the reference
 (:func:`arena_score`). A failed judge call is ``judge_failed`` (the reference counted a missing term as 0;
-docs/decisions.md S18).
+docs/decisions.md S18). The loop's details: docs/decisions.md S46.
 """
 
 from __future__ import annotations

@@ -98,7 +98,8 @@ def test_coser_mapping_thoughts_and_next_speaker():
     assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)
     assert strip_thoughts("[I hate this] Fine. (sighs)") == "Fine. (sighs)"
     speakers = ["Nora", "Environment", "Ida"]
-    assert next_speaker("Ida should speak", speakers, "Nora", 1) == "Ida"
+    assert next_speaker("Next Speaker: Ida", speakers, "Nora", 1) == "Ida"
+    assert next_speaker("Ida should speak", speakers, "Nora", 1) == "Environment"  # not a name: next in order (S48)
     assert next_speaker("Nora", speakers, "Nora", 1) == "Environment"  # the current speaker is not valid
     assert next_speaker("<END CHAT>", speakers, "Ida", 4) == "Nora"  # too early to end: next in order
     assert next_speaker("<END CHAT>", speakers, "Ida", 5) is None
