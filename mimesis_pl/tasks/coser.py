@@ -2,8 +2,8 @@
 
 Rows: :class:`CoserRow`. The simulator plays every speaking character, each in its own conversation (its own
 profile, plot, scenario and motivation); the partner plays the environment and the next-speaker predictor. Each
-utterance, inner thoughts (``[...]``) removed and labelled with its speaker, is shown to every other
-character as context (mask 0). At most ``max_rounds`` utterances (10). The predictor's answer is read as the
+utterance, inner thoughts (``[...]``) removed and labelled with its speaker (:func:`speaker_line`), is shown to
+every other character as context (mask 0). At most ``max_rounds`` utterances (10). The predictor's answer is read as the
 reference does (:func:`parse_next_speaker`: the last "Next Speaker" line, else the text before the first ``:``, else
 the whole answer) and must then be exactly another listed speaker, or ``<END CHAT>`` from round 5 on; any other
 answer passes the turn to the next speaker in the scene's order (the reference drew one at random; docs/decisions.md
@@ -79,6 +79,14 @@ def next_speaker(answer: str | None, speakers: list[str], current: str, round_in
     if name in speakers and name != current:
         return name
     return speakers[(speakers.index(current) + 1) % len(speakers)]
+
+
+def speaker_line(name: str, text: str) -> str:
+    """``Name: text`` as the other characters see it, unless a line of ``text`` already starts with ``Name:`` (or
+    the full-width ``Name：``), which the reference leaves as it is."""
+    if any(line.strip().startswith((f"{name}:", f"{name}\uff1a")) for line in text.split("\n")):
+        return text
+    return f"{name}: {text}"
 
 
 def reference_scene(dialogues: tuple[tuple[str, str], ...]) -> str:
@@ -227,7 +235,7 @@ class CoserTask:
         for who, message in task.dialogues[: task.continue_from]:
             lines.append((who, strip_thoughts(message)))
             for actor in actors:
-                pending[actor].append(f"{who}: {strip_thoughts(message)}")
+                pending[actor].append(speaker_line(who, strip_thoughts(message)))
         if task.continue_from and task.continue_from < len(task.dialogues):
             current = task.dialogues[task.continue_from][0]
             current = current if current in speakers else speakers[0]
@@ -268,7 +276,7 @@ class CoserTask:
                 lines.append((ENV, text))
             for other in actors:
                 if other != current:
-                    pending[other].append(f"{current}: {text}")
+                    pending[other].append(speaker_line(current, text))
             history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines])
             answer = await partner_reply(
                 ctx,

@@ -8,7 +8,7 @@ from reference_rows import reference_row
 from task_fixtures import make_context
 
 from mimesis_pl.tasks import get_task
-from mimesis_pl.tasks.coser import next_speaker, parse_next_speaker, reference_scene
+from mimesis_pl.tasks.coser import next_speaker, parse_next_speaker, reference_scene, speaker_line
 
 
 def test_parse_next_speaker_takes_the_last_next_speaker_line_else_before_the_colon_else_all():
@@ -50,3 +50,20 @@ def test_the_judge_sees_the_scene_without_thoughts_and_the_replay_note(tiny_toke
     judged = ctx.judge.requests[-1][-1]["content"]
     assert "Ida: Then we drown with it." in judged and "[She folds the letter.]" not in judged
     assert "The first 1 messages of the role-play repeat the original" in judged
+
+
+def test_a_line_already_labelled_with_the_speaker_is_not_labelled_twice():
+    assert speaker_line("Nora", "We hold on.") == "Nora: We hold on."
+    assert speaker_line("Nora", "Nora: We hold on.") == "Nora: We hold on."
+    assert speaker_line("Nora", "(sighs)\n Nora\uff1a We hold on.") == "(sighs)\n Nora\uff1a We hold on."
+    assert speaker_line("Nora", "Ida: you hold on.") == "Nora: Ida: you hold on."
+
+
+def test_the_other_character_sees_a_self_labelled_reply_once(tiny_tokenizer):
+    ctx = make_context(tiny_tokenizer, lambda p, k: "Nora: We hold on.", enable_think=False)
+    ctx.partner.reply = "Next Speaker: Ida"
+    ctx.options = {"coser": {"max_rounds": 2}}
+    result = asyncio.run(get_task("coser").run(reference_row("coser"), ctx, group_id="g", gen_uid="0"))
+    assert result.status == "ok", result.error
+    ida = tiny_tokenizer.decode(result.extra_trajectories[0].input_ids)
+    assert "Nora: We hold on." in ida and "Nora: Nora:" not in ida
