@@ -9,7 +9,8 @@ the whole answer) and must then be exactly another listed speaker, or ``<END CHA
 answer passes the turn to the next speaker in the scene's order (the reference drew one at random; docs/decisions.md
 S48).
 
-The judge sees the original scene (inner thoughts removed, except the environment's), told to judge only what
+The judge sees the book, the major characters, the speaking characters' profiles (:func:`involved_profiles`) and
+the original scene (inner thoughts removed, except the environment's), told to judge only what
 follows the replayed rounds when ``continue_from`` > 0, and scores four dimensions 1–10;
 ``score = mean((clamp(s, 1, 10) − 1) / 9)`` (:func:`coser_score`).
 Every character that spoke yields a trajectory with the same reward and ``gen_uid``
@@ -173,9 +174,11 @@ def parse_coser_row(row: Mapping[str, Any]) -> CoserRow:
 
 def character_prompt(task: CoserRow, name: str) -> str:
     """The character's system prompt: who it is (the plot's description first, then its profile), the plot, the
-    scene, the other characters' profiles, its inner motivation, and the output format."""
-    others = "\n".join(f"- {o}: {p}" for o, p in task.profiles.items() if o != name)
-    who = " ".join(t for t in (task.descriptions.get(name, ""), task.profiles.get(name, "")) if t)
+    scene, the other speaking characters' profiles (:func:`involved_profiles`), its inner motivation, and the
+    output format."""
+    profiles = involved_profiles(task)
+    others = "\n".join(f"- {o}: {p}" for o, p in profiles.items() if o != name)
+    who = profiles.get(name, "")
     thoughts = (
         "Do not write thoughts; put actions in (parentheses)."
         if task.wo_thought
@@ -189,10 +192,23 @@ def character_prompt(task: CoserRow, name: str) -> str:
     )
 
 
-def judge_prompt(
-    name: str, plot: str, scenario: str, transcript: str, reference: str, replayed: int = 0
-) -> list[dict[str, str]]:
+def involved_profiles(task: CoserRow) -> dict[str, str]:
+    """Each speaking character's profile as the scene uses it: the plot's description first, then the book's
+    profile; characters with neither are left out (the environment is no character)."""
+    out = {}
+    for name in task.speakers:
+        parts = (task.descriptions.get(name, "").strip(), task.profiles.get(name, "").strip())
+        if name != ENV and any(parts):
+            out[name] = "\n\n".join(t for t in parts if t)
+    return out
+
+
+def judge_prompt(task: CoserRow, name: str, transcript: str) -> list[dict[str, str]]:
+    """The judge's request: the book, its major characters, the plot, the scene, the speaking characters' profiles,
+    the original scene (:func:`reference_scene`), the role-play and, after replayed rounds, which part to judge."""
     keys = ", ".join(f'"{f.name}": <integer 1-10>' for f in fields(CoserVerdict))
+    profiles = "\n".join(f"- {who}: {text}" for who, text in involved_profiles(task).items()) or "(none)"
+    replayed = task.continue_from
     note = (
         f"The first {replayed} messages of the role-play repeat the original; judge only what follows them.\n"
         if replayed
@@ -203,7 +219,9 @@ def judge_prompt(
         {
             "role": "user",
             "content": (
-                f"Plot: {plot}\nScene: {scenario}\nOriginal dialogue (for reference):\n{reference}\n\n"
+                f"Book: {task.book}\nMajor characters: {', '.join(task.majors)}\nPlot: {task.plot}\n"
+                f"Scene: {task.scenario}\nCharacters:\n{profiles}\n"
+                f"Original dialogue (for reference):\n{reference_scene(task.dialogues)}\n\n"
                 f"Role-play:\n{transcript}\n\n{note}"
                 f"Rate the performance of {name}: consistency with the storyline, human-likeness, fidelity to the "
                 f"character, and the quality of the story it drives. JSON only: {{{keys}}}"
@@ -312,14 +330,7 @@ class CoserTask:
         score = 0.0
         if played[0].turns:
             request = JudgeRequest(
-                judge_prompt(
-                    ", ".join(convs),
-                    task.plot,
-                    task.scenario,
-                    transcript_text(lines),
-                    reference_scene(task.dialogues),
-                    task.continue_from,
-                ),
+                judge_prompt(task, ", ".join(convs), transcript_text(lines)),
                 lines,
                 task.scenario,
                 "SIMULATED",

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
-from reference_rows import reference_row
+from reference_rows import COSER_CIRCUMSTANCE, reference_row
 from task_fixtures import make_context
 
 from mimesis_pl.tasks import get_task
-from mimesis_pl.tasks.coser import next_speaker, parse_next_speaker, reference_scene, speaker_line
+from mimesis_pl.tasks.coser import (
+    involved_profiles,
+    next_speaker,
+    parse_next_speaker,
+    reference_scene,
+    speaker_line,
+)
 
 
 def test_parse_next_speaker_takes_the_last_next_speaker_line_else_before_the_colon_else_all():
@@ -67,3 +74,32 @@ def test_the_other_character_sees_a_self_labelled_reply_once(tiny_tokenizer):
     assert result.status == "ok", result.error
     ida = tiny_tokenizer.decode(result.extra_trajectories[0].input_ids)
     assert "Nora: We hold on." in ida and "Nora: Nora:" not in ida
+
+
+def _row_with_a_silent_character():
+    circumstance = json.loads(json.dumps(COSER_CIRCUMSTANCE))
+    circumstance["character_profiles"]["Tom"] = "The banker, never on stage."
+    row = reference_row("coser")
+    row["extra_info"]["circumstance"] = circumstance
+    return row
+
+
+def test_involved_profiles_are_the_speaking_characters_description_then_profile():
+    task = get_task("coser").parse_row(_row_with_a_silent_character())
+    assert involved_profiles(task) == {
+        "Nora": "The elder sister, who runs the inn.\n\nPractical and stubborn.",
+        "Ida": "Dreamy and restless.",
+    }
+
+
+def test_the_judge_sees_book_major_characters_and_profiles_and_prompts_only_speakers(tiny_tokenizer):
+    ctx = make_context(tiny_tokenizer, lambda p, k: "(sighs) We hold on.", enable_think=False)
+    ctx.options = {"coser": {"max_rounds": 2}}
+    result = asyncio.run(get_task("coser").run(_row_with_a_silent_character(), ctx, group_id="g", gen_uid="0"))
+    assert result.status == "ok", result.error
+    judged = ctx.judge.requests[-1][-1]["content"]
+    for part in ("Book: The Inn at Gull Point", "Major characters: Nora, Ida", "- Ida: Dreamy and restless."):
+        assert part in judged, part
+    assert "- Nora: The elder sister, who runs the inn.\n\nPractical and stubborn." in judged
+    assert "The banker" not in judged
+    assert "The banker" not in tiny_tokenizer.decode(result.trajectory.input_ids)  # Nora's prompt
