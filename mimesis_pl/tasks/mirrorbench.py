@@ -8,13 +8,21 @@ mirror call that fails is a ``task_error`` (docs/decisions.md S40). The judge (o
 real conversation — the turns followed, not the whole file — with the simulated one, both rendered as
 ``ROLE: content`` lines (:func:`render_turns`), and rates how close the simulated user turns are to the real ones in
 style, tone and realism: a number in [0, 1] that is the score (clamped by ``dialogue.finish``). A failed judge call
-is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3). How this follows the reference: S47.
+is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3). How this follows the reference: S47 in
+docs/decisions.md.
+
+Logged only, never rewarded: the lexical-diversity gaps ``|proxy − human|`` of MATTR (window 50), HD-D (sample 42)
+and Yule's K (:func:`lexical_gaps`) between the simulated user turns and every real user turn of the row, on the
+policy tokenizer's tokens (the reference used tiktoken's ``gpt-4o`` encoding, so the values are not comparable
+with its logs; docs/decisions.md S49).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from math import comb
 from typing import Any
 
 from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
@@ -32,6 +40,53 @@ class MirrorVerdict:
     """How much the simulated user turns resemble the real user's (style, tone, realism), in [0, 1]."""
 
     similarity: float
+
+
+def mattr(tokens: Sequence[int], window: int = 50) -> float:
+    """Moving-average type-token ratio: the mean share of distinct tokens over every ``window``-token span (the
+    plain type-token ratio when the text is no longer than ``window``; 0 for no tokens)."""
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    if n <= window:
+        return len(set(tokens)) / n
+    counts = Counter(tokens[:window])
+    total = len(counts)
+    for i in range(window, n):
+        out, new = tokens[i - window], tokens[i]
+        counts[out] -= 1
+        if counts[out] == 0:
+            del counts[out]
+        counts[new] += 1
+        total += len(counts)
+    return total / window / (n - window + 1)
+
+
+def hdd(tokens: Sequence[int], sample: int = 42) -> float:
+    """HD-D: for each type, the chance it appears in a random draw of ``min(sample, n)`` tokens without
+    replacement (hypergeometric), summed and divided by the draw size (0 for no tokens)."""
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    k = min(sample, n)
+    return sum(1.0 - comb(n - f, k) / comb(n, k) for f in Counter(tokens).values()) / k
+
+
+def yules_k(tokens: Sequence[int]) -> float:
+    """Yule's K: ``10⁴ · (Σ f² − N) / N²`` over the type frequencies ``f`` of ``N`` tokens (0 for no tokens)."""
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    return 10_000.0 * (sum(f * f for f in Counter(tokens).values()) - n) / (n * n)
+
+
+def lexical_gaps(proxy: Sequence[int], human: Sequence[int]) -> dict[str, float]:
+    """``|proxy − human|`` of each diversity measure, keyed as logged (``mattr_gap``, ``hdd_gap``,
+    ``yules_k_gap``)."""
+    return {
+        f"{name}_gap": abs(measure(proxy) - measure(human))
+        for name, measure in (("mattr", mattr), ("hdd", hdd), ("yules_k", yules_k))
+    }
 
 
 @dataclass(frozen=True)
@@ -165,6 +220,13 @@ class MirrorBenchTask:
             request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
             verdict = await ctx.judge.judge(request, MirrorVerdict)
             score = None if verdict is None else verdict.similarity
+
+        def tokens(texts: list[str]) -> list[int]:
+            return ctx.policy.tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
+
+        proxy = [text for who, text in lines if who == "SIMULATED user"]
+        human = [m["content"] for m in task.turns if m["role"] == "user"]  # every real user turn, as the reference
+        gaps = lexical_gaps(tokens(proxy), tokens(human))
         return finish(
             conv,
             ctx,
@@ -174,6 +236,7 @@ class MirrorBenchTask:
             group_id=group_id,
             gen_uid=gen_uid,
             score=score,
+            sub=gaps,
             transcript=lines,
         )
 
