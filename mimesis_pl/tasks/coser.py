@@ -2,12 +2,17 @@
 
 Rows: :class:`CoserRow`. The simulator plays every speaking character, each in its own conversation (its own
 profile, plot, scenario and motivation); the partner plays the environment and the next-speaker predictor. Each
-utterance, inner thoughts (``[...]``) removed and labelled with its speaker, is shown to every other
-character as context (mask 0). At most ``max_rounds`` utterances (10); the
-predictor may end the scene (``<END CHAT>``) from round 5 on; an answer naming no valid speaker passes the
-turn to the next speaker in the scene's order (the reference drew one at random).
+utterance, inner thoughts (``[...]``) removed and labelled with its speaker (:func:`speaker_line`), is shown to
+every other character as context (mask 0). At most ``max_rounds`` utterances (10). The predictor's answer is read as the
+reference does (:func:`parse_next_speaker`: the last "Next Speaker" line, else the text before the first ``:``, else
+the whole answer) and must then be exactly another listed speaker, or ``<END CHAT>`` from round 5 on; any other
+answer passes the turn to the next speaker in the scene's order (the reference drew one at random; docs/decisions.md
+S48).
 
-The judge scores four dimensions 1–10; ``score = mean((clamp(s, 1, 10) − 1) / 9)`` (:func:`coser_score`).
+The judge sees the book, the major characters, the speaking characters' profiles (:func:`involved_profiles`) and
+the original scene (inner thoughts removed, except the environment's), told to judge only what
+follows the replayed rounds when ``continue_from`` > 0, and scores four dimensions 1–10;
+``score = mean((s − 1) / 9)`` over scores the judge client has checked to be in 1–10 (:func:`coser_score`).
 Every character that spoke yields a trajectory with the same reward and ``gen_uid``
 (``TaskResult.extra_trajectories``), so FoldGRPO counts the rollout once.
 """
@@ -57,17 +62,46 @@ def strip_thoughts(text: str) -> str:
     return re.sub(r"\s{2,}", " ", _THOUGHT.sub("", text)).strip()
 
 
-def next_speaker(answer: str | None, speakers: list[str], current: str, round_index: int) -> str | None:
-    """The predictor's choice; ``None`` ends the scene (only from round 5); otherwise the next in order."""
-    text = (answer or "").strip()
-    if END_CHAT in text:
-        if round_index >= 5:
-            return None
-        text = ""
-    for name in sorted(speakers, key=len, reverse=True):
-        if name != current and re.search(rf"\b{re.escape(name)}\b", text):
+_NEXT_SPEAKER = re.compile(r"next\s+speaker", re.IGNORECASE)
+_LEAD = re.compile(r"^[\s#]*(?:(?:[:\-]|is\b)\s*)?", re.IGNORECASE)
+
+
+def parse_next_speaker(answer: str) -> str:
+    """The name a next-speaker answer gives: after the last "Next Speaker" (any case; markup stars, ``#`` and
+    whitespace, then a ``:``, ``-`` or "is", skipped; the rest of that line, trailing ``.,!"'`` removed) when that
+    leaves a name; else the text before the first ``:``; else the whole answer, stripped."""
+    hits = list(_NEXT_SPEAKER.finditer(answer))
+    if hits:
+        rest = _LEAD.sub("", answer[hits[-1].end() :].replace("*", ""))
+        name = rest.split("\n", 1)[0].strip().rstrip(".,!\"'").strip()
+        if name:
             return name
+    return answer.split(":", 1)[0].strip() if ":" in answer else answer.strip()
+
+
+def next_speaker(answer: str | None, speakers: list[str], current: str, round_index: int) -> str | None:
+    """The predictor's choice (:func:`parse_next_speaker`) when it is exactly another listed speaker; ``None`` (end
+    the scene) for ``<END CHAT>`` from round 5 on; otherwise the next speaker in order (S48)."""
+    name = parse_next_speaker(answer or "")
+    if name == END_CHAT and round_index >= 5:
+        return None
+    if name in speakers and name != current:
+        return name
     return speakers[(speakers.index(current) + 1) % len(speakers)]
+
+
+def speaker_line(name: str, text: str) -> str:
+    """``Name: text`` as the other characters see it, unless a line of ``text`` already starts with ``Name:`` (or
+    the full-width ``Name：``), which the reference leaves as it is."""
+    if any(line.strip().startswith((f"{name}:", f"{name}\uff1a")) for line in text.split("\n")):
+        return text
+    return f"{name}: {text}"
+
+
+def reference_scene(dialogues: tuple[tuple[str, str], ...]) -> str:
+    """The original scene as the judge reads it: ``Name: message`` lines, inner thoughts removed except the
+    environment's."""
+    return transcript_text([(who, text if who == ENV else strip_thoughts(text)) for who, text in dialogues])
 
 
 @dataclass(frozen=True)
@@ -148,9 +182,11 @@ def parse_coser_row(row: Mapping[str, Any]) -> CoserRow:
 
 def character_prompt(task: CoserRow, name: str) -> str:
     """The character's system prompt: who it is (the plot's description first, then its profile), the plot, the
-    scene, the other characters' profiles, its inner motivation, and the output format."""
-    others = "\n".join(f"- {o}: {p}" for o, p in task.profiles.items() if o != name)
-    who = " ".join(t for t in (task.descriptions.get(name, ""), task.profiles.get(name, "")) if t)
+    scene, the other speaking characters' profiles (:func:`involved_profiles`), its inner motivation, and the
+    output format."""
+    profiles = involved_profiles(task)
+    others = "\n".join(f"- {o}: {p}" for o, p in profiles.items() if o != name)
+    who = profiles.get(name, "")
     thoughts = (
         "Do not write thoughts; put actions in (parentheses)."
         if task.wo_thought
@@ -164,15 +200,37 @@ def character_prompt(task: CoserRow, name: str) -> str:
     )
 
 
-def judge_prompt(name: str, plot: str, scenario: str, transcript: str, reference: str) -> list[dict[str, str]]:
+def involved_profiles(task: CoserRow) -> dict[str, str]:
+    """Each speaking character's profile as the scene uses it: the plot's description first, then the book's
+    profile; characters with neither are left out (the environment is no character)."""
+    out = {}
+    for name in task.speakers:
+        parts = (task.descriptions.get(name, "").strip(), task.profiles.get(name, "").strip())
+        if name != ENV and any(parts):
+            out[name] = "\n\n".join(t for t in parts if t)
+    return out
+
+
+def judge_prompt(task: CoserRow, name: str, transcript: str) -> list[dict[str, str]]:
+    """The judge's request: the book, its major characters, the plot, the scene, the speaking characters' profiles,
+    the original scene (:func:`reference_scene`), the role-play and, after replayed rounds, which part to judge."""
     keys = ", ".join(f'"{f.name}": <integer 1-10>' for f in fields(CoserVerdict))
+    profiles = "\n".join(f"- {who}: {text}" for who, text in involved_profiles(task).items()) or "(none)"
+    replayed = task.continue_from
+    note = (
+        f"The first {replayed} messages of the role-play repeat the original; judge only what follows them.\n"
+        if replayed
+        else ""
+    )
     return [
         {"role": "system", "content": "You judge a role-play of a book scene."},
         {
             "role": "user",
             "content": (
-                f"Plot: {plot}\nScene: {scenario}\nOriginal dialogue (for reference):\n{reference}\n\n"
-                f"Role-play:\n{transcript}\n\n"
+                f"Book: {task.book}\nMajor characters: {', '.join(task.majors)}\nPlot: {task.plot}\n"
+                f"Scene: {task.scenario}\nCharacters:\n{profiles}\n"
+                f"Original dialogue (for reference):\n{reference_scene(task.dialogues)}\n\n"
+                f"Role-play:\n{transcript}\n\n{note}"
                 f"Rate the performance of {name}: consistency with the storyline, human-likeness, fidelity to the "
                 f"character, and the quality of the story it drives. JSON only: {{{keys}}}"
             ),
@@ -203,7 +261,7 @@ class CoserTask:
         for who, message in task.dialogues[: task.continue_from]:
             lines.append((who, strip_thoughts(message)))
             for actor in actors:
-                pending[actor].append(f"{who}: {strip_thoughts(message)}")
+                pending[actor].append(speaker_line(who, strip_thoughts(message)))
         if task.continue_from and task.continue_from < len(task.dialogues):
             current = task.dialogues[task.continue_from][0]
             current = current if current in speakers else speakers[0]
@@ -244,7 +302,7 @@ class CoserTask:
                 lines.append((ENV, text))
             for other in actors:
                 if other != current:
-                    pending[other].append(f"{current}: {text}")
+                    pending[other].append(speaker_line(current, text))
             history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines])
             answer = await partner_reply(
                 ctx,
@@ -279,9 +337,8 @@ class CoserTask:
             ]
         score = 0.0
         if played[0].turns:
-            reference = transcript_text(list(task.dialogues))
             request = JudgeRequest(
-                judge_prompt(", ".join(convs), task.plot, task.scenario, transcript_text(lines), reference),
+                judge_prompt(task, ", ".join(convs), transcript_text(lines)),
                 lines,
                 task.scenario,
                 "SIMULATED",

@@ -3,15 +3,26 @@
 Rows: :class:`MirrorRow`. The rollout follows the first ``max_turns`` (10) real turns, a trailing assistant turn
 dropped: on a real user turn the simulator writes the user's message; on a real assistant turn the partner, shown
 the real conversation as a guide, answers as the assistant ("mirror assistant") and its reply comes back to the
-simulator as context (mask 0). A mirror call that fails is a ``task_error`` (docs/decisions.md S40). The judge rates
-how close the simulated user turns are to the real ones in style, tone and realism, a number in [0, 1] that is the
-score. A failed judge call is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3).
+simulator as context (mask 0); a real conversation that opens with the assistant starts with a mirror reply. A
+mirror call that fails is a ``task_error`` (docs/decisions.md S40). The judge (one GTEval-style call) compares the
+real conversation — the turns followed, not the whole file — with the simulated one, both rendered as
+``ROLE: content`` lines (:func:`render_turns`), and rates how close the simulated user turns are to the real ones in
+style, tone and realism: a number in [0, 1] that is the score (clamped by ``dialogue.finish``). A failed judge call
+is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3). How this follows the reference: S47 in
+docs/decisions.md.
+
+Logged only, never rewarded: the lexical-diversity gaps ``|proxy − human|`` of MATTR (window 50), HD-D (sample 42)
+and Yule's K (:func:`lexical_gaps`) between the simulated user turns and every real user turn of the row, on the
+policy tokenizer's tokens (the reference used tiktoken's ``gpt-4o`` encoding, so the values are not comparable
+with its logs; docs/decisions.md S49).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from math import comb
 from typing import Any
 
 from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
@@ -21,6 +32,7 @@ from .dialogue import finish, option, partner_reply, said, transcript_text
 
 PREFIX = "mirrorbench"
 NEXT = "Write the user's next message."
+FIRST = "Write the user's first message."
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,53 @@ class MirrorVerdict:
     """How much the simulated user turns resemble the real user's (style, tone, realism), in [0, 1]."""
 
     similarity: float
+
+
+def mattr(tokens: Sequence[int], window: int = 50) -> float:
+    """Moving-average type-token ratio: the mean share of distinct tokens over every ``window``-token span (the
+    plain type-token ratio when the text is no longer than ``window``; 0 for no tokens)."""
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    if n <= window:
+        return len(set(tokens)) / n
+    counts = Counter(tokens[:window])
+    total = len(counts)
+    for i in range(window, n):
+        out, new = tokens[i - window], tokens[i]
+        counts[out] -= 1
+        if counts[out] == 0:
+            del counts[out]
+        counts[new] += 1
+        total += len(counts)
+    return total / window / (n - window + 1)
+
+
+def hdd(tokens: Sequence[int], sample: int = 42) -> float:
+    """HD-D: for each type, the chance it appears in a random draw of ``min(sample, n)`` tokens without
+    replacement (hypergeometric), summed and divided by the draw size (0 for no tokens)."""
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    k = min(sample, n)
+    return sum(1.0 - comb(n - f, k) / comb(n, k) for f in Counter(tokens).values()) / k
+
+
+def yules_k(tokens: Sequence[int]) -> float:
+    """Yule's K: ``10⁴ · (Σ f² − N) / N²`` over the type frequencies ``f`` of ``N`` tokens (0 for no tokens)."""
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    return 10_000.0 * (sum(f * f for f in Counter(tokens).values()) - n) / (n * n)
+
+
+def lexical_gaps(proxy: Sequence[int], human: Sequence[int]) -> dict[str, float]:
+    """``|proxy − human|`` of each diversity measure, keyed as logged (``mattr_gap``, ``hdd_gap``,
+    ``yules_k_gap``)."""
+    return {
+        f"{name}_gap": abs(measure(proxy) - measure(human))
+        for name, measure in (("mattr", mattr), ("hdd", hdd), ("yules_k", yules_k))
+    }
 
 
 @dataclass(frozen=True)
@@ -87,16 +146,23 @@ def mirror_prompt(real: list[dict[str, str]]) -> str:
     )
 
 
-def judge_prompt(real: list[dict[str, str]], simulated: list[str]) -> list[dict[str, str]]:
-    real_user = "\n".join(f"- {m['content']}" for m in real if m["role"] == "user")
-    sim = "\n".join(f"- {t}" for t in simulated)
+def render_turns(turns: list[dict[str, str]]) -> str:
+    """A conversation as the judge reads it: one ``ROLE: content`` line per turn (``USER: hi``)."""
+    return "\n".join(f"{m['role'].upper()}: {m['content']}" for m in turns)
+
+
+def judge_prompt(real: list[dict[str, str]], simulated: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Both whole conversations — the real turns the rollout followed and the simulated ones (the simulator's user
+    turns and the mirror's replies) — compared on the user side only."""
     return [
         {"role": "system", "content": "You judge how human a simulated chat user sounds."},
         {
             "role": "user",
             "content": (
-                f"Real user's messages:\n{real_user}\n\nSimulated user's messages:\n{sim}\n\n"
-                "How similar are the simulated messages to the real ones in style, tone, length and realism? "
+                f"Real conversation:\n{render_turns(real)}\n\n"
+                f"Simulated conversation (its USER turns come from a user simulator):\n{render_turns(simulated)}\n\n"
+                "Compare only the USER turns: how similar are the simulated ones to the real ones in style, tone, "
+                "length and realism, given the conversation so far? Ignore the assistant's turns. "
                 'Answer with JSON only: {"similarity": <number 0-1>}'
             ),
         },
@@ -113,18 +179,27 @@ class MirrorBenchTask:
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
         task = self.parse_row(row)
         real = real_turns(task.turns, int(option(ctx, self.data_source, "max_turns", 10)))
+        mirror = [{"role": "system", "content": mirror_prompt(real)}]  # then the simulated conversation
+        lines: list[tuple[str, str]] = []
+
+        async def mirror_turn() -> str:  # a failed call raises PartnerUnavailable (S40)
+            reply = await partner_reply(ctx, mirror, what="mirror assistant")
+            mirror.append({"role": "assistant", "content": reply})
+            lines.append(("assistant", reply))
+            return reply
+
+        opening, start = FIRST, 0
+        if real and real[0]["role"] == "assistant":  # the real chat opens with the assistant, so does the replay
+            opening, start = f"AI: {await mirror_turn()}\n\n{NEXT}", 1
         messages = [
             {"role": "system", "content": system_prompt(task.task_description)},
-            {"role": "user", "content": "Write the user's first message."},
+            {"role": "user", "content": opening},
         ]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-        mirror = [{"role": "system", "content": mirror_prompt(real)}]
-        simulated: list[str] = []
-        lines: list[tuple[str, str]] = []
-        for k, real_turn in enumerate(real):
+        for k, real_turn in enumerate(real[start:], start):
             if real_turn["role"] == "user":
                 try:
-                    if k > 0 and lines and lines[-1][0] == "SIMULATED user":
+                    if k > start and lines and lines[-1][0] == "SIMULATED user":
                         conv.append([{"role": "user", "content": NEXT}])  # two real user turns in a row
                     turn = await conv.step()
                 except BudgetExhausted:
@@ -132,22 +207,26 @@ class MirrorBenchTask:
                 text = strip_label(said(conv, turn.text))
                 if not text:
                     break
-                simulated.append(text)
                 lines.append(("SIMULATED user", text))
                 mirror.append({"role": "user", "content": text})
-            elif real_turn["role"] == "assistant" and simulated:
-                reply = await partner_reply(ctx, mirror, what="mirror assistant")
-                mirror.append({"role": "assistant", "content": reply})
-                lines.append(("assistant", reply))
+            elif real_turn["role"] == "assistant":
+                reply = await mirror_turn()
                 try:
                     conv.append([{"role": "user", "content": f"AI: {reply}\n\n{NEXT}"}])
                 except BudgetExhausted:
                     break
         score = 0.0
-        if simulated:
-            request = JudgeRequest(judge_prompt(real, simulated), lines, task.task_description, "SIMULATED")
+        if any(who == "SIMULATED user" for who, _ in lines):
+            request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
             verdict = await ctx.judge.judge(request, MirrorVerdict)
             score = None if verdict is None else verdict.similarity
+
+        def tokens(texts: list[str]) -> list[int]:
+            return ctx.policy.tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
+
+        proxy = [text for who, text in lines if who == "SIMULATED user"]
+        human = [m["content"] for m in task.turns if m["role"] == "user"]  # every real user turn, as the reference
+        gaps = lexical_gaps(tokens(proxy), tokens(human))
         return finish(
             conv,
             ctx,
@@ -157,6 +236,7 @@ class MirrorBenchTask:
             group_id=group_id,
             gen_uid=gen_uid,
             score=score,
+            sub=gaps,
             transcript=lines,
         )
 

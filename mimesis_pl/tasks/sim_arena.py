@@ -5,15 +5,19 @@ queries, the real conversation, the target features and (doc) the document prefe
 is a ``task_error`` (S40 in docs/decisions.md).
 
 - ``sim_arena_math``: a student with a profile works on a problem with a tutor. The student's message is the
-  text after ``Query:``/``Response:`` when present; the first one is sent to the tutor with the problem.
-- ``sim_arena_doc``: a user co-writes a document (type, intent, materials) with an assistant; the message is
-  the text after ``Message:`` when present. After the dialogue the assistant is asked for the final document.
+  text after the first ``Response:``, else after the first ``Query:``, else the whole turn.
+- ``sim_arena_doc``: a user co-writes a document (type, intent, materials) with a writing assistant; the message
+  is the text after the first ``Message:``, else the whole turn. After the dialogue the assistant is asked for the
+  final document.
 
-The conversation ends when the user says so (:func:`wants_to_end`, tolerant of how local models write
-"terminate conversation"), after ``max_user_turns`` (8), on an empty turn, or when the budget is spent.
+The assistant's first message wraps the user's first message in the task header (:func:`first_message`: the
+problem, or the document type, goal and materials), as the reference does. The conversation ends when the user
+says so (:func:`wants_to_end`, tolerant of how local models write "terminate conversation") — that turn is not
+sent and not judged — after ``max_user_turns`` (8), on an empty message, or when the budget is spent.
 One judge call returns every term of the family's typed verdict; ``score`` is the mean of the terms each
-normalised to [0, 1] (:func:`arena_score`). A failed judge call is ``judge_failed`` (the reference counted a
-missing term as 0; docs/decisions.md S18).
+normalised to [0, 1], a feature term whose target list is empty counting 0 as in the reference
+(:func:`arena_score`). A failed judge call is ``judge_failed`` (the reference counted a missing term as 0;
+docs/decisions.md S18). The loop's details: docs/decisions.md S46.
 """
 
 from __future__ import annotations
@@ -68,8 +72,11 @@ SCALES = {
 }
 
 
-def arena_score(verdict: MathVerdict | DocVerdict) -> float:
-    terms = [getattr(verdict, f.name) / SCALES[f.name] for f in fields(verdict)]
+def arena_score(verdict: MathVerdict | DocVerdict, empty: tuple[str, ...] = ()) -> float:
+    """Mean of the verdict's terms, each divided by its scale (the judge client has checked each is in range,
+    S60); the terms named in ``empty`` (feature shares whose target list is empty, :func:`empty_terms`) count 0
+    whatever the judge said."""
+    terms = [0.0 if f.name in empty else getattr(verdict, f.name) / SCALES[f.name] for f in fields(verdict)]
     return sum(terms) / len(terms)
 
 
@@ -78,10 +85,11 @@ def wants_to_end(text: str) -> bool:
 
 
 def extract_message(text: str, kind: Kind) -> str:
-    """The message after the family's label (``Query:``/``Response:`` or ``Message:``), the end marker removed."""
-    labels = ("Query:", "Response:") if kind == "math" else ("Message:",)
+    """The message after the family's label — math: the first ``Response:``, else the first ``Query:``; doc: the
+    first ``Message:`` — or the whole text; the end marker removed."""
+    labels = ("Response:", "Query:") if kind == "math" else ("Message:",)
     for label in labels:
-        i = text.rfind(label)
+        i = text.find(label)
         if i >= 0:
             text = text[i + len(label) :]
             break
@@ -183,6 +191,35 @@ def parse_arena_row(row: Mapping[str, Any], kind: Kind) -> ArenaRow:
     )
 
 
+def empty_terms(task: ArenaRow) -> tuple[str, ...]:
+    """The feature-share terms with no target feature to check (scored 0, as in the reference)."""
+    lists = {"fulfilment": task.interaction_features} if task.kind == "math" else {}
+    if task.kind == "doc":
+        lists = {"writing_features": task.writing_features, "interaction_features": task.interaction_features}
+    return tuple(name for name, features in lists.items() if not features)
+
+
+def assistant_prompt(task: ArenaRow) -> str:
+    """The counterpart's system prompt: a tutor (math) or a writing assistant whose final document has 100-500
+    words (doc)."""
+    if task.kind == "math":
+        return "You are a patient math tutor. Help the student work through their problem; do not just give the answer."
+    return (
+        "You are an AI writing assistant. Work with the user on their document: follow their goals, facts, "
+        "preferences and style, revise drafts as they ask, and keep the final document between 100 and 500 words."
+    )
+
+
+def first_message(task: ArenaRow, message: str) -> str:
+    """The user's first message as the assistant receives it: the task header, then the message."""
+    if task.kind == "math":
+        return f"The problem I need help with:\n{task.problem}\n\n{message}"
+    return (
+        f"The writing task you are helping me with:\nDocument type: {task.problem}\nWhat it is for: {task.intent}\n"
+        f"My materials:\n{task.materials}\n\n{message}"
+    )
+
+
 def user_prompt(task: ArenaRow) -> str:
     end = 'When you are done, write "terminate conversation".'
     if task.kind == "math":
@@ -248,7 +285,7 @@ class SimArenaTask:
             {"role": "user", "content": "Start the conversation."},
         ]
         conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-        assistant = [{"role": "system", "content": "You are a helpful assistant."}]
+        assistant = [{"role": "system", "content": assistant_prompt(task)}]
         lines: list[tuple[str, str]] = []
         ended = False
         for k in range(int(option(ctx, self.data_source, "max_user_turns", 8))):
@@ -259,12 +296,10 @@ class SimArenaTask:
             public = said(conv, turn.text)
             text = extract_message(public, self.kind)
             ended = wants_to_end(public)
-            if text:
-                lines.append(("SIMULATED user", text))
-            if ended or not text:
+            if ended or not text:  # stops before sending: the closing turn is neither sent nor judged
                 break
-            content = f"{task.problem}\n\n{text}" if self.kind == "math" and k == 0 else text
-            assistant.append({"role": "user", "content": content})
+            lines.append(("SIMULATED user", text))
+            assistant.append({"role": "user", "content": first_message(task, text) if k == 0 else text})
             reply = await partner_reply(ctx, assistant, what="assistant")
             assistant.append({"role": "assistant", "content": reply})
             lines.append(("assistant", reply))
@@ -286,7 +321,7 @@ class SimArenaTask:
                 "SIMULATED",
             )
             verdict = await ctx.judge.judge(request, schema)
-            score = None if verdict is None else arena_score(verdict)
+            score = None if verdict is None else arena_score(verdict, empty_terms(task))
         return finish(
             conv,
             ctx,

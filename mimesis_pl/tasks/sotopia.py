@@ -2,15 +2,18 @@
 
 Rows: :class:`SotopiaRow`. The simulator plays one side (``eval_position``: ``agent1`` — who speaks first — by
 default), the partner the other, each with its own character prompt (its own background; the other's is unknown).
-Both answer with a JSON action ``{"action_type", "argument"}`` (``speak | non-verbal communication | action | leave
-| none``); text that is not such JSON counts as speech. Each action is shown to the other side as one line
-(:func:`render_action`). The episode stops after ``max_turns`` actions (15), an empty turn, a ``leave`` at action
-index ≥ 5, or more than two ``none`` in a row.
+Both answer with a JSON action ``{"action_type", "argument"}`` (``speak | non-verbal communication | action |
+leave``), read leniently (:func:`parse_action`: raw newlines inside strings are escaped, else the longest JSON value
+in the text is used); anything that is not such an action — an unknown type, ``none`` included — is speech with the
+whole text, so a ``none`` action never happens. Each action is shown to the other side as one line
+(:func:`render_action`). The episode stops after ``max_turns`` actions (15), an empty simulator turn (an empty
+partner reply is a ``task_error``, S40), or a ``leave`` at action index ≥ 5 (docs/decisions.md S45).
 
 Score (the reported score *is* the training reward, on [0, 1]: docs/decisions.md S23): the judge gives
 seven integer dimensions
 on their own ranges; each is normalised to [0, 1] and averaged with weights (:data:`DIMENSIONS`):
 ``score = Σ w_d · (raw_d − lo_d) / (hi_d − lo_d) / Σ w_d``. Raw dimensions are logged as ``sotopia/<dim>``.
+The judge sees the scenario, the relationship, both participants' backgrounds and goals, and the episode.
 A failed judge call is ``judge_failed`` (the reference filled midpoints; S3). The reference's hack judge is
 not implemented.
 """
@@ -28,7 +31,9 @@ from .conversation import BudgetExhausted, PolicyConversation
 from .dialogue import finish, option, partner_reply, said, transcript_text
 
 PREFIX = "sotopia"
-ActionType = Literal["speak", "non-verbal communication", "action", "leave", "none"]
+OPENING = "The conversation begins."  # both sides' first context line (the reference's start marker)
+ActionType = Literal["speak", "non-verbal communication", "action", "leave"]
+ACTION_TYPES: tuple[ActionType, ...] = ("speak", "non-verbal communication", "action", "leave")
 #: dimension → (lo, hi, weight)
 DIMENSIONS: dict[str, tuple[int, int, float]] = {
     "believability": (0, 10, 0.5),
@@ -65,22 +70,58 @@ def sotopia_score(verdict: SotopiaVerdict) -> float:
     return total / sum(w for _, _, w in DIMENSIONS.values())
 
 
-def parse_action(text: str) -> tuple[ActionType, str]:
-    """A JSON action, or the text as speech; empty text is ``none``."""
-    body = text.strip()
-    if not body:
-        return "none", ""
+def escape_newlines_in_strings(text: str) -> str:
+    """``text`` with every raw newline inside a JSON string literal written as the escape ``\\n`` (models often
+    break a long ``argument`` over lines, which strict JSON rejects). Newlines outside strings are kept."""
+    out, inside, escaped = [], False, False
+    for ch in text:
+        if inside and ch == "\n":
+            out.append("\\n")
+        else:
+            out.append(ch)
+        if escaped:
+            escaped = False
+        elif ch == "\\" and inside:
+            escaped = True
+        elif ch == '"':
+            inside = not inside
+    return "".join(out)
+
+
+def lenient_json(text: str) -> Any | None:
+    """The JSON value a model meant: the whole text (newlines in strings escaped) when it parses, else the longest
+    JSON value (by its compact serialisation, the first of equals) that decodes at some position of the text, else
+    ``None``. A value must start exactly at a position; the scan resumes after each value it decodes."""
+    text = escape_newlines_in_strings(text)
     try:
-        data = json.loads(body.removeprefix("```json").removeprefix("```").removesuffix("```"))
+        return json.loads(text)
     except json.JSONDecodeError:
-        return "speak", body
-    if not isinstance(data, dict):
-        return "speak", body
-    kind = str(data.get("action_type", "speak")).strip().lower()
-    arg = str(data.get("argument", "")).strip()
-    if kind not in ("speak", "non-verbal communication", "action", "leave", "none"):
-        kind = "speak"
-    return kind, arg  # type: ignore[return-value]
+        pass
+    decoder, found, start = json.JSONDecoder(), [], 0
+    while start < len(text):
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start += 1
+            continue
+        found.append(value)
+        start = max(end, start + 1)
+    return max(found, key=lambda v: len(json.dumps(v)), default=None)
+
+
+def parse_action(text: str) -> tuple[ActionType, str]:
+    """A turn's action: the JSON action in it (:func:`lenient_json`) when it is a mapping whose ``action_type`` is
+    one of :data:`ACTION_TYPES` (matched ignoring case and surrounding space), else ``speak`` with the whole
+    (stripped) text. ``none``, an unknown type or a JSON value that is no mapping are speech (docs/decisions.md
+    S45). Callers end the episode on an empty turn before parsing it."""
+    body = text.strip()
+    data = lenient_json(body) if body else None
+    if isinstance(data, dict):
+        kind = str(data.get("action_type", "speak")).strip().lower()
+        if kind in ACTION_TYPES:
+            arg = data.get("argument")
+            return kind, ("" if arg is None else str(arg)).strip()  # type: ignore[return-value]
+    return "speak", body
 
 
 def render_action(name: str, kind: ActionType, arg: str) -> str:
@@ -88,13 +129,12 @@ def render_action(name: str, kind: ActionType, arg: str) -> str:
         return f'{name} said: "{arg}"'
     if kind == "leave":
         return f"{name} left the conversation"
-    if kind == "none":
-        return f"{name} did nothing"
     return f"{name} [{kind}] {arg}"
 
 
-def should_stop(kind: ActionType, index: int, nones_in_a_row: int) -> bool:
-    return (kind == "leave" and index >= 5) or nones_in_a_row > 2
+def should_stop(kind: ActionType, index: int) -> bool:
+    """A ``leave`` ends the episode from action index 5 on (earlier it is shown and the episode goes on)."""
+    return kind == "leave" and index >= 5
 
 
 def character_prompt(task: SotopiaRow, i: int) -> str:
@@ -111,15 +151,21 @@ def character_prompt(task: SotopiaRow, i: int) -> str:
     )
 
 
-def judge_prompt(scenario: str, name: str, goal: str, transcript: str) -> list[dict[str, str]]:
+def judge_prompt(task: SotopiaRow, i: int, transcript: str) -> list[dict[str, str]]:
+    """The judge's request for agent ``i``: the scenario, the relationship, both participants' backgrounds and
+    goals (the judge, unlike the participants, sees both), and the episode."""
     ranges = ", ".join(f'"{d}": <integer {lo} to {hi}>' for d, (lo, hi, _) in DIMENSIONS.items())
+    name, other = task.names[i], task.names[1 - i]
+    relationship = f"\nRelationship: {task.relationship}" if task.relationship else ""
     return [
         {"role": "system", "content": "You evaluate one participant of a social role-play."},
         {
             "role": "user",
             "content": (
-                f"Situation: {scenario}\nParticipant evaluated: {name}\nTheir private goal: {goal}\n\n"
-                f"Episode:\n{transcript}\n\n"
+                f"Situation: {task.scenario}{relationship}\nParticipant evaluated: {name}\n"
+                f"{name}'s background: {task.backgrounds[i]}\n{name}'s private goal: {task.goals[i]}\n"
+                f"The other participant: {other}\n{other}'s background: {task.backgrounds[1 - i]}\n"
+                f"{other}'s private goal: {task.goals[1 - i]}\n\nEpisode:\n{transcript}\n\n"
                 f"Rate {name}: how believable, how the relationship changed, knowledge gained, "
                 "secrets kept (0 = kept), "
                 "social rules respected (0 = none broken), material gain, and how far the goal was achieved. "
@@ -191,13 +237,12 @@ class SotopiaTask:
 
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
         task = self.parse_row(row)
-        names, goals, scenario, me = task.names, task.goals, task.scenario, task.me
+        names, goals, me = task.names, task.goals, task.me
         other = 1 - me
         prompts = [character_prompt(task, i) for i in (0, 1)]
         partner = [{"role": "system", "content": prompts[other]}]
         lines: list[tuple[str, str]] = []
-        pending: list[str] = ["The conversation begins."]  # lines the partner has not seen yet
-        nones = 0
+        pending: list[str] = [OPENING]  # lines the partner has not seen yet
 
         async def partner_turn() -> tuple[ActionType, str]:  # a failed call raises PartnerUnavailable (S40)
             partner.append({"role": "user", "content": "\n".join(pending)})
@@ -208,10 +253,10 @@ class SotopiaTask:
             lines.append((names[other], render_action(names[other], kind, arg)))
             return kind, arg
 
-        opening, start = "The conversation begins.", 0
-        if me == 1:  # the partner opens; its first action is the simulator's first context line
+        opening, start = OPENING, 0
+        if me == 1:  # the partner opens; the simulator sees the start marker, then the partner's first action
             await partner_turn()
-            opening, start = lines[-1][1], 1
+            opening, start = f"{OPENING}\n\n{lines[-1][1]}", 1
         conv = PolicyConversation(
             ctx.policy,
             [{"role": "system", "content": prompts[me]}, {"role": "user", "content": opening}],
@@ -237,15 +282,12 @@ class SotopiaTask:
                     conv.append([{"role": "user", "content": lines[-1][1]}])
                 except BudgetExhausted:
                     break
-            nones = nones + 1 if kind == "none" else 0
-            if should_stop(kind, index, nones):
+            if should_stop(kind, index):
                 break
         sub: dict[str, float] = {}
         score = 0.0
         if conv.turns:
-            request = JudgeRequest(
-                judge_prompt(scenario, names[me], goals[me], transcript_text(lines)), lines, goals[me], "SIMULATED"
-            )
+            request = JudgeRequest(judge_prompt(task, me, transcript_text(lines)), lines, goals[me], "SIMULATED")
             verdict = await ctx.judge.judge(request, SotopiaVerdict)
             score = None if verdict is None else sotopia_score(verdict)
             if verdict is not None:

@@ -86,12 +86,11 @@ def test_sotopia_score_is_the_weighted_normalised_mean():
 def test_sotopia_actions_and_stop_rules():
     assert parse_action('{"action_type": "leave", "argument": ""}') == ("leave", "")
     assert parse_action("just words") == ("speak", "just words")
-    assert parse_action("") == ("none", "")
-    assert parse_action('{"action_type": "dance", "argument": "hi"}') == ("speak", "hi")
+    dance = '{"action_type": "dance", "argument": "hi"}'
+    assert parse_action(dance) == ("speak", dance)  # an unknown type is speech with the whole text (S45)
     assert render_action("Maya", "speak", "hi") == 'Maya said: "hi"'
     assert render_action("Maya", "action", "waves") == "Maya [action] waves"
-    assert not should_stop("leave", 4, 0) and should_stop("leave", 5, 0)
-    assert not should_stop("none", 3, 2) and should_stop("none", 3, 3)
+    assert not should_stop("leave", 4) and should_stop("leave", 5)
 
 
 def test_coser_mapping_thoughts_and_next_speaker():
@@ -101,7 +100,8 @@ def test_coser_mapping_thoughts_and_next_speaker():
     assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)
     assert strip_thoughts("[I hate this] Fine. (sighs)") == "Fine. (sighs)"
     speakers = ["Nora", "Environment", "Ida"]
-    assert next_speaker("Ida should speak", speakers, "Nora", 1) == "Ida"
+    assert next_speaker("Next Speaker: Ida", speakers, "Nora", 1) == "Ida"
+    assert next_speaker("Ida should speak", speakers, "Nora", 1) == "Environment"  # not a name: next in order (S48)
     assert next_speaker("Nora", speakers, "Nora", 1) == "Environment"  # the current speaker is not valid
     assert next_speaker("<END CHAT>", speakers, "Ida", 4) == "Nora"  # too early to end: next in order
     assert next_speaker("<END CHAT>", speakers, "Ida", 5) is None
