@@ -155,6 +155,12 @@ def episode_outcome(record: EpisodeRecord) -> TrialOutcome:
         "turns": len(record.steps),
         "turn_rewards": list(record.turn_rewards),
         "tool_errors": int(record.counters.get("tool_errors", 0)),
+        # (content, reward) of every executed answer, for per-gym metrics (Travel's per-aspect scores)
+        "answers": [
+            [str(s.action.get("content", "")), float(s.reward)]
+            for s in record.steps
+            if s.action is not None and s.action.get("choice") == "answer"
+        ],
     }
     return TrialOutcome(reward=record.reward, info=info)
 
