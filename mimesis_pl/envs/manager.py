@@ -114,7 +114,7 @@ class Episode:
 
     @property
     def score(self) -> float:
-        """Episode score: the sum of step rewards, in [0, 1] for every built-in gym."""
+        """Episode score: the sum of step rewards (in [0, 1] for the built-in gyms but Travel: decisions A40)."""
         return sum(self.rewards)
 
     async def step(self, text: str) -> TurnResult:

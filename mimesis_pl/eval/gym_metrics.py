@@ -5,7 +5,7 @@ from its scored trial records to ``{block: {metric: value}}``; :func:`extra_gym_
 registered function over the records of its gym, and the report writes the blocks to ``results.json``
 (``gym_metrics``) and ``results.md``. Travel's function computes the reference's ``micro_avg``,
 ``micro_max``, ``avg_number_of_1``, ``avg_number_of_08`` and per-aspect scores, pooled and per UserRL set
-(:mod:`mimesis_pl.envs.gyms.travel.metrics`).
+(:mod:`mimesis_pl.envs.gyms.travel.metrics`). :func:`episode_score` lets a gym define a trial's score.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
-from mimesis_pl.envs.gyms.travel.metrics import TravelTrial, travel_metrics
+from mimesis_pl.envs.gyms.travel.metrics import TravelTrial, aspect_score, travel_metrics
 from mimesis_pl.eval.trials.cache import TrialRecord
 
 GymMetricFn = Callable[[Sequence[TrialRecord]], dict[str, dict[str, float]]]
@@ -35,6 +35,19 @@ def travel_report(records: Sequence[TrialRecord]) -> dict[str, dict[str, float]]
 
 
 GYM_METRICS: Mapping[str, GymMetricFn] = MappingProxyType({"travel": travel_report})
+
+# A trial's score, per env_name, when it is not the sum of turn rewards (docs/decisions.md A45): Travel's is
+# the paper's aspect score, so avg@n is its number and success means every aspect got its best option.
+EpisodeScoreFn = Callable[[str, Sequence[tuple[str, float]]], float]
+EPISODE_SCORES: Mapping[str, EpisodeScoreFn] = MappingProxyType({"TravelGym": aspect_score})
+
+
+def episode_score(
+    env_name: str, task_id: str, turn_rewards: Sequence[float], answers: Sequence[tuple[str, float]]
+) -> float:
+    """The trial score of one episode: the gym's own rule if registered, else the sum of turn rewards."""
+    rule = EPISODE_SCORES.get(env_name)
+    return rule(task_id, answers) if rule is not None else float(math.fsum(turn_rewards))
 
 
 def _family(gym: str) -> str:

@@ -99,3 +99,22 @@ def test_report_writes_travel_metrics_to_json_and_markdown(tmp_path):
     assert "### travel: per-gym metrics" in markdown
     assert "| travel22 | 1 | 2 | 0.450 | 0.325 | 0.500 | 0.500 | 0.500 |" in markdown
     assert extra_metrics_scalars(extra)["eval/travel233/aspect_score"] == pytest.approx(2.8 / 3)
+
+
+def test_a_travel_trial_is_scored_by_its_aspect_score_others_by_the_reward_sum():
+    from mimesis_pl.eval.episodes.records import EpisodeRecord, EpisodeStep, episode_outcome
+
+    def record(env_name, task_id, moves):
+        steps = tuple(
+            EpisodeStep(i, "", {"choice": c, "content": t}, None, "ok", r, i == len(moves) - 1)
+            for i, (c, t, r) in enumerate(moves)
+        )
+        return EpisodeRecord("e", env_name, task_id, "finished", tuple(m[2] for m in moves), steps)
+
+    moves = [("search", "hotel", 0.2), ("action", "breakfast?", 0.6), ("answer", "F3", 1.0), ("answer", "H1", 0.8)]
+    travel = episode_outcome(record("TravelGym", A, moves))
+    assert travel.reward == pytest.approx(0.9)  # (1.0 + 0.8) / 2, not the turn sum 2.6
+    assert travel.info["answers"] == [["F3", 1.0], ["H1", 0.8]]
+    assert travel.info["turn_rewards"] == pytest.approx([0.2, 0.6, 1.0, 0.8])
+    other = episode_outcome(record("FunctionGym", "f-1", [("action", "1 2 3 4", 0.0), ("answer", "7", 1.0)]))
+    assert other.reward == pytest.approx(1.0)

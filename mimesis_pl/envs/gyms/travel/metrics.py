@@ -32,14 +32,25 @@ class TravelTrial:
     answers: tuple[tuple[str, float], ...]
 
 
-def trial_values(trial: TravelTrial) -> dict[str, float]:
-    """The per-trial numbers, including ``aspect/<name>`` (best answer reward of each aspect of the trip)."""
-    aspects = list(parse_task_id(trial.task_id))
-    best = dict.fromkeys(aspects, 0.0)
-    for content, reward in trial.answers:
+def best_per_aspect(task_id: str, answers: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """The best answer reward for each aspect of the trip (0 for an aspect never answered)."""
+    best = dict.fromkeys(parse_task_id(task_id), 0.0)
+    for content, reward in answers:
         aspect = option_aspect(content)
         if aspect in best:
             best[aspect] = max(best[aspect], reward)
+    return best
+
+
+def aspect_score(task_id: str, answers: Sequence[tuple[str, float]]) -> float:
+    """The paper's Travel score of one episode: Σ best answer reward per aspect / number of aspects."""
+    best = best_per_aspect(task_id, answers)
+    return math.fsum(best.values()) / len(best)
+
+
+def trial_values(trial: TravelTrial) -> dict[str, float]:
+    """The per-trial numbers, including ``aspect/<name>`` (best answer reward of each aspect of the trip)."""
+    best = best_per_aspect(trial.task_id, trial.answers)
     rewards = trial.turn_rewards or (0.0,)
     answer_rewards = [r for _, r in trial.answers]
     values = {
@@ -47,7 +58,7 @@ def trial_values(trial: TravelTrial) -> dict[str, float]:
         "micro_max": max(rewards),
         "avg_number_of_1": float(sum(abs(r - 1.0) < _EPS for r in answer_rewards)),
         "avg_number_of_08": float(sum(abs(r - 0.8) < _EPS for r in answer_rewards)),
-        "aspect_score": math.fsum(best.values()) / len(aspects),
+        "aspect_score": math.fsum(best.values()) / len(best),
     }
     values.update({f"aspect/{a}": v for a, v in best.items()})
     return values
