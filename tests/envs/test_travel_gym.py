@@ -266,3 +266,21 @@ def test_the_shared_travel_rows_run_on_generated_scenarios():
             return [await gym.step(Action("answer", oid)) for oid in best.values()]
 
         assert [r.reward for r in asyncio.run(go())] == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_the_expert_elicits_then_picks_every_best_option_on_generated_scenarios():
+    from mimesis_pl.data.expert_traces import make_expert
+    from mimesis_pl.envs import run_expert_episode
+
+    row = travel_row("flight:2-56|apartment:2-50", "['F4', 'A11']")
+    row["prompt"][1]["content"] = "I need a flight to Rome and an apartment there. Choose the cheapest option for each."
+    task = GymTask.from_row(row)
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=16)
+    trace = asyncio.run(run_expert_episode(manager, task, make_expert(task, [task]), episode_id="expert-travel"))
+    answers = [t for t in trace.turns if t.move.action.choice == "answer"]
+    assert [(t.move.action.content, t.reward) for t in answers] == [("F4", 1.0), ("A11", 1.0)]
+    assert trace.summary.status is Termination.FINISHED
+    asked = [t for t in trace.turns if t.move.action.choice == "action"]
+    assert sum(t.reward == 0.8 for t in asked) == 4  # two preferences per aspect, each asked for (training: 0.8)
+    # reveals come from the user simulator (privileged reasoning for CSD); "no such preference" is canned, as UserRL
+    assert all(bool(p.reasoning) == (t.reward == 0.8) for p, t in zip(trace.privileged, trace.turns) if t in asked)
