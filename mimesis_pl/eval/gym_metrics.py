@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 from mimesis_pl.envs.gyms.travel.metrics import TravelTrial, aspect_score, travel_metrics
 from mimesis_pl.eval.trials.cache import TrialRecord
@@ -77,13 +78,47 @@ def extra_metrics_scalars(extra: Mapping[str, Mapping[str, Mapping[str, float]]]
     }
 
 
-def extra_metrics_markdown(extra: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
-    """One table per gym: a row per block (pooled first), a column per metric."""
+def travel_note(options: Mapping[str, Any]) -> str:
+    """Which grader and scenarios a Travel evaluation used, and whether its numbers compare with UserRL's."""
+    judge = options.get("judge")
+    grader = str((judge or {}).get("kind", "rule")) if isinstance(judge, Mapping) else "rule"
+    real = bool(options.get("scenarios_path"))
+    scenarios = "UserRL's scenario files" if real else "scenarios generated from the rows' ids (decisions A42)"
+    if grader in ("rule", "scripted"):
+        grader = "the rule grader (offline default, decisions A43)"
+    verdict = (
+        "computed as UserRL computes them (decisions A45)"
+        if real and not grader.startswith("the rule")
+        else "not comparable with UserRL's or the paper's Travel numbers"
+    )
+    return f"Graded by {grader} on {scenarios}: {verdict}."
+
+
+GYM_NOTES: Mapping[str, tuple[str, Callable[[Mapping[str, Any]], str]]] = MappingProxyType(
+    {"travel": ("TravelGym", travel_note)}
+)
+
+
+def gym_notes(gym_options: Mapping[str, Mapping[str, Any]], gyms: Iterable[str]) -> dict[str, str]:
+    """A note per reported gym with a note rule, from the run's ``episode.gym_options``."""
+    out: dict[str, str] = {}
+    for gym in gyms:
+        entry = GYM_NOTES.get(_family(gym))
+        if entry is not None:
+            out[gym] = entry[1](gym_options.get(entry[0], {}))
+    return out
+
+
+def extra_metrics_markdown(
+    extra: Mapping[str, Mapping[str, Mapping[str, float]]], notes: Mapping[str, str] | None = None
+) -> str:
+    """One table per gym: a row per block (pooled first), a column per metric; the gym's note above it."""
     parts: list[str] = []
     for gym, blocks in extra.items():
         columns = sorted({name for values in blocks.values() for name in values}, key=_column_order)
         parts += [
             f"\n### {gym}: per-gym metrics\n",
+            *([f"{notes[gym]}\n"] if notes and gym in notes else []),
             "| set | " + " | ".join(columns) + " |",
             "|---|" + "|".join(["---:"] * len(columns)) + "|",
         ]

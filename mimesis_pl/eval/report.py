@@ -29,8 +29,9 @@ def episode_results(
     identity: RunIdentity | None = None,
     config: Mapping[str, Any] | None = None,
     gym_metrics: Mapping[str, Any] | None = None,
+    gym_notes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready results of an agent evaluation (mode ``"episode"``); ``gym_metrics``: per-gym extras."""
+    """The JSON-ready results of an agent evaluation (mode ``"episode"``); ``gym_metrics``/``gym_notes``: extras."""
     return {
         "mode": "episode",
         "identity": None
@@ -44,6 +45,7 @@ def episode_results(
         "config": dict(config or {}),
         "gyms": {gym: s.to_dict() for gym, s in summaries.items()},
         "gym_metrics": dict(gym_metrics or {}),
+        "gym_notes": dict(gym_notes or {}),
     }
 
 
@@ -150,15 +152,17 @@ def write_episode_report(
     identity: RunIdentity | None = None,
     config: Mapping[str, Any] | None = None,
     gym_metrics: Mapping[str, Any] | None = None,
+    gym_notes: Mapping[str, str] | None = None,
 ) -> ReportFiles:
     """Write ``results.json``, ``results.md`` and ``charts/<gym>.png`` under ``out_dir``.
 
-    ``gym_metrics`` (:func:`mimesis_pl.eval.gym_metrics.extra_gym_metrics`) adds per-gym extras to both files.
+    ``gym_metrics`` (:func:`mimesis_pl.eval.gym_metrics.extra_gym_metrics`) adds per-gym extras to both files,
+    ``gym_notes`` (:func:`~mimesis_pl.eval.gym_metrics.gym_notes`: grader, data, comparability) a line each.
     """
     out_dir = Path(out_dir)
-    results = episode_results(summaries, identity, config, gym_metrics)
+    results = episode_results(summaries, identity, config, gym_metrics, gym_notes)
     json_path = write_json_atomic(out_dir / "results.json", results)
-    markdown = episode_markdown(summaries, ks) + extra_metrics_markdown(gym_metrics or {})
+    markdown = episode_markdown(summaries, ks) + extra_metrics_markdown(gym_metrics or {}, gym_notes)
     md_path = write_text_atomic(out_dir / "results.md", markdown)
     charts = write_gym_charts(summaries, ks, out_dir / "charts")
     return ReportFiles(json=json_path, markdown=md_path, charts=tuple(charts))

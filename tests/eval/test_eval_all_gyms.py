@@ -48,4 +48,7 @@ def test_tiny_offline_config_runs_every_gym_and_reports_travel_metrics(tmp_path)
         assert 0.0 <= travel["travel"][name] <= 4.0
     assert any(k.startswith("aspect/") for k in travel["travel"])
     assert set(travel) - {"travel"} <= set(TRAVEL_VARIANTS) and len(travel) >= 2
-    assert "### travel: per-gym metrics" in (out / "results.md").read_text()
+    markdown = (out / "results.md").read_text()
+    assert "### travel: per-gym metrics" in markdown
+    assert "Graded by the rule grader" in markdown and "not comparable with UserRL's" in markdown
+    assert results["gym_notes"]["travel"].startswith("Graded by the rule grader")
