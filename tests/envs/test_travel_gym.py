@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from gym_fixtures import PARQUET, make_row, needs_userrl
@@ -17,6 +18,7 @@ from mimesis_pl.envs.gyms.travel.scenarios import parse_best_ids, parse_task_id,
 from mimesis_pl.envs.tool import action_to_tool_call
 from mimesis_pl.users.scripted import ScriptedUser
 
+REPO = Path(__file__).resolve().parents[2]
 TASK_ID = "hotel:2-7|rental_car:1-3"
 
 
@@ -284,3 +286,19 @@ def test_the_expert_elicits_then_picks_every_best_option_on_generated_scenarios(
     assert sum(t.reward == 0.8 for t in asked) == 4  # two preferences per aspect, each asked for (training: 0.8)
     # reveals come from the user simulator (privileged reasoning for CSD); "no such preference" is canned, as UserRL
     assert all(bool(p.reasoning) == (t.reward == 0.8) for p, t in zip(trace.privileged, trace.turns) if t in asked)
+
+
+def test_a_written_generated_file_loads_as_userrl_scenarios_with_the_same_rewards(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from mimesis_pl.envs.gyms.travel.__main__ import main
+
+    src = str(REPO / "assets/data/travel/train/TravelGym.parquet")
+    assert main(["--src", src, "--out", str(tmp_path / "scenarios.json")]) == 0
+    assert "wrote 8 TravelGym scenarios" in capsys.readouterr().out
+    row = pq.read_table(src).to_pylist()[0]
+    moves = [("search", "flight options"), ("action", "Which seat class do you want?"), ("answer", "F10")]
+    from_file = play(TravelGym(user=ScriptedUser(), scenarios_path=tmp_path / "scenarios.json"), moves, row)
+    generated = play(TravelGym(user=ScriptedUser()), moves, row)
+    assert [r.reward for r in from_file] == [r.reward for r in generated] == [0.0, 0.8, 1.0]
+    assert [r.observation for r in from_file] == [r.observation for r in generated]

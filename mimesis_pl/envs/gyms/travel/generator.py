@@ -12,6 +12,12 @@ with exactly that shape from a seed derived from the id, so a row always maps to
 
 The search ground truth (``arguments``) is the aspect alone: a generated scenario has no cities or
 dates to match (docs/decisions.md A42). Numbers on generated scenarios are not UserRL's.
+
+Write a scenario file for the Travel rows of parquet files (UserRL's format; load it with
+``gym_options.TravelGym.scenarios_path``)::
+
+    python -m mimesis_pl.envs.gyms.travel --src 'data/userrl/travel*_multiturn_onechoice/*.parquet' \
+        --out travel_scenarios.json
 """
 
 from __future__ import annotations
