@@ -20,6 +20,7 @@ from mimesis_pl.envs.base import Action
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.travel.generator import CATALOGUE
 from mimesis_pl.envs.gyms.travel.grader import aspects_named
+from mimesis_pl.envs.gyms.travel.scenarios import ASPECT_INITIALS
 
 _OPTIONS_HEADER = "Here are all the options for <{aspect}>:"
 _NOTHING_MORE = "I do not have a specific preference"
@@ -80,7 +81,7 @@ class TravelExpert(Expert):
                 heard.setdefault(found[0], {})[found[1]] = found[2]
         for aspect in aspects:
             options = next((o for _, obs in history if (o := listed_options(obs, aspect))), None)
-            answered = any(a.choice == "answer" and a.content[:1] == _initial(aspect) for a, _ in history)
+            answered = any(a.choice == "answer" and a.content[:1] == ASPECT_INITIALS[aspect] for a, _ in history)
             if answered:
                 continue
             if options is None:
@@ -103,12 +104,6 @@ class TravelExpert(Expert):
                     f"{choice['id']} is the cheapest available {aspect} option meeting every preference I heard.",
                 )
         return ExpertMove(Action("action", "Is there anything else I can help with?"), "Every aspect is handled.")
-
-
-def _initial(aspect: str) -> str:
-    from mimesis_pl.envs.gyms.travel.scenarios import ASPECT_INITIALS
-
-    return ASPECT_INITIALS[aspect]
 
 
 def _question(aspect: str) -> str:

@@ -40,6 +40,7 @@ _GENERIC = content_words(
     "anything else wish looking expect expectation particular specific special option options choice"
 )
 _OPTION_ID = re.compile(r"^[ACFHR]\d+$")
+_QUESTION_STARTS = frozenset("what which how do does are is would could can any tell".split())
 
 
 def subcategory_keywords(preference: TravelPreference) -> set[str]:
@@ -63,9 +64,6 @@ def utterance_type(
     if is_question and (said & _GENERIC or said & _ASPECT_STEMS):
         return 4, None
     return 1, None
-
-
-_QUESTION_STARTS = frozenset("what which how do does are is would could can any tell".split())
 
 
 def aspects_named(text: str) -> list[str]:
