@@ -26,6 +26,7 @@ from ..envs.gyms.function import FunctionExpert
 from ..envs.gyms.intention import IntentionExpert
 from ..envs.gyms.persuade import PersuadeExpert
 from ..envs.gyms.telepathy import TelepathyExpert
+from ..envs.gyms.travel.expert import TravelExpert
 from ..envs.gyms.turtle import TurtleExpert
 from ..envs.registry import default_registry
 from ..users.scripted import ScriptedUser
@@ -44,6 +45,8 @@ def make_expert(task: GymTask, knowledge: Sequence[GymTask]) -> Expert:
         return IntentionExpert.for_task(task)
     if task.env_name == "PersuadeGym":
         return PersuadeExpert()
+    if task.env_name == "TravelGym":
+        return TravelExpert()
     raise ValueError(f"no scripted expert for gym {task.env_name!r}")
 
 

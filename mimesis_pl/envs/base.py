@@ -1,9 +1,11 @@
 """The gym protocol: actions, step results, termination kinds and the ``Gym`` base class.
 
 A gym plays one episode of one task. It is async because most gyms wait on a user simulator.
-Rewards are per step; every built-in gym keeps the **sum over an episode in [0, 1]** (the episode
-score), and the base class enforces that bound for any subclass (a step reward that would push the
-sum past 1 is clipped and flagged ``info["reward_clipped"]``).
+Rewards are per step. A gym declares how they are bounded (``reward_bounds``): ``"episode"`` (the
+default; the **sum over an episode stays in [0, 1]**: a step reward that would push the sum past 1 is
+clipped), ``"step"`` (each step reward in [0, 1], the sum unbounded: TravelGym, whose preference and
+answer rewards add up past 1 as in UserRL) or ``"none"`` (rewards as the gym gives them: the UserRL
+adapter). A changed reward is flagged ``info["reward_clipped"]`` (docs/decisions.md A40).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import abc
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.checks import check_choice
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from mimesis_pl.envs.tasks import GymTask
 
 ACTION_CHOICES: tuple[str, ...] = ("action", "answer", "search")
+
+RewardBounds = Literal["episode", "step", "none"]
 
 # Rounding slack when checking that an episode's rewards stay within [0, 1].
 _REWARD_EPS = 1e-9
@@ -96,6 +100,7 @@ class Gym(abc.ABC):
     data_sources: ClassVar[tuple[str, ...]] = ()
     choices: ClassVar[tuple[str, ...]] = ACTION_CHOICES
     needs_user: ClassVar[bool] = True
+    reward_bounds: ClassVar[RewardBounds] = "episode"
 
     def __init__(self, *, user: UserSimulator | None = None) -> None:
         self.user = user
@@ -182,7 +187,12 @@ class Gym(abc.ABC):
 
     def _bounded(self, result: StepResult) -> StepResult:
         reward = float(result.reward)
-        clipped = min(max(reward, 0.0), max(0.0, 1.0 - self._total_reward))
+        if self.reward_bounds == "none":
+            clipped = reward
+        elif self.reward_bounds == "step":
+            clipped = min(max(reward, 0.0), 1.0)
+        else:
+            clipped = min(max(reward, 0.0), max(0.0, 1.0 - self._total_reward))
         info = result.info
         if abs(clipped - reward) > _REWARD_EPS:
             info = {**info, "reward_clipped": reward}

@@ -114,7 +114,7 @@ class Episode:
 
     @property
     def score(self) -> float:
-        """Episode score: the sum of step rewards, in [0, 1] for every built-in gym."""
+        """Episode score: the sum of step rewards (in [0, 1] for the built-in gyms but Travel: decisions A40)."""
         return sum(self.rewards)
 
     async def step(self, text: str) -> TurnResult:
@@ -283,7 +283,11 @@ class EnvironmentManager:
         if episode_id in self._active:
             raise ValueError(f"episode id {episode_id!r} is already active; episode ids must be unique")
         task = row if isinstance(row, GymTask) else GymTask.from_row(row, source=f"row of episode {episode_id!r}")
-        cls = self.registry.get(task.env_name)
+        cls, options = self.registry.resolve(
+            task.env_name, self.gym_options.get(self.registry.canonical_name(task.env_name))
+        )
+        if getattr(cls, "takes_shim_url", False):  # adapter gyms reach their LLM through the shim (A47)
+            options["shim_url"] = self.shim_url
         base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url else None
         user: UserSimulator | None = None
         if cls.needs_user:
@@ -291,7 +295,7 @@ class EnvironmentManager:
                 raise ValueError(f"{cls.env_name} needs a user simulator: configure EnvironmentManager(users=...)")
             user = self.users.for_episode(episode_id, base_url)
         try:
-            gym = cls(user=user, **self.gym_options.get(cls.env_name, {}))
+            gym = cls(user=user, **options)
         except Exception:
             if user is not None:
                 await user.aclose()

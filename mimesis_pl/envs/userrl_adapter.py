@@ -1,54 +1,65 @@
 """Optional adapter: run an installed UserRL gym package (``travelgym``, ``taugym``, …) as a mimesis gym.
 
-Nothing in mimesis-pl depends on it; the packages are imported only when an adapted gym is built.
-The adapter converts an :class:`Action` into UserRL's action string (``"[action] …"``), takes the
-observation's ``feedback`` text, and ends the episode on ``terminated or truncated``. UserRL's own
-rewards are used, bounded by the base class: a negative step reward becomes 0 and a step that would
-push the episode sum past 1 (UserRL's Intention and Persuade can) is clipped, both flagged in
-``info["reward_clipped"]``.
+Nothing in mimesis-pl depends on it; the packages are imported only when an adapted gym is built. A gym
+runs through the adapter when its options in ``episode.gym_options`` hold ``userrl: {...}`` (UserRL
+config fields; :mod:`mimesis_pl.envs.registry`). The adapter converts an :class:`Action` into UserRL's
+action string (``"[action] …"``), takes the observation's ``feedback`` text, ends the episode on
+``terminated or truncated`` and passes UserRL's rewards through unchanged (``reward_bounds = "none"``:
+no episode-sum clip, so a correct Travel answer after two elicited preferences still earns its 1.0;
+docs/decisions.md A40).
 
-The UserRL gyms read their simulator endpoint from their own config (``base_url``, ``model_name``);
-pass those in ``config``. They are not bound per episode to the shim.
-
-Usage::
-
-    TravelAdapter = userrl_gym_class("TravelGym", data_sources=("interact_travelgym",))
-    registry = default_registry(); registry.register(TravelAdapter)
-    EnvironmentManager(registry=registry, gym_options={"TravelGym": {"config": {"model_name": "mimesis-9b"}}})
+**Through the shim** (A47): when the manager has a shim, the gym's ``base_url`` is bound to the
+episode, ``{shim}/ep/{episode_id}/v1``, as the reference's episode scoping does (not for TauGym, whose
+config writes the URL into the process environment, nor FunctionGym, which has no LLM). After each
+step the adapter reads the episode's new privileged entries from the shim and reports the last one as
+the user's reply (``info["user"]``), so CSD gets evidence. UserRL's gyms send their judge calls
+through the same URL; like the reference, the last entry of a step is taken as the user's.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from mimesis_pl.envs.base import Action, Gym, StepResult
 from mimesis_pl.envs.tasks import GymTask
-from mimesis_pl.envs.user_protocol import UserSimulator
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+from mimesis_pl.shim.client import AsyncShimClient
 
-# env_name → (module, class, row field naming the task)
-USERRL_PACKAGES: dict[str, tuple[str, str, str]] = {
-    "TravelGym": ("travelgym", "TravelEnv", "id"),
-    "TurtleGym": ("turtlegym", "StoryEnv", "title"),
-    "TelepathyGym": ("telepathygym", "TelepathyEnv", "title"),
-    "IntentionGym": ("intentiongym", "IntentionEnv", "id"),
-    "PersuadeGym": ("persuadegym", "PersuadeEnv", "id"),
-    "FunctionGym": ("functiongym", "FunctionEnv", "id"),
-    "TauGym": ("taugym", "TauEnv", "id"),
-    "SearchGym": ("searchgym", "SearchEnv", "id"),
+log = logging.getLogger(__name__)
+
+# The option key that selects the adapter for a gym name.
+ADAPTER_OPTION = "userrl"
+
+# env_name → (module, class, row field naming the task, parquet data_source)
+USERRL_PACKAGES: dict[str, tuple[str, str, str, str]] = {
+    "TravelGym": ("travelgym", "TravelEnv", "id", "interact_travelgym"),
+    "TurtleGym": ("turtlegym", "StoryEnv", "title", "interact_turtlegym"),
+    "TelepathyGym": ("telepathygym", "TelepathyEnv", "title", "interact_telepathygym"),
+    "IntentionGym": ("intentiongym", "IntentionEnv", "id", "interact_intention"),
+    "PersuadeGym": ("persuadegym", "PersuadeEnv", "id", "interact_persuade"),
+    "FunctionGym": ("functiongym", "FunctionEnv", "id", "interact_function"),
+    "TauGym": ("taugym", "TauEnv", "id", "interact_taugym"),
+    "SearchGym": ("searchgym", "SearchEnv", "id", "interact_searchgym"),
 }
+# Not bound per episode, as in the reference (Tau writes its URL into the process environment; Function has no LLM).
+NO_EPISODE_SCOPE = frozenset({"TauGym", "FunctionGym"})
 
-EnvFactory = Callable[[GymTask], Any]
+EnvFactory = Callable[[GymTask, Mapping[str, Any]], Any]
 
 
 def userrl_env_factory(env_name: str, config: Mapping[str, Any] | None = None) -> EnvFactory:
-    """A factory building the installed UserRL env for one task (``data_mode="single"``)."""
+    """A factory building the installed UserRL env for one task (``data_mode="single"``).
+
+    The factory takes the task and per-episode overrides (the episode's ``base_url``) applied last.
+    """
     if env_name not in USERRL_PACKAGES:
         raise ValueError(f"no UserRL package known for {env_name!r}; known: {sorted(USERRL_PACKAGES)}")
-    module_name, class_name, key = USERRL_PACKAGES[env_name]
+    module_name, class_name, key, _ = USERRL_PACKAGES[env_name]
 
-    def build(task: GymTask) -> Any:
+    def build(task: GymTask, overrides: Mapping[str, Any]) -> Any:
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
@@ -56,7 +67,7 @@ def userrl_env_factory(env_name: str, config: Mapping[str, Any] | None = None) -
         cfg = module.get_default_config()
         cfg.data_mode = "single"
         cfg.data_source = task.hidden.get(key)
-        for name, value in (config or {}).items():
+        for name, value in {**(config or {}), **overrides}.items():
             setattr(cfg, name, value)
         return getattr(module, class_name)(cfg)
 
@@ -69,6 +80,8 @@ class UserRLGym(Gym):
     env_name = "UserRLGym"
     choices = ("action", "answer", "search")
     needs_user = False
+    reward_bounds = "none"
+    takes_shim_url: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -76,13 +89,18 @@ class UserRLGym(Gym):
         user: UserSimulator | None = None,
         env_factory: EnvFactory | None = None,
         config: Mapping[str, Any] | None = None,
+        shim_url: str | None = None,
     ) -> None:
         super().__init__(user=user)
         self._factory = env_factory or userrl_env_factory(self.env_name, config)
         self._env: Any = None
+        scoped = shim_url is not None and self.env_name not in NO_EPISODE_SCOPE
+        self._shim = AsyncShimClient(shim_url) if scoped and shim_url else None
+        self._next_entry = 0
 
     async def _reset(self, task: GymTask) -> None:
-        self._env = self._factory(task)
+        overrides = {"base_url": self._shim.episode_base_url(self.episode_id)} if self._shim else {}
+        self._env = self._factory(task, overrides)
         self._env.reset()
 
     async def _step(self, action: Action) -> StepResult:
@@ -93,18 +111,40 @@ class UserRLGym(Gym):
             observation, reward, terminated, truncated, info = self._env.step(text)
         feedback = observation.get("feedback", "") if isinstance(observation, Mapping) else str(observation)
         done = bool(terminated or truncated)
-        return self._result(str(feedback), float(reward), done=done, userrl_info=info)
+        extra: dict[str, Any] = {"userrl_info": info}
+        reply = await self._new_user_reply()
+        if reply is not None:
+            extra["user"] = reply
+        return self._result(str(feedback), float(reward), done=done, **extra)
+
+    async def _new_user_reply(self) -> UserReply | None:
+        """The last privileged entry the shim stored for this episode during the step, if any."""
+        if self._shim is None:
+            return None
+        try:
+            entries = await self._shim.privileged(self.episode_id)
+        except Exception as err:  # evidence is optional; the step itself succeeded
+            log.warning("%s episode %s: privileged read failed: %r", self.env_name, self.episode_id, err)
+            return None
+        new = [e for e in entries if int(e.get("index", -1)) >= self._next_entry]
+        if not new:
+            return None
+        self._next_entry = int(new[-1]["index"]) + 1
+        last = new[-1]
+        return UserReply(public=str(last.get("public") or ""), reasoning=last.get("reasoning") or None)
 
     async def aclose(self) -> None:
         close = getattr(self._env, "close", None)
         if callable(close):
             close()
+        if self._shim is not None:
+            await self._shim.close()
 
 
 def userrl_gym_class(
     env_name: str, *, data_sources: tuple[str, ...] = (), choices: tuple[str, ...] = ("action", "answer", "search")
 ) -> type[UserRLGym]:
-    """A :class:`UserRLGym` subclass registered under ``env_name`` (to put in a :class:`GymRegistry`)."""
+    """A :class:`UserRLGym` subclass named ``env_name`` (the registry makes one per UserRL package)."""
     return type(
         f"UserRL{env_name}", (UserRLGym,), {"env_name": env_name, "data_sources": data_sources, "choices": choices}
     )

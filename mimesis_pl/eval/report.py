@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mimesis_pl.eval.charts import write_gym_charts, write_replay_chart
+from mimesis_pl.eval.gym_metrics import extra_metrics_markdown
 from mimesis_pl.eval.io import write_json_atomic, write_text_atomic
 from mimesis_pl.eval.replay.records import ReplaySummary
 from mimesis_pl.eval.trials.aggregate import GymSummary
@@ -24,9 +25,13 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def episode_results(
-    summaries: Mapping[str, GymSummary], identity: RunIdentity | None = None, config: Mapping[str, Any] | None = None
+    summaries: Mapping[str, GymSummary],
+    identity: RunIdentity | None = None,
+    config: Mapping[str, Any] | None = None,
+    gym_metrics: Mapping[str, Any] | None = None,
+    gym_notes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready results of an agent evaluation (mode ``"episode"``)."""
+    """The JSON-ready results of an agent evaluation (mode ``"episode"``); ``gym_metrics``/``gym_notes``: extras."""
     return {
         "mode": "episode",
         "identity": None
@@ -39,6 +44,8 @@ def episode_results(
         },
         "config": dict(config or {}),
         "gyms": {gym: s.to_dict() for gym, s in summaries.items()},
+        "gym_metrics": dict(gym_metrics or {}),
+        "gym_notes": dict(gym_notes or {}),
     }
 
 
@@ -144,11 +151,19 @@ def write_episode_report(
     ks: Sequence[int],
     identity: RunIdentity | None = None,
     config: Mapping[str, Any] | None = None,
+    gym_metrics: Mapping[str, Any] | None = None,
+    gym_notes: Mapping[str, str] | None = None,
 ) -> ReportFiles:
-    """Write ``results.json``, ``results.md`` and ``charts/<gym>.png`` under ``out_dir``."""
+    """Write ``results.json``, ``results.md`` and ``charts/<gym>.png`` under ``out_dir``.
+
+    ``gym_metrics`` (:func:`mimesis_pl.eval.gym_metrics.extra_gym_metrics`) adds per-gym extras to both files,
+    ``gym_notes`` (:func:`~mimesis_pl.eval.gym_metrics.gym_notes`: grader, data, comparability) a line each.
+    """
     out_dir = Path(out_dir)
-    json_path = write_json_atomic(out_dir / "results.json", episode_results(summaries, identity, config))
-    md_path = write_text_atomic(out_dir / "results.md", episode_markdown(summaries, ks))
+    results = episode_results(summaries, identity, config, gym_metrics, gym_notes)
+    json_path = write_json_atomic(out_dir / "results.json", results)
+    markdown = episode_markdown(summaries, ks) + extra_metrics_markdown(gym_metrics or {}, gym_notes)
+    md_path = write_text_atomic(out_dir / "results.md", markdown)
     charts = write_gym_charts(summaries, ks, out_dir / "charts")
     return ReportFiles(json=json_path, markdown=md_path, charts=tuple(charts))
 

@@ -26,6 +26,7 @@ from torchmetrics import MeanMetric
 
 from ..eval.agent_backend import AgentBackend, AgentSettings, EngineAgentSettings, RetrySettings
 from ..eval.episodes import EpisodeExecutor, GymMetrics
+from ..eval.gym_metrics import extra_gym_metrics, extra_metrics_scalars, gym_notes
 from ..eval.replay import (
     ReplayExecutor,
     ReplayRecord,
@@ -198,13 +199,18 @@ class AgentEvalModule(_EvalModule):
 
     def on_test_epoch_end(self) -> None:
         summaries = self.executor.summarize(self._tasks, self.ks)
-        self.files = write_episode_report(self._out, summaries, self.ks, self.executor.identity, self._config())
+        extra = extra_gym_metrics(self.executor.records(self._tasks))  # Travel's micro_avg, per-aspect scores, …
+        notes = gym_notes(self.executor.runner.manager.gym_options, summaries)  # grader, data, comparable?
+        self.files = write_episode_report(
+            self._out, summaries, self.ks, self.executor.identity, self._config(), gym_metrics=extra, gym_notes=notes
+        )
         values = {
             f"eval/{gym}/{name}": value
             for gym, metrics in sorted(self._metrics.items())
             for name, value in metrics.compute().items()
         }
         values.update({name: float(count) for name, count in self._counts.items()})
+        values.update(extra_metrics_scalars(extra))
         # Who failed, per gym (simulator-attributed failure rate: docs/decisions.md E6).
         values.update(
             {

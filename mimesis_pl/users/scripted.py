@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mimesis_pl.chat.think import join_think
-from mimesis_pl.envs.gyms import intention, persuade, telepathy, turtle
+from mimesis_pl.envs.gyms import intention, persuade, telepathy, travel, turtle
 from mimesis_pl.envs.gyms.rules import Rule
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
 
@@ -28,6 +28,7 @@ RULES: dict[str, Rule] = {
     turtle.TurtleGym.env_name: turtle.scripted_reply,
     intention.IntentionGym.env_name: intention.scripted_reply,
     persuade.PersuadeGym.env_name: persuade.scripted_reply,
+    travel.TravelGym.env_name: travel.scripted_reply,
 }
 
 _PERSONA = re.compile(r"<persona>\s*(\{.*?\})\s*</persona>", re.DOTALL)
@@ -51,7 +52,7 @@ def parse_persona(messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
 
 
 class ScriptedUser:
-    """Offline, deterministic user for the built-in gyms (Telepathy, Turtle, Intention, Persuade).
+    """Offline, deterministic user for the built-in gyms (Telepathy, Turtle, Intention, Persuade, Travel).
 
     Args:
         think: attach the private reasoning to replies (``False`` gives a simulator without a

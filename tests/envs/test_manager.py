@@ -267,10 +267,8 @@ def test_configuration_errors():
         await manager.start(kiwi_row(), "same")
         with pytest.raises(ValueError, match="already active"):
             await manager.start(kiwi_row(), "same")
-        with pytest.raises(ValueError, match="unknown gym 'TravelGym'"):
-            await manager.start(
-                make_row("TravelGym", "Plan.", reward_model={"id": "t"}, create_kwargs={"id": "t"}), "t"
-            )
+        with pytest.raises(ValueError, match="unknown gym 'ChessGym'"):
+            await manager.start(make_row("ChessGym", "Plan.", reward_model={"id": "t"}, create_kwargs={"id": "t"}), "t")
         with pytest.raises(ValueError, match="needs a user simulator"):
             await EnvironmentManager().start(kiwi_row(), "x")
 

@@ -11,15 +11,15 @@ from gym_fixtures import make_row
 from mimesis_pl.envs import EnvironmentManager, GymTask, Termination, default_registry
 from mimesis_pl.envs.base import Action
 from mimesis_pl.envs.tool import action_to_tool_call
-from mimesis_pl.envs.userrl_adapter import userrl_env_factory, userrl_gym_class
+from mimesis_pl.envs.userrl_adapter import userrl_env_factory
 
 
 class OverpayingEnv:
-    """UserRL-style env whose rewards sum past 1 (as UserRL's Intention/Persuade can) and go negative."""
+    """UserRL-style env whose rewards sum past 1 (as UserRL's Travel, Intention and Persuade can) and go negative."""
 
-    def __init__(self, task):
-        self.task, self.calls, self.closed = task, [], False
-        self.rewards = [0.7, -0.2, 0.7, 0.4]
+    def __init__(self, task, overrides):
+        self.task, self.overrides, self.calls, self.closed = task, dict(overrides), [], False
+        self.rewards = [0.8, -0.2, 0.8, 1.0]
 
     def reset(self):
         return {"feedback": "start"}, {}
@@ -33,17 +33,15 @@ class OverpayingEnv:
         self.closed = True
 
 
-def test_adapter_prefixes_actions_and_bounds_rewards():
-    Adapted = userrl_gym_class("TravelGym", data_sources=("interact_travelgym",))
-    registry = default_registry()
-    registry.register(Adapted)
+def test_adapter_is_selected_in_gym_options_and_keeps_userrl_rewards():
     envs = []
 
-    def factory(task):
-        envs.append(OverpayingEnv(task))
+    def factory(task, overrides):
+        envs.append(OverpayingEnv(task, overrides))
         return envs[-1]
 
-    manager = EnvironmentManager(registry=registry, gym_options={"interact_travelgym": {"env_factory": factory}})
+    # the same name as the built-in TravelGym; `userrl:` selects UserRL's package through the adapter
+    manager = EnvironmentManager(gym_options={"TravelGym": {"userrl": {"model_name": "sim"}, "env_factory": factory}})
     row = make_row("TravelGym", "Plan my trip.", reward_model={"id": "t-1"}, create_kwargs={"id": "t-1"})
 
     async def go():
@@ -54,11 +52,84 @@ def test_adapter_prefixes_actions_and_bounds_rewards():
         return episode, outs
 
     episode, outs = asyncio.run(go())
+    assert type(episode.gym).__name__ == "UserRLTravelGym"
     assert envs[0].calls == ["[action] x", "[search] x", "[answer] x", "[answer] x"]
     assert outs[0].observation == "got [action] x"
-    assert [o.reward for o in outs] == pytest.approx([0.7, 0.0, 0.3, 0.0])
-    assert episode.score == pytest.approx(1.0) and episode.counters["reward_clipped"] == 3
+    # UserRL's own rewards: a correct answer after two elicited preferences still earns its 1.0
+    assert [o.reward for o in outs] == pytest.approx([0.8, -0.2, 0.8, 1.0])
+    assert episode.score == pytest.approx(2.4) and "reward_clipped" not in episode.counters
     assert episode.status is Termination.FINISHED and envs[0].closed
+    assert envs[0].overrides == {}  # no shim: the gym keeps its own base_url
+
+
+def test_builtin_and_adapter_gyms_share_one_registry():
+    registry = default_registry()
+    assert registry.canonical_name("interact_taugym") == "TauGym"
+    assert registry.resolve("TravelGym", {"seed": 1}) == (registry.get("TravelGym"), {"seed": 1})
+    cls, options = registry.resolve("interact_taugym", {"userrl": {"user_model": "m"}})
+    assert cls.env_name == "TauGym" and options == {"config": {"user_model": "m"}}
+    if registry.names().count("TauGym") == 0:
+        with pytest.raises(ValueError, match=r"not built in.*gym_options\.TauGym\.userrl"):
+            registry.get("TauGym")
+    with pytest.raises(ValueError, match="unknown gym 'ChessGym'"):
+        registry.resolve("ChessGym", {"userrl": {}})
+
+
+class ChattyEnv:
+    """UserRL-style env that asks its user LLM through ``config.base_url`` (the scripted user's rules)."""
+
+    def __init__(self, task, overrides):
+        self.base_url = overrides.get("base_url")
+
+    def reset(self):
+        return {"feedback": "start"}, {}
+
+    async def step_async(self, action):
+        import openai
+
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key="EMPTY", max_retries=0, timeout=10.0)
+        persona = '<persona>{"gym": "TelepathyGym", "entity": "Kiwi", "description": "a small fuzzy fruit"}</persona>'
+        reply = await client.chat.completions.create(
+            model="scripted-user",
+            messages=[{"role": "system", "content": persona}, {"role": "user", "content": action[9:]}],
+        )
+        await client.close()
+        return {"feedback": reply.choices[0].message.content}, 0.0, False, False, {}
+
+
+def test_adapter_gyms_with_a_user_go_through_the_shim():
+    from mimesis_pl.shim import PrivilegedShim, ServerThread
+    from mimesis_pl.users.scripted_server import start_scripted_server
+
+    class Upstream:
+        async def start(self):
+            self.runner, url = await start_scripted_server()
+            return url
+
+        async def stop(self):
+            await self.runner.cleanup()
+
+    def factory(task, overrides):
+        return ChattyEnv(task, overrides)
+
+    with ServerThread(Upstream(), timeout_s=10.0) as upstream:
+        with ServerThread(PrivilegedShim(upstream.base_url, shutdown_timeout_s=1.0), timeout_s=10.0) as shim:
+            manager = EnvironmentManager(
+                shim_url=shim.base_url, gym_options={"TelepathyGym": {"userrl": {}, "env_factory": factory}}
+            )
+            row = make_row("TelepathyGym", "Guess.", reward_model={"title": "Kiwi"}, create_kwargs={"title": "Kiwi"})
+
+            async def go():
+                episode = await manager.start(row, "adapter-ep")
+                assert episode.gym._env.base_url.endswith("/ep/adapter-ep/v1")
+                out = await episode.step(action_to_tool_call(Action("action", "Is it a fruit?")))
+                await episode.finish()
+                return episode, out
+
+            episode, out = asyncio.run(go())
+    assert out.observation == "Yes."  # the public reply only: the shim kept the reasoning
+    assert episode.privileged[0].reply == "Yes." and "Kiwi" in (episode.privileged[0].reasoning or "")
+    assert episode.counters["user_replies"] == 1
 
 
 def test_missing_package_is_a_clear_error():
@@ -67,6 +138,6 @@ def test_missing_package_is_a_clear_error():
     build = userrl_env_factory("TauGym")
     row = make_row("TauGym", "Help.", reward_model={"id": "retail-000"}, create_kwargs={"id": "retail-000"})
     with pytest.raises(ImportError, match="taugym"):
-        build(GymTask.from_row(row))
+        build(GymTask.from_row(row), {})
     with pytest.raises(ValueError, match="no UserRL package"):
         userrl_env_factory("ChessGym")

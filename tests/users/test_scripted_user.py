@@ -91,7 +91,7 @@ def test_persuasion_stance_moves_with_answered_points_only():
         ),
         (
             [
-                {"role": "system", "content": '<persona>{"gym": "TravelGym"}</persona>'},
+                {"role": "system", "content": '<persona>{"gym": "ChessGym"}</persona>'},
                 {"role": "user", "content": "hi"},
             ],
             "no rules for gym",

@@ -26,6 +26,7 @@ from mimesis_pl.eval.failures import (
     JudgeFailure,
     SimulatorFailure,
 )
+from mimesis_pl.eval.gym_metrics import episode_score
 from mimesis_pl.eval.io import append_line_durable
 from mimesis_pl.eval.trials.keys import TrialKey
 from mimesis_pl.eval.trials.runner import TrialOutcome
@@ -100,7 +101,7 @@ class EpisodeRecord:
 
     @property
     def reward(self) -> float:
-        """The episode reward: the sum of turn rewards (every built-in gym keeps it in [0, 1])."""
+        """The episode reward: the sum of turn rewards (in [0, 1] for the built-in gyms but Travel: A40)."""
         return float(sum(self.turn_rewards))
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,14 +150,22 @@ def episode_outcome(record: EpisodeRecord) -> TrialOutcome:
             f"episode {record.episode_id} ({record.env_name}/{record.task_id}) ended with "
             f"{record.status}: {record.error or 'no error message'}"
         )
+    answers = [
+        (str(s.action.get("content", "")), float(s.reward))
+        for s in record.steps
+        if s.action is not None and s.action.get("choice") == "answer"
+    ]
     info = {
         "episode_id": record.episode_id,
         "status": record.status,
         "turns": len(record.steps),
         "turn_rewards": list(record.turn_rewards),
         "tool_errors": int(record.counters.get("tool_errors", 0)),
+        # (content, reward) of every executed answer, for per-gym metrics (Travel's per-aspect scores)
+        "answers": [list(a) for a in answers],
     }
-    return TrialOutcome(reward=record.reward, info=info)
+    score = episode_score(record.env_name, record.task_id, record.turn_rewards, answers)
+    return TrialOutcome(reward=score, info=info)
 
 
 def append_transcript(path: str | Path, key: TrialKey, attempt_of: int, record: EpisodeRecord) -> None:

@@ -1,0 +1,272 @@
+"""TravelGym: elicit a traveller's hidden preferences, search the options, recommend one per aspect.
+
+Our implementation of UserRL's TravelGym rules, per choice:
+
+- ``search`` (a request naming one aspect): every ``search_failure_interval``-th search returns a
+  simulated backend error (deliberate, as UserRL). A request the grader aligns with an aspect not yet
+  searched returns the option schema and every option of that aspect, reward ``search_correct_reward``;
+  anything else a fixed refusal, 0.
+- ``action`` (talk to the traveller): the grader types the utterance (1 small talk, 2 a concrete ask
+  about a hidden preference, 3 a concrete ask about nothing the traveller has, 4 too vague). Type 2 pays
+  ``preference_correct_reward`` and the user simulator reveals that preference implicitly. After
+  ``elicitation_interval - 1`` non-preference turns in a row the next one is answered by a proactive
+  reveal of a remaining preference (reward 0). Types 3/4 get fixed replies; type 1 a neutral user reply.
+- ``answer`` (one option id): 1.0 for the aspect's best option, 0.8 for a correct one, 0 otherwise;
+  one choice per aspect, and choosing an aspect drops its remaining preferences.
+
+The episode ends when every best option is chosen or every aspect has a choice (UserRL's sync rule;
+its async step, used in training, forgot the latter: A44). Each step reward is in [0, 1]; the episode
+sum is not bounded (preference and answer rewards add up, as in UserRL: A40). Scenarios come from
+UserRL's files when ``scenarios_path`` is given, else they are generated from the row's id (A42).
+Training uses UserRL's training rewards (search 0.0, preference 0.8); evaluation sets 0.2 / 0.6.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError
+from mimesis_pl.envs.gyms.rules import persona_field
+from mimesis_pl.envs.gyms.travel.generator import generate_scenario
+from mimesis_pl.envs.gyms.travel.grader import RuleGrader, TravelGrader, answer_kind
+from mimesis_pl.envs.gyms.travel.scenarios import (
+    TravelPreference,
+    TravelScenario,
+    parse_best_ids,
+    scenario_from_record,
+    scenario_records,
+)
+from mimesis_pl.envs.tasks import GymTask
+from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+
+PERSONA_TEMPLATE = """\
+You are a traveller talking to a travel agent who is planning your trip. Stay in character and reply in \
+one or two sentences.
+- If the persona below has a "preference", convey it only implicitly, in the spirit of its \
+"implicit_elicitation" statement: never state it outright and reveal no other preference.
+- If it has none, reply naturally and briefly without revealing any preference.
+<persona>
+{persona}
+</persona>"""
+
+SEARCH_ERROR = "Currently the searching backend is experiencing some issues. Please try again later."
+SEARCH_REPEATED = (
+    "You have provided the correct search request arguments. However, you have already got the search results "
+    "for <{aspect}> in previous search attempts. Please directly refer to the previous search results."
+)
+SEARCH_FALSE = (
+    "There's something wrong with your search request, or its arguments are not accurate. Please refine it to "
+    "1. align with the user's need, 2. make only one request at a time, and 3. cover only correct arguments."
+)
+SEARCH_NA = (
+    "Your search request is not related to any aspect of this trip. Please refine it to 1. align with the "
+    "user's need, 2. make only one request at a time, and 3. cover only correct arguments."
+)
+NO_SUCH_PREFERENCE = (
+    "This is a good question. However, I do not have a specific preference on what you ask about (or I have "
+    "already told you). You may ask me about other detailed and specific preferences."
+)
+TOO_VAGUE = (
+    "Your question is too vague and general, and I am not sure how to respond. Please ask me about specific "
+    "aspects of my preferences, in a more detailed and concrete way."
+)
+ANSWER_TEXT = {
+    "best": "Your chosen option is the best option!",
+    "correct": "Your chosen option is a correct option, but not the best option.",
+    "wrong": "Your chosen option is not one of the best or correct options.",
+    "multiple": "You have chosen multiple options. Please choose only one option at a time.",
+    "format": "Invalid option ID format detected for '{oid}'. Expected format: H1, F12, C4, etc.",
+    "repeated": (
+        "You have already recommended an option for this travel aspect. You are allowed to recommend only one "
+        "option per aspect. Please focus on the other travel aspects now."
+    ),
+    "foreign": "Option '{oid}' is not for any travel aspect of this trip.",
+}
+RECORDED = " Your choice is recorded; do not choose options of this travel aspect again."
+
+
+class TravelGym(Gym):
+    """Preference elicitation, search and recommendation over one travel scenario."""
+
+    env_name = "TravelGym"
+    data_sources = ("interact_travelgym",)
+    choices = ("search", "action", "answer")
+    reward_bounds = "step"
+
+    def __init__(
+        self,
+        *,
+        user: UserSimulator | None = None,
+        scenarios_path: str | Path | Sequence[str | Path] | None = None,
+        search_correct_reward: float = 0.0,
+        preference_correct_reward: float = 0.8,
+        choice_best_reward: float = 1.0,
+        choice_correct_reward: float = 0.8,
+        wrong_choice_penalty: float = 0.0,
+        search_failure_interval: int = 5,
+        elicitation_interval: int = 3,
+        judge: Mapping[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(user=user)
+        if isinstance(scenarios_path, (str, Path)):
+            scenarios_path = [scenarios_path]
+        self.scenario_paths = tuple(str(p) for p in scenarios_path or ())
+        self.rewards = {
+            "search": float(search_correct_reward),
+            "preference": float(preference_correct_reward),
+            "best": float(choice_best_reward),
+            "correct": float(choice_correct_reward),
+            "wrong": -float(wrong_choice_penalty),
+        }
+        if search_failure_interval < 1 or elicitation_interval < 1:
+            raise ValueError("TravelGym: search_failure_interval and elicitation_interval must be >= 1")
+        self.search_failure_interval = search_failure_interval
+        self.elicitation_interval = elicitation_interval
+        self.grader: TravelGrader = grader_for(judge)
+        self.seed = seed
+
+    # ------------------------------------------------------------------ episode
+    async def _reset(self, task: GymTask) -> None:
+        self.scenario = self._scenario_for(task)
+        self._remaining: list[TravelPreference] = list(self.scenario.preferences)
+        self._searched: set[str] = set()
+        self._searches = 0
+        self._off_target = 0
+        self._chosen: dict[str, str] = {}
+        self._best_left = set(self.scenario.best_ids.values())
+        self._reveal: tuple[str, TravelPreference | None] = ("chat", None)
+        self._rng = random.Random(f"{self.seed}:{self.scenario.scenario_id}:{self.episode_id}")
+
+    def _scenario_for(self, task: GymTask) -> TravelScenario:
+        task_id = task.key
+        if self.scenario_paths:
+            records = scenario_records(self.scenario_paths)
+            if task_id not in records:
+                where = ", ".join(self.scenario_paths)
+                raise TaskDataError(f"{task.source}: TravelGym scenario {task_id!r} is in none of {where}")
+            path, record = records[task_id]
+            return scenario_from_record(task_id, record, where=path)
+        best = parse_best_ids(task.hidden.get("ground_truth", ""), where=task.source)
+        return scenario_from_record(task_id, generate_scenario(task_id, best, seed=self.seed), where="generated")
+
+    def _persona_prompt(self) -> str:
+        mode, pref = self._reveal
+        persona: dict[str, Any] = {"gym": self.env_name, "scenario": self.scenario.scenario, "mode": mode}
+        if pref is not None:
+            persona["preference"] = {
+                "aspect": pref.aspect,
+                "subcategory": pref.subcategory,
+                "preference": pref.preference,
+                "implicit_elicitation": pref.implicit_elicitation,
+            }
+        return PERSONA_TEMPLATE.format(persona=json.dumps(persona, ensure_ascii=False, indent=1))
+
+    async def _step(self, action: Action) -> StepResult:
+        if action.choice == "search":
+            return await self._search(action.content)
+        if action.choice == "action":
+            return await self._talk(action.content)
+        return self._answer(action.content)
+
+    async def _search(self, request: str) -> StepResult:
+        self._searches += 1
+        if self._searches % self.search_failure_interval == 0:
+            return self._result(SEARCH_ERROR, search="backend_error")
+        verdict, aspect = await self.grader.search(request, self.scenario)
+        if verdict == "True" and aspect is not None:
+            if aspect in self._searched:
+                return self._result(SEARCH_REPEATED.format(aspect=aspect), search="repeated")
+            self._searched.add(aspect)
+            lines = [json.dumps(o, ensure_ascii=False) for o in self.scenario.options[aspect]]
+            text = "\n".join(
+                [
+                    "You have provided the correct search request arguments.",
+                    "",
+                    option_schema_for(aspect, self.scenario),
+                    "",
+                    f"Here are all the options for <{aspect}>:",
+                    *lines,
+                ]
+            )
+            return self._result(text, self.rewards["search"], search="aligned")
+        return self._result(SEARCH_NA if verdict == "N/A" else SEARCH_FALSE, search=verdict)
+
+    async def _talk(self, utterance: str) -> StepResult:
+        kind, pref = await self.grader.classify(utterance, self.scenario, self._remaining)
+        if kind == 2 and pref is not None:
+            self._off_target = 0
+            return await self._reveal_to(utterance, "reveal", pref, self.rewards["preference"], kind)
+        if self._off_target >= self.elicitation_interval - 1 and self._remaining:
+            self._off_target = 0
+            return await self._reveal_to(utterance, "proactive", self._rng.choice(self._remaining), 0.0, kind)
+        self._off_target += 1
+        if kind == 3:
+            return self._result(NO_SUCH_PREFERENCE, utterance_type=kind)
+        if kind == 4:
+            return self._result(TOO_VAGUE, utterance_type=kind)
+        self._reveal = ("chat", None)
+        reply = await self._ask_user(utterance)
+        return self._result(reply.public, user=reply, utterance_type=kind)
+
+    async def _reveal_to(
+        self, utterance: str, mode: str, pref: TravelPreference, reward: float, kind: int
+    ) -> StepResult:
+        self._reveal = (mode, pref)
+        reply = await self._ask_user(utterance)
+        self._remaining.remove(pref)
+        return self._result(reply.public, reward, user=reply, utterance_type=kind, elicited=pref.pid, how=mode)
+
+    def _answer(self, content: str) -> StepResult:
+        oid = content.strip()
+        kind = answer_kind(content, self.scenario, self._chosen, self._best_left)
+        if kind in ("multiple", "format", "repeated", "foreign"):
+            return self._result(ANSWER_TEXT[kind].format(oid=oid), answer=kind)
+        aspect = self.scenario.aspect_of(oid)
+        assert aspect is not None
+        self._chosen[aspect] = oid
+        self._best_left.discard(oid)
+        self._remaining = [p for p in self._remaining if p.dimension != aspect]
+        done = not self._best_left or len(self._chosen) == len(self.scenario.dimensions)
+        reward = min(max(self.rewards[kind], 0.0), 1.0)
+        return self._result(ANSWER_TEXT[kind] + RECORDED, reward, done=done, answer=kind, aspect=aspect)
+
+
+def option_schema_for(aspect: str, scenario: TravelScenario) -> str:
+    """The schema line shown with search results: the fields the aspect's options carry."""
+    fields = sorted({k for o in scenario.options.get(aspect, ()) for k in o})
+    return f"Each <{aspect}> option has: {', '.join(fields)}."
+
+
+def grader_for(judge: Mapping[str, Any] | None) -> TravelGrader:
+    """The grader a ``judge:`` setting names: the rule grader offline (``None`` / ``kind: rule|scripted``)."""
+    kind = (judge or {}).get("kind", "rule") if isinstance(judge, Mapping) else getattr(judge, "kind", "rule")
+    if kind in ("rule", "scripted"):
+        return RuleGrader()
+    raise ValueError(
+        f"TravelGym judge kind {kind!r}: only the rule grader is built (judge: null or kind: rule); a served "
+        "judge plugs in as a TravelGrader (mimesis_pl/envs/gyms/travel/grader.py, docs/decisions.md A43)"
+    )
+
+
+def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:
+    """The scripted traveller: the implicit statement of the preference to reveal, or a neutral line."""
+    mode = str(persona_field(persona, "mode"))
+    pref = persona.get("preference")
+    if mode in ("reveal", "proactive") and isinstance(pref, Mapping):
+        statement = str(pref.get("implicit_elicitation") or pref.get("preference") or "")
+        lead = "By the way, " if mode == "proactive" else ""
+        reasoning = (
+            f"My {pref.get('aspect')} preference on {pref.get('subcategory')}: {pref.get('preference')} "
+            + ("The agent asked about it" if mode == "reveal" else "The agent has been off target")
+            + ", so I hint at it without saying it outright."
+        )
+        return UserReply(lead + (statement[:1].lower() + statement[1:] if lead else statement), reasoning)
+    return UserReply(
+        "Sounds fine to me. I don't have much to add on that.",
+        "Nothing the agent said touches what I care about, so I answer briefly and reveal nothing.",
+    )
