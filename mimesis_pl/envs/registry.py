@@ -7,6 +7,7 @@ from mimesis_pl.envs.base import Gym
 from mimesis_pl.envs.gyms.function import FunctionGym
 from mimesis_pl.envs.gyms.intention import IntentionGym
 from mimesis_pl.envs.gyms.persuade import PersuadeGym
+from mimesis_pl.envs.gyms.search import SearchGym
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.envs.gyms.turtle import TurtleGym
 
@@ -46,6 +47,7 @@ class GymRegistry:
 
 
 BUILTIN_GYMS: tuple[type[Gym], ...] = (FunctionGym, TelepathyGym, TurtleGym, IntentionGym, PersuadeGym)
+BUILTIN_GYMS += (SearchGym,)
 
 
 def default_registry() -> GymRegistry:
