@@ -158,7 +158,7 @@ def test_a_failing_search_backend_is_an_env_error_not_a_zero():
             return episode.summary(), seen
 
     summary, seen = asyncio.run(go())
-    assert summary.status is Termination.ENV_ERROR and "SearchBackendError" in summary.error
+    assert summary.status is Termination.ENV_ERROR and "EnvironmentFailure" in summary.error
     assert len(seen) == 2
 
 

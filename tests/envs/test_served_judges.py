@@ -3,7 +3,7 @@
 Each test checks the reward of hand-worked cases and that the judge's request carries the hidden text
 UserRL's judge sees and nothing more (no title/category where UserRL sends only the entity, no options
 or preferences for Intention, no clue history for Telepathy). A judge that keeps failing ends the
-episode as ``env_error`` (unscored), never as a 0.
+episode as ``judge_error`` (unscored), never as a 0.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from gym_judge_server import reply, served_judge
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, Termination
 from mimesis_pl.envs.gyms.intention import IntentionGym, userrl_coverage_reward
-from mimesis_pl.envs.gyms.judging import RULE_GRADER, JudgeFailure, grader_label, judge_settings, parse_json_object
+from mimesis_pl.envs.gyms.judging import RULE_GRADER, grader_label, judge_settings, parse_json_object
 from mimesis_pl.envs.gyms.persuade import PersuadeGym, stance_reward
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym, guess_is_correct
 from mimesis_pl.envs.gyms.turtle import TurtleGym
+from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.users.scripted import ScriptedUser
 
 EINSTEIN = "Albert Einstein - the famous physicist known for the theory of relativity, Nobel Prize winner"
@@ -136,9 +137,9 @@ def test_judge_failure_is_an_infrastructure_failure_not_a_zero():
 
     summary, turn, manager = asyncio.run(go())
     assert len(calls) == 3  # 1 + max_retries
-    assert summary.status is Termination.ENV_ERROR and summary.status.is_failure
+    assert summary.status is Termination.JUDGE_ERROR and summary.status.is_failure
     assert "JudgeFailure" in summary.error and "TelepathyGym judge" in summary.error
-    assert turn.done and manager.totals["failure/env_error"] == 1
+    assert turn.done and manager.totals["failure/judge_error"] == 1
 
 
 class _Users:

@@ -8,9 +8,9 @@ names which grader ran (:func:`grader_label`).
 
 Calls go through the package's one served client (:class:`~mimesis_pl.tasks.clients.OpenAIChatModel`:
 bounded retries with backoff). A reply that does not parse or validate is retried like a transport
-error; once retries are spent the gym raises :class:`JudgeFailure`, which the episode manager records
-as ``env_error`` — an infrastructure failure, retried by the evaluator and otherwise left unscored,
-never a 0 charged to the agent (UserRL falls back to a silent 0: spec gyms.md §3).
+error; once retries are spent the gym raises :class:`~mimesis_pl.eval.failures.JudgeFailure`, which the
+episode manager records as ``judge_error`` — an infrastructure failure, retried by the evaluator and
+otherwise left unscored, never a 0 charged to the agent (UserRL falls back to a silent 0: spec gyms.md §3).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.llm import RetryableError
 
 if TYPE_CHECKING:  # mimesis_pl.tasks imports the rollout, which imports this package: imported lazily
@@ -29,10 +30,6 @@ if TYPE_CHECKING:  # mimesis_pl.tasks imports the rollout, which imports this pa
 
 T = TypeVar("T")
 RULE_GRADER = "rule (offline default; not comparable with UserRL's LLM judge)"
-
-
-class JudgeFailure(RuntimeError):
-    """The served judge gave no usable verdict after its retries (an infrastructure failure)."""
 
 
 def judge_settings(value: EndpointSettings | Mapping[str, Any] | None, *, where: str) -> EndpointSettings | None:

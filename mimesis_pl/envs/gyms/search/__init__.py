@@ -3,7 +3,6 @@
 from mimesis_pl.envs.gyms.search.backends import (
     BM25Backend,
     HttpSearchBackend,
-    SearchBackendError,
     SearchHit,
     SearchSettings,
     read_corpus,
@@ -13,7 +12,6 @@ from mimesis_pl.envs.gyms.search.gym import SearchGym, answers_match, normalize_
 __all__ = [
     "BM25Backend",
     "HttpSearchBackend",
-    "SearchBackendError",
     "SearchGym",
     "SearchHit",
     "SearchSettings",

@@ -8,7 +8,8 @@ pluggable (docs/decisions.md A53):
   text file with one document per line. The index is built once per file and process.
 - :class:`HttpSearchBackend` — ``POST {url} {"query": q, "k": k}`` answered with
   ``{"results": [{"title", "snippet", "url"}]}`` (e.g. a small proxy in front of Serper or a local
-  search service); transport failures are retried, then raise :class:`SearchBackendError`.
+  search service); transport failures are retried, then raise
+  :class:`~mimesis_pl.eval.failures.EnvironmentFailure`.
 
 A backend failure is an infrastructure failure (the episode ends as ``env_error``, unscored), never a
 search that silently found nothing.
@@ -24,11 +25,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from mimesis_pl.envs.base import TaskDataError
+from mimesis_pl.eval.failures import EnvironmentFailure
 from mimesis_pl.llm import ChatCompletionsClient, RetryableError
-
-
-class SearchBackendError(RuntimeError):
-    """The search backend could not answer (after its retries)."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +153,7 @@ class HttpSearchBackend:
     def __init__(self, settings: SearchSettings) -> None:
         self.settings = settings
         self._client = ChatCompletionsClient(
-            str(settings.url), settings.api_key_env, settings.timeout_s, settings.max_retries, error=SearchBackendError
+            str(settings.url), settings.api_key_env, settings.timeout_s, settings.max_retries, error=EnvironmentFailure
         )
 
     async def search(self, query: str, k: int) -> list[SearchHit]:
