@@ -97,6 +97,8 @@ class Gym(abc.ABC):
     data_sources: ClassVar[tuple[str, ...]] = ()
     choices: ClassVar[tuple[str, ...]] = ACTION_CHOICES
     needs_user: ClassVar[bool] = True
+    # Bind the episode's user to the privileged shim (``{shim}/ep/{id}/v1``); TauGym opts out, as UserRL's (A55).
+    episode_scoped: ClassVar[bool] = True
 
     def __init__(self, *, user: UserSimulator | None = None) -> None:
         self.user = user

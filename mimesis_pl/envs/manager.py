@@ -288,7 +288,7 @@ class EnvironmentManager:
             raise ValueError(f"episode id {episode_id!r} is already active; episode ids must be unique")
         task = row if isinstance(row, GymTask) else GymTask.from_row(row, source=f"row of episode {episode_id!r}")
         cls = self.registry.get(task.env_name)
-        base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url else None
+        base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url and cls.episode_scoped else None
         user: UserSimulator | None = None
         if cls.needs_user:
             if self.users is None:

@@ -8,6 +8,7 @@ from mimesis_pl.envs.gyms.function import FunctionGym
 from mimesis_pl.envs.gyms.intention import IntentionGym
 from mimesis_pl.envs.gyms.persuade import PersuadeGym
 from mimesis_pl.envs.gyms.search import SearchGym
+from mimesis_pl.envs.gyms.tau import TauGym
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.envs.gyms.turtle import TurtleGym
 
@@ -47,7 +48,7 @@ class GymRegistry:
 
 
 BUILTIN_GYMS: tuple[type[Gym], ...] = (FunctionGym, TelepathyGym, TurtleGym, IntentionGym, PersuadeGym)
-BUILTIN_GYMS += (SearchGym,)
+BUILTIN_GYMS += (SearchGym, TauGym)
 
 
 def default_registry() -> GymRegistry:
