@@ -148,7 +148,11 @@ def write_episode_report(
     """Write ``results.json``, ``results.md`` and ``charts/<gym>.png`` under ``out_dir``."""
     out_dir = Path(out_dir)
     json_path = write_json_atomic(out_dir / "results.json", episode_results(summaries, identity, config))
-    md_path = write_text_atomic(out_dir / "results.md", episode_markdown(summaries, ks))
+    markdown = episode_markdown(summaries, ks)
+    graders = (config or {}).get("graders") or {}
+    if graders:  # which grader scored each gym (the offline rule grader or a served judge)
+        markdown += "\nGraders: " + "; ".join(f"{gym}: {how}" for gym, how in sorted(graders.items())) + "\n"
+    md_path = write_text_atomic(out_dir / "results.md", markdown)
     charts = write_gym_charts(summaries, ks, out_dir / "charts")
     return ReportFiles(json=json_path, markdown=md_path, charts=tuple(charts))
 

@@ -293,3 +293,17 @@ def test_persuade_served_judge_gives_the_stance_userrl_reward():
     last = judge.texts()[2]
     assert "Libraries give poorer families free books." in last and "argument 2" in last
     assert "argument 0" in last and "Your stance so far: Agree" in last
+
+
+def test_reports_name_each_gyms_grader():
+    from mimesis_pl.envs.gyms.function import FunctionGym
+    from mimesis_pl.envs.gyms.judging import RULE_ONLY, gym_graders
+
+    options = {"TelepathyGym": {"judge": {"kind": "openai", "url": "http://h/v1", "model": "qwen-judge"}}}
+    graders = gym_graders({"telepathy": TelepathyGym, "turtle": TurtleGym, "function": FunctionGym}, options)
+    assert graders == {
+        "telepathy": "LLM judge qwen-judge (UserRL's judging)",
+        "turtle": RULE_GRADER,
+        "function": RULE_ONLY,
+    }
+    assert "offline default" in RULE_GRADER and "not comparable" in RULE_GRADER

@@ -112,6 +112,8 @@ def test_tau_episodes_run_offline_through_mimesis_pl_test(tmp_path):
         results = run_cli("configs/tiny/eval_tau.yaml", tmp_path, *served_agent(agent.url))
     tau = results["gyms"]["tau"]
     assert (tau["tasks"], tau["scored_trials"], tau["unscored_trials"]) == (3, 3, 0)
+    assert results["config"]["graders"] == {"tau": "rule (as UserRL: no judge)"}
+    assert "Graders: tau: rule (as UserRL: no judge)" in (tmp_path / "out" / "results.md").read_text()
     assert tau["avg_at_n"] == 1 / 3  # the solved task earns tau-bench's reward; the others 0
     episodes = [json.loads(line)["episode"] for line in (tmp_path / "out" / "episodes.jsonl").read_text().splitlines()]
     solved = next(e for e in episodes if e["task_id"] == "retail-000")
@@ -124,6 +126,7 @@ def test_search_episodes_run_offline_through_mimesis_pl_test(tmp_path):
         results = run_cli("configs/tiny/eval_search.yaml", tmp_path, *served_agent(agent.url))
     search = results["gyms"]["search"]
     assert (search["tasks"], search["scored_trials"]) == (3, 3) and search["avg_at_n"] == 1 / 3
+    assert results["config"]["graders"]["search"].startswith("rule (offline default; not comparable")
     episodes = [json.loads(line)["episode"] for line in (tmp_path / "out" / "episodes.jsonl").read_text().splitlines()]
     solved = next(e for e in episodes if e["task_id"] == "Bamboogle-19")
     assert "Sergei Witte" in solved["steps"][0]["observation"] and solved["turn_rewards"] == [0.0, 1.0]

@@ -10,7 +10,7 @@ Calls go through the package's one served client (:class:`~mimesis_pl.tasks.clie
 bounded retries with backoff). A reply that does not parse or validate is retried like a transport
 error; once retries are spent the gym raises :class:`~mimesis_pl.eval.failures.JudgeFailure`, which the
 episode manager records as ``judge_error`` — an infrastructure failure, retried by the evaluator and
-otherwise left unscored, never a 0 charged to the agent (UserRL falls back to a silent 0: spec gyms.md §3).
+otherwise left unscored, never a 0 charged to the agent (UserRL falls back to a silent 0).
 """
 
 from __future__ import annotations
@@ -56,9 +56,24 @@ def judge_settings(value: EndpointSettings | Mapping[str, Any] | None, *, where:
     return value
 
 
+RULE_ONLY = "rule (as UserRL: no judge)"
+
+
 def grader_label(settings: EndpointSettings | None) -> str:
-    """How a gym's answers are graded, for reports: the rule grader or ``judge <model> at <url>``."""
+    """How a judged gym's answers are graded, for reports: the rule grader or the served judge's model."""
     return RULE_GRADER if settings is None else f"LLM judge {settings.model} (UserRL's judging)"
+
+
+def gym_graders(gym_classes: Mapping[str, type], gym_options: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Per gym (results label → class), the grader its options select: every report names it."""
+    import inspect
+
+    out = {}
+    for label, cls in gym_classes.items():
+        judged = "judge" in inspect.signature(cls.__init__).parameters
+        options = gym_options.get(cls.env_name, {})
+        out[label] = grader_label(judge_settings(options.get("judge"), where=cls.env_name)) if judged else RULE_ONLY
+    return out
 
 
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
