@@ -11,12 +11,11 @@ user simulator) and ``tool_specs`` (the tools' JSON schemas). Two runtimes serve
   git+https://github.com/sierra-research/tau-bench``): the real retail/airline databases, tools and
   tasks; tau-bench's own LLM user is never called (the episode's user simulator plays the instruction).
 
-``python -m mimesis_pl.envs.gyms.tau.runtime --kind tau_bench --port 8300`` serves one.
+``python -m mimesis_pl.envs.gyms.tau --kind tau_bench --port 8300`` serves one.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import uuid
@@ -209,17 +208,3 @@ async def serve_runtime(runtime: TauRuntime, host: str = "127.0.0.1", port: int 
     await site.start()
     bound = site._server.sockets[0].getsockname()[1]
     return runner, f"http://{host}:{bound}"
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Serve a TauGym tool runtime over HTTP.")
-    parser.add_argument("--kind", choices=["retail", "tau_bench"], default="retail")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8300)
-    args = parser.parse_args(argv)
-    runtime: TauRuntime = TauBenchRuntime() if args.kind == "tau_bench" else RetailRuntime()
-    web.run_app(make_tau_app(runtime), host=args.host, port=args.port)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
