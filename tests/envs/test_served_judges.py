@@ -12,7 +12,7 @@ import asyncio
 import json
 
 import pytest
-from gym_fixtures import make_row
+from gym_fixtures import GYM_JSON, make_row, needs_userrl, tasks
 from gym_judge_server import reply, served_judge
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, Termination
@@ -307,3 +307,18 @@ def test_reports_name_each_gyms_grader():
         "function": RULE_ONLY,
     }
     assert "offline default" in RULE_GRADER and "not comparable" in RULE_GRADER
+
+
+@needs_userrl
+def test_userrl_files_supply_what_the_judges_need():
+    """Every Turtle test row's title has weighted criteria in UserRL's stories file; the intention files carry
+    the example inquiries the coverage judge is shown."""
+    from mimesis_pl.envs.gyms.intention import load_details
+    from mimesis_pl.envs.gyms.turtle import load_criteria
+
+    criteria = load_criteria(str(GYM_JSON / "TurtleGym" / "turtlegym" / "data" / "all_stories_refined.json"))
+    for task in tasks("TurtleGym"):
+        found = criteria[task.hidden["title"].strip().lower()]
+        assert found and sum(c.weight for c in found) == pytest.approx(1.0, abs=0.02)
+    details = load_details([GYM_JSON / "IntentionGym" / "intentiongym" / "data" / "all_intentions_test.json"])
+    assert all(d.inquiry for ds in details.values() for d in ds)
