@@ -172,6 +172,8 @@ def test_corpus_errors_name_file_and_line(tmp_path):
     assert [d.snippet for d in read_corpus(plain)] == ["one document", "another one"]
     with pytest.raises(ValueError, match="corpus_path"):
         SearchGym(search={"kind": "bm25"})
+    with pytest.raises(ValueError, match="SearchGym needs the option search"):
+        SearchGym()
     with pytest.raises(ValueError, match="unknown keys \\['corpus'\\]"):
         SearchGym(search={"kind": "bm25", "corpus": "x"})
 

@@ -103,15 +103,18 @@ class SearchGym(Gym):
         if max_search_results < 1 or max_search_steps < 0:
             raise ValueError("SearchGym: max_search_results must be >= 1 and max_search_steps >= 0")
         settings = search_settings(search)
-        self.backend = make_backend(settings) if settings is not None else None
+        if settings is None:
+            raise ValueError(
+                "SearchGym needs the option search: {kind: bm25, corpus_path: CORPUS.jsonl} or {kind: http, url: URL}"
+            )
+        self.backend = make_backend(settings)
         self.max_search_results = max_search_results
         self.max_search_steps = max_search_steps
         self.questions_path = Path(questions_path) if questions_path else None
         self.judge = make_judge(judge, gym=self.env_name)
 
     async def aclose(self) -> None:
-        if self.backend is not None:
-            await self.backend.aclose()
+        await self.backend.aclose()
         if self.judge is not None:
             await self.judge.aclose()
 
@@ -141,8 +144,6 @@ class SearchGym(Gym):
         return self._result("Your answer is not correct. You can search for more information or answer again.")
 
     async def _search(self, query: str) -> StepResult:
-        if self.backend is None:
-            raise RuntimeError("SearchGym: no search backend configured (gym option search: {kind: bm25|http, ...})")
         if self._searches >= self.max_search_steps:
             return self._result(f"You have used all {self.max_search_steps} searches. Please give your answer now.")
         if not query:
