@@ -79,6 +79,7 @@ COUNTERS: tuple[str, ...] = (
     "unmatched_entries",
     "privileged_unavailable",
     "skipped_failed",
+    "skipped_gym",
 )
 _STATUS_COUNTER = {
     "ok": "made",
@@ -211,14 +212,26 @@ class _Job:
 def _kept_trajectories(
     trajectories: Sequence[Any], tasks_hidden: Sequence[Any], skip_failed: bool, counts: Counter[str]
 ) -> list[tuple[int, Any, Any]]:
-    """``(index, trajectory, task)`` of the trajectories to coach; failed rollouts left out when asked."""
-    kept = [
-        (i, traj, task)
-        for i, (traj, task) in enumerate(zip(trajectories, tasks_hidden))
-        if not (skip_failed and getattr(traj, "status", "") in _FAILED_ROLLOUTS)
-    ]
-    counts["skipped_failed"] += len(trajectories) - len(kept)
+    """``(index, trajectory, task)`` of the trajectories to coach; failed rollouts left out when asked, and
+    those of gyms that are not episode-scoped (TauGym, as the reference's post-pass: docs/decisions.md A55)."""
+    kept = []
+    for i, (traj, task) in enumerate(zip(trajectories, tasks_hidden)):
+        if skip_failed and getattr(traj, "status", "") in _FAILED_ROLLOUTS:
+            counts["skipped_failed"] += 1
+        elif not _episode_scoped(_hidden_of(task).get("env_name")):
+            counts["skipped_gym"] += 1
+        else:
+            kept.append((i, traj, task))
     return kept
+
+
+def _episode_scoped(env_name: Any) -> bool:
+    from mimesis_pl.envs.registry import default_registry
+
+    try:
+        return default_registry().get(str(env_name)).episode_scoped if env_name else True
+    except ValueError:  # a gym outside the built-in registry (e.g. an adapter gym) is coached
+        return True
 
 
 async def _turn_evidence(

@@ -1,6 +1,6 @@
 """Gyms the agent learns in: the gym and user-simulator protocols, the ``interact_with_env`` tool, the
 EnvironmentManager, scripted experts and the built-in offline gyms (Function, Telepathy, Turtle,
-Intention, Persuade, Travel) over UserRL task rows, one home each in :mod:`mimesis_pl.envs.gyms`.
+Intention, Persuade, Search, Tau, Travel) over UserRL task rows, one home each in :mod:`mimesis_pl.envs.gyms`.
 
 Nothing here imports :mod:`mimesis_pl.users` (which implements the user protocol and imports this package).
 """

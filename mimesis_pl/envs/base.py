@@ -62,8 +62,8 @@ class StepResult:
 class Termination(enum.StrEnum):
     """How an episode ended, kept apart from its reward.
 
-    ``env_error``, ``user_error`` and ``timeout`` are infrastructure failures: their trajectories should
-    be masked or retried, never learned from as if the agent had failed.
+    ``env_error``, ``user_error``, ``judge_error`` and ``timeout`` are infrastructure failures: their
+    trajectories should be masked or retried, never learned from as if the agent had failed.
     """
 
     FINISHED = "finished"  # the gym ended the episode (solved, or out of options)
@@ -71,11 +71,12 @@ class Termination(enum.StrEnum):
     ABORTED = "aborted"  # the caller ended the episode early (e.g. context budget)
     ENV_ERROR = "env_error"  # the gym raised
     USER_ERROR = "user_error"  # the user simulator failed to reply
+    JUDGE_ERROR = "judge_error"  # a gym's served judge gave no verdict (docs/decisions.md A52)
     TIMEOUT = "timeout"  # a reset or step exceeded its deadline
 
     @property
     def is_failure(self) -> bool:
-        return self in (Termination.ENV_ERROR, Termination.USER_ERROR, Termination.TIMEOUT)
+        return self in (Termination.ENV_ERROR, Termination.USER_ERROR, Termination.JUDGE_ERROR, Termination.TIMEOUT)
 
 
 class TaskDataError(ValueError):
@@ -101,6 +102,8 @@ class Gym(abc.ABC):
     choices: ClassVar[tuple[str, ...]] = ACTION_CHOICES
     needs_user: ClassVar[bool] = True
     reward_bounds: ClassVar[RewardBounds] = "episode"
+    # Bind the episode's user to the privileged shim (``{shim}/ep/{id}/v1``); TauGym opts out, as UserRL's (A55).
+    episode_scoped: ClassVar[bool] = True
 
     def __init__(self, *, user: UserSimulator | None = None) -> None:
         self.user = user

@@ -28,6 +28,7 @@ from mimesis_pl.envs.registry import GymRegistry, default_registry
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.tool import format_observation, format_tool_error, parse_turn
 from mimesis_pl.envs.user_protocol import UserProvider, UserReply, UserSimulator, UserSimulatorError
+from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.shim.client import shim_root
 from mimesis_pl.shim.store import check_episode_id
 
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 _FAILURE_TEXT = {
     Termination.ENV_ERROR: "Error: the environment failed while handling this action. The episode has ended.",
     Termination.USER_ERROR: "Error: the user did not respond. The episode has ended.",
+    Termination.JUDGE_ERROR: "Error: the environment could not grade this action. The episode has ended.",
     Termination.TIMEOUT: "Error: the environment did not respond in time. The episode has ended.",
 }
 
@@ -220,6 +222,8 @@ def classify_failure(err: BaseException) -> Termination:
         return Termination.TIMEOUT
     if isinstance(err, UserSimulatorError):
         return Termination.USER_ERROR
+    if isinstance(err, JudgeFailure):
+        return Termination.JUDGE_ERROR
     return Termination.ENV_ERROR
 
 
@@ -288,7 +292,8 @@ class EnvironmentManager:
         )
         if getattr(cls, "takes_shim_url", False):  # adapter gyms reach their LLM through the shim (A47)
             options["shim_url"] = self.shim_url
-        base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url else None
+        # TauGym opts out of the per-episode binding, as UserRL's (A55)
+        base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url and cls.episode_scoped else None
         user: UserSimulator | None = None
         if cls.needs_user:
             if self.users is None:

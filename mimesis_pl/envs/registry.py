@@ -20,6 +20,8 @@ from mimesis_pl.envs.base import Gym
 from mimesis_pl.envs.gyms.function import FunctionGym
 from mimesis_pl.envs.gyms.intention import IntentionGym
 from mimesis_pl.envs.gyms.persuade import PersuadeGym
+from mimesis_pl.envs.gyms.search import SearchGym
+from mimesis_pl.envs.gyms.tau import TauGym
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.envs.gyms.travel import TravelGym
 from mimesis_pl.envs.gyms.turtle import TurtleGym
@@ -90,7 +92,16 @@ class GymRegistry:
         return sorted(self._by_name)
 
 
-BUILTIN_GYMS: tuple[type[Gym], ...] = (FunctionGym, TelepathyGym, TurtleGym, IntentionGym, PersuadeGym, TravelGym)
+BUILTIN_GYMS: tuple[type[Gym], ...] = (
+    FunctionGym,
+    TelepathyGym,
+    TurtleGym,
+    IntentionGym,
+    PersuadeGym,
+    TravelGym,
+    SearchGym,
+    TauGym,
+)
 
 
 def default_registry() -> GymRegistry:

@@ -80,15 +80,15 @@ def extra_metrics_scalars(extra: Mapping[str, Mapping[str, Mapping[str, float]]]
 
 def travel_note(options: Mapping[str, Any]) -> str:
     """Which grader and scenarios a Travel evaluation used, and whether its numbers compare with UserRL's."""
-    judge = options.get("judge")
-    grader = str((judge or {}).get("kind", "rule")) if isinstance(judge, Mapping) else "rule"
+    from mimesis_pl.envs.gyms.judging import judge_settings
+
+    judge = judge_settings(options.get("judge"), where="TravelGym")
     real = bool(options.get("scenarios_path"))
     scenarios = "UserRL's scenario files" if real else "scenarios generated from the rows' ids (decisions A42)"
-    if grader in ("rule", "scripted"):
-        grader = "the rule grader (offline default, decisions A43)"
+    grader = "the rule grader (offline default, decisions A43)" if judge is None else f"the judge {judge.model}"
     verdict = (
         "computed as UserRL computes them (decisions A45)"
-        if real and not grader.startswith("the rule")
+        if real and judge is not None
         else "not comparable with UserRL's or the paper's Travel numbers"
     )
     return f"Graded by {grader} on {scenarios}: {verdict}."

@@ -163,6 +163,9 @@ def write_episode_report(
     results = episode_results(summaries, identity, config, gym_metrics, gym_notes)
     json_path = write_json_atomic(out_dir / "results.json", results)
     markdown = episode_markdown(summaries, ks) + extra_metrics_markdown(gym_metrics or {}, gym_notes)
+    graders = (config or {}).get("graders") or {}
+    if graders:  # which grader scored each gym (the offline rule grader or a served judge)
+        markdown += "\nGraders: " + "; ".join(f"{gym}: {how}" for gym, how in sorted(graders.items())) + "\n"
     md_path = write_text_atomic(out_dir / "results.md", markdown)
     charts = write_gym_charts(summaries, ks, out_dir / "charts")
     return ReportFiles(json=json_path, markdown=md_path, charts=tuple(charts))

@@ -201,8 +201,9 @@ class AgentEvalModule(_EvalModule):
         summaries = self.executor.summarize(self._tasks, self.ks)
         extra = extra_gym_metrics(self.executor.records(self._tasks))  # Travel's micro_avg, per-aspect scores, …
         notes = gym_notes(self.executor.runner.manager.gym_options, summaries)  # grader, data, comparable?
+        config = {**self._config(), "graders": self._graders(summaries)}
         self.files = write_episode_report(
-            self._out, summaries, self.ks, self.executor.identity, self._config(), gym_metrics=extra, gym_notes=notes
+            self._out, summaries, self.ks, self.executor.identity, config, gym_metrics=extra, gym_notes=notes
         )
         values = {
             f"eval/{gym}/{name}": value
@@ -221,6 +222,15 @@ class AgentEvalModule(_EvalModule):
         )
         self.log_dict(values)
         log.info("agent eval results: %s", self.files.markdown)
+
+    def _graders(self, summaries: dict[str, Any]) -> dict[str, str]:
+        """Which grader scored each gym (the offline rule grader, or a served judge): docs/decisions.md A52."""
+        from ..envs.gyms.judging import gym_graders
+        from ..eval.episodes.executor import gym_label
+
+        manager = self.executor.runner.manager
+        classes = {gym_label(n): manager.registry.get(n) for n in manager.registry.names()}
+        return gym_graders({g: classes[g] for g in summaries if g in classes}, manager.gym_options)
 
     def teardown(self, stage: str) -> None:
         runner = self.executor.runner if self.executor is not None else None

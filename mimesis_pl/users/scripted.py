@@ -21,6 +21,7 @@ from typing import Any
 from mimesis_pl.chat.think import join_think
 from mimesis_pl.envs.gyms import intention, persuade, telepathy, travel, turtle
 from mimesis_pl.envs.gyms.rules import Rule
+from mimesis_pl.envs.gyms.tau import gym as tau
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
 
 RULES: dict[str, Rule] = {
@@ -29,6 +30,7 @@ RULES: dict[str, Rule] = {
     intention.IntentionGym.env_name: intention.scripted_reply,
     persuade.PersuadeGym.env_name: persuade.scripted_reply,
     travel.TravelGym.env_name: travel.scripted_reply,
+    tau.TauGym.env_name: tau.scripted_reply,
 }
 
 _PERSONA = re.compile(r"<persona>\s*(\{.*?\})\s*</persona>", re.DOTALL)

@@ -238,3 +238,12 @@ def test_coach_batch_through_the_real_shim(tiny_tokenizer):
         assert any(evidence[1].reasoning_before in p for p in prompts)
     finally:
         services.stop()
+
+
+def test_tau_trajectories_are_skipped_as_the_reference_does():
+    """TauGym is not episode-scoped (A55): CSD leaves its trajectories out and counts them."""
+    trajs = [three_question_episode("tau"), three_question_episode("kiwi")]
+    coach = TableCoach({t: "Ask about texture." for t in range(4)})
+    tau_hidden = {"env_name": "TauGym", "id": "retail-000", "ground_truth": ""}
+    notes, counts = asyncio.run(coach_batch(trajs, [tau_hidden, HIDDEN], None, coach, k=16))
+    assert counts["skipped_gym"] == 1 and {i for i, _ in notes} == {1}

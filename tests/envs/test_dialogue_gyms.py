@@ -72,7 +72,7 @@ TOTAL = W[3] + W[2] + W[1]
 
 
 def test_intention_rewards_follow_importance_and_penalise_bundling(details_file):
-    gym = IntentionGym(user=ScriptedUser(), details_paths=[details_file])
+    gym = IntentionGym(user=ScriptedUser(), details_paths=[details_file], reward_rule="share")
     offtopic, budget, bundled = run(
         gym,
         intention_task(),
@@ -91,7 +91,7 @@ def test_intention_rewards_follow_importance_and_penalise_bundling(details_file)
 
 
 def test_intention_one_detail_per_question_scores_exactly_one(details_file):
-    gym = IntentionGym(user=ScriptedUser(), details_paths=[details_file])
+    gym = IntentionGym(user=ScriptedUser(), details_paths=[details_file], reward_rule="share")
     results = run(
         gym,
         intention_task(),
@@ -148,7 +148,8 @@ class ScriptedStances:
 
 
 def test_persuade_pays_only_progress_beyond_the_best_stance():
-    gym = PersuadeGym(user=ScriptedStances(["Agree", "Strongly Agree", "Agree", None, "Neutral", "Strongly Disagree"]))
+    stances = ["Agree", "Strongly Agree", "Agree", None, "Neutral", "Strongly Disagree"]
+    gym = PersuadeGym(user=ScriptedStances(stances), reward_rule="progress")
     results = run(gym, persuade_task(), *[Action("answer", f"argument {i}") for i in range(6)])
     assert [r.reward * 6 for r in results] == pytest.approx([1, 0, 0, 0, 2, 3])
     assert results[3].info["stance_unparsed"] == 1 and results[3].info["stance"] == "Agree"

@@ -41,7 +41,16 @@ def test_tiny_offline_config_runs_every_gym_and_reports_travel_metrics(tmp_path)
     args = ["test", "--config", "configs/tiny/eval_all_gyms.yaml", "--model.init_args.out_dir", str(out)]
     assert main([*args, "--trainer.logger.init_args.save_dir", str(runs)]) == 0
     results = json.loads((out / "results.json").read_text())
-    assert set(results["gyms"]) == {"function", "intention", "persuade", "telepathy", "turtle", "travel"}
+    assert set(results["gyms"]) == {
+        "function",
+        "intention",
+        "persuade",
+        "search",
+        "tau",
+        "telepathy",
+        "turtle",
+        "travel",
+    }
     travel = results["gym_metrics"]["travel"]
     assert travel["travel"]["tasks"] + results["gyms"]["travel"]["unscored_trials"] == 2
     for name in ("micro_avg", "micro_max", "avg_number_of_1", "avg_number_of_08", "aspect_score"):

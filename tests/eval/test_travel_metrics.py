@@ -123,12 +123,14 @@ def test_a_travel_trial_is_scored_by_its_aspect_score_others_by_the_reward_sum()
 def test_reports_name_travel_grader_and_scenarios_and_say_whether_comparable(tmp_path):
     from mimesis_pl.eval.gym_metrics import gym_notes, travel_note
 
-    offline = travel_note({"judge": {"kind": "rule"}})
+    offline = travel_note({})  # no judge: the rule grader
     assert "rule grader" in offline and "generated" in offline and "not comparable" in offline
     assert "not comparable" in travel_note({"scenarios_path": "travelgym_data_22.json"})  # rule grader still
-    served = travel_note({"scenarios_path": "d.json", "judge": {"kind": "openai"}})
+    served = travel_note(
+        {"scenarios_path": "d.json", "judge": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "j"}}
+    )
     assert "UserRL's scenario files" in served and "computed as UserRL" in served
-    notes = gym_notes({"TravelGym": {"judge": {"kind": "rule"}}}, ["function", "travel"])
+    notes = gym_notes({"TravelGym": {}}, ["function", "travel"])
     assert list(notes) == ["travel"]
     extra = extra_gym_metrics(records())
     files = write_episode_report(tmp_path, aggregate_trials(records(), 2), (1,), gym_metrics=extra, gym_notes=notes)

@@ -3,7 +3,10 @@
 - :mod:`.function` (a folder: gym, expert, the expert's rule solver; no user),
 - :mod:`.telepathy`, :mod:`.turtle` (guessing gyms; their experts share :mod:`.cards`),
 - :mod:`.intention`, :mod:`.persuade`,
-- :mod:`.travel` (a folder: gym, UserRL's scenario format, the scenario generator, rule grader, expert, metrics).
+- :mod:`.travel` (a folder: gym, UserRL's scenario format, the scenario generator, rule grader, expert, metrics),
+- :mod:`.search` (SearchGym and its search backends; no user), :mod:`.tau` (TauGym, its HTTP tool runtimes and
+  our own offline retail environment),
+- :mod:`.judging`: the served judges of the judged gyms (the rule graders stay the offline default).
 
 What the scripted rules share is in :mod:`.rules`; the registry of gym classes is
 :mod:`mimesis_pl.envs.registry`, the user that applies the rules :class:`mimesis_pl.users.ScriptedUser`.

@@ -5,16 +5,23 @@ importance 1–3, options) come from UserRL's intention JSON, passed as ``detail
 compact copy ``assets/gyms/intention_details.json``). The user simulator knows one preferred option
 per detail (picked deterministically from the task id) and answers the agent's questions.
 
-Coverage is judged by a rule (:func:`covered_details`): each detail has keywords (content words of
-its description and options); a question covers a detail when it names at least one of them that is
-not a word of the task itself, unless what it names is better explained by another detail.
+Coverage is judged by a rule by default (the offline grader, :func:`covered_details`): each detail has
+keywords (content words of its description and options); a question covers a detail when it names at
+least one of them that is not a word of the task itself, unless what it names is better explained by
+another detail. With ``judge=`` (a served endpoint, :mod:`.judging`) coverage is judged as UserRL does:
+the judge sees the task, the question and the still-uncovered details (index, description, importance,
+example inquiry — no options, no preferences) and returns the indices covered.
 
-Reward per question: with importance weights ``w = {3: 1.0, 2: 0.7, 1: 0.4}`` and ``W`` their sum
-over the task's details, a question that newly covers the set ``N`` earns
-``sum(w[i] for i in N) / W * (1 - multi_detail_penalty) ** (len(N) - 1)``. Asking one detail per
-question therefore earns the full share, bundling k details loses 20 % per extra detail (UserRL's
-incentive), and the episode score (sum) is at most 1, reached by covering every detail one by one.
-The episode ends once every detail is covered. Questions covering nothing earn 0.
+Reward per question (``reward_rule``; docs/decisions.md A51), with importance weights
+``w = {3: 1.0, 2: 0.7, 1: 0.4}`` over the newly covered set ``N`` (0 when ``N`` is empty):
+
+- ``"userrl"`` (default, UserRL's rule): ``max(0, max(w[i] for i in N) - multi_detail_penalty * (len(N) - 1))``.
+  UserRL lets the episode sum grow past 1 (three details: 1.0 + 0.7 + 0.7); here the base class caps the
+  sum at 1 (a known defect not repeated), so episodes whose UserRL sum stays within 1 score alike.
+- ``"share"`` (ours): ``sum(w[i] for i in N) / W * (1 - multi_detail_penalty) ** (len(N) - 1)`` with ``W``
+  the weights' sum over the task: covering every detail one by one scores exactly 1.
+
+The episode ends once every detail is covered.
 
 Scripted user (:func:`scripted_reply`): when the question is about a missing detail (the coverage rule
 above), the user states its wish for it ("About the budget for the trip: Low."); otherwise it has no
@@ -30,15 +37,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mimesis_pl.envs.assets import bundled_gym_file
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn, opening_text
+from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import QUESTION_FILLER, content_words, question_keywords, stem
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+from mimesis_pl.llm import RetryableError
+
+if TYPE_CHECKING:
+    from mimesis_pl.tasks.clients import EndpointSettings
 
 IMPORTANCE_WEIGHT = {3: 1.0, 2: 0.7, 1: 0.4}
 # Words that say nothing about *which* detail is meant.
@@ -65,6 +77,7 @@ class MissingDetail:
     description: str
     importance: int
     options: tuple[str, ...]
+    inquiry: str = ""  # UserRL's example question for the detail (shown to a served coverage judge)
 
 
 @dataclass(frozen=True)
@@ -141,7 +154,8 @@ def _load_details_file(path: str) -> dict[str, tuple[MissingDetail, ...]]:
             if importance not in IMPORTANCE_WEIGHT:
                 raise TaskDataError(f"{at}: field 'importance' must be 1, 2 or 3, got {importance}")
             options = tuple(str(o) for o in (raw.get("options") or []))
-            details.append(MissingDetail(str(require(raw, "description", where=at)), importance, options))
+            description = str(require(raw, "description", where=at))
+            details.append(MissingDetail(description, importance, options, str(raw.get("inquiry") or "")))
         table[rid] = tuple(details)
     return table
 
@@ -167,10 +181,16 @@ class IntentionGym(Gym):
         user: UserSimulator | None = None,
         details_paths: Sequence[str | Path] | None = None,
         multi_detail_penalty: float = 0.2,
+        reward_rule: Literal["userrl", "share"] = "userrl",
+        judge: EndpointSettings | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(user=user)
         if not 0.0 <= multi_detail_penalty < 1.0:
             raise ValueError(f"multi_detail_penalty must be in [0, 1), got {multi_detail_penalty}")
+        if reward_rule not in ("userrl", "share"):
+            raise ValueError(f"reward_rule must be 'userrl' or 'share', got {reward_rule!r}")
+        self.reward_rule = reward_rule
+        self.judge = make_judge(judge, gym=self.env_name)
         self.details_paths = (
             [Path(p) for p in details_paths] if details_paths else [bundled_gym_file("intention_details.json")]
         )
@@ -206,16 +226,83 @@ class IntentionGym(Gym):
         }
         return PERSONA_TEMPLATE.format(persona=json.dumps(persona, ensure_ascii=False, indent=1))
 
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
+
     async def _step(self, action: Action) -> StepResult:
-        new = covered_details(action.content, self._keysets, self._covered)
-        reward = 0.0
-        if new:
-            share = sum(IMPORTANCE_WEIGHT[self._details[i].importance] for i in new) / self._weight_total
-            reward = share * (1.0 - self.multi_detail_penalty) ** (len(new) - 1)
+        if self.judge is not None:
+            remaining = [i for i in range(len(self._details)) if i not in self._covered]
+            messages = judge_coverage_messages(self._task_text, action.content, self._details, remaining)
+            new = await self.judge.ask(messages, lambda data: judged_indices(data, remaining))
+        else:
+            new = covered_details(action.content, self._keysets, self._covered)
+        importances = [self._details[i].importance for i in new]
+        if self.reward_rule == "userrl":
+            reward = userrl_coverage_reward(importances, self.multi_detail_penalty)
+        else:
+            reward = share_coverage_reward(importances, self._weight_total, self.multi_detail_penalty)
         self._covered.update(new)
         reply = await self._ask_user(action.content)
         done = len(self._covered) == len(self._details)
         return self._result(reply.public, reward, done=done, user=reply, covered=sorted(new))
+
+
+def userrl_coverage_reward(importances: Sequence[int], penalty: float) -> float:
+    """UserRL's reward for one question: the top importance weight minus ``penalty`` per extra detail."""
+    if not importances:
+        return 0.0
+    return min(1.0, max(0.0, max(IMPORTANCE_WEIGHT[i] for i in importances) - penalty * (len(importances) - 1)))
+
+
+def share_coverage_reward(importances: Sequence[int], weight_total: float, penalty: float) -> float:
+    """Our reward: the covered details' share of the task's weight, 20 % off per extra detail bundled."""
+    if not importances:
+        return 0.0
+    return sum(IMPORTANCE_WEIGHT[i] for i in importances) / weight_total * (1.0 - penalty) ** (len(importances) - 1)
+
+
+JUDGE_SYSTEM = (
+    "You judge which missing details of a user's vague request an assistant's latest question asks about. "
+    "A detail counts as covered only when the question clearly and specifically asks for it; a vague or "
+    "off-topic question covers nothing.\n"
+    'Reply with a JSON object: {"analysis": "<your reasoning>", "is_task_related": true | false, '
+    '"covered_detail_indices": [<indices of the listed details that the question covers>]}'
+)
+
+
+def judge_coverage_messages(
+    task: str, question: str, details: Sequence[MissingDetail], remaining: Sequence[int]
+) -> list[dict[str, str]]:
+    """What UserRL's coverage judge sees: the task, the question, and the uncovered details (index,
+    description, importance, example inquiry) — never their options or the user's preferences."""
+    listed = [
+        {"index": i, "description": details[i].description, "importance": details[i].importance}
+        | ({"example_inquiry": details[i].inquiry} if details[i].inquiry else {})
+        for i in remaining
+    ]
+    user = (
+        f"Vague request:\n{task}\n\nMissing details not yet covered:\n"
+        f"{json.dumps(listed, ensure_ascii=False, indent=1)}\n\nThe assistant's question:\n{question.strip()}"
+    )
+    return chat(JUDGE_SYSTEM, user)
+
+
+def judged_indices(data: Mapping[str, Any], remaining: Sequence[int]) -> list[int]:
+    """The judge's covered indices, each one of ``remaining`` (others are retried), in order, without repeats."""
+    raw = field_of(data, "covered_detail_indices")
+    if not isinstance(raw, list):
+        raise RetryableError("judge field 'covered_detail_indices' must be a list")
+    out: list[int] = []
+    for value in raw:
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+            raise RetryableError(f"judge gave a non-integer detail index {str(value)[:20]!r}")
+        index = int(value)
+        if index not in remaining:
+            raise RetryableError(f"judge gave detail index {index}, not one of the uncovered {list(remaining)}")
+        if index not in out:
+            out.append(index)
+    return out
 
 
 def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:

@@ -6,11 +6,18 @@ ends its reply with a line ``Stance: <label>`` on the seven-point scale below. T
 in the observation (the agent is told where the user stands); a reply without a readable stance
 leaves the stance unchanged and is counted in ``info["stance_unparsed"]``.
 
-Reward: stances are indexed 0 (Strongly Agree, the start) to 6 (Strongly Disagree). A step earns
-``max(0, index - best_index_so_far) / 6``, so only progress beyond the furthest stance reached so far
-pays (UserRL paid every move relative to the previous stance, which lets an oscillating user pay
-repeatedly). The episode score (sum) is ``best_index / 6`` in [0, 1]; the episode ends at Strongly
-Disagree.
+Reward (``reward_rule``; docs/decisions.md A51): stances are indexed 0 (Strongly Agree, the start) to 6
+(Strongly Disagree).
+
+- ``"userrl"`` (default, UserRL's rule): a step earns ``max(0, index - previous_index) / 6``. A user whose
+  stance oscillates pays again for ground it regains; the base class caps the episode sum at 1.
+- ``"progress"`` (ours): ``max(0, index - best_index_so_far) / 6``: only progress beyond the furthest
+  stance reached pays, and the episode score is ``best_index / 6``.
+
+The episode ends at Strongly Disagree. With ``judge=`` (a served endpoint, :mod:`.judging`) the stance is
+not read from the user's reply but judged as UserRL's persuadee states it: the judge sees the claim, the
+user's private argument, the previous stance, the exchanges so far and the latest argument (what UserRL's
+persuadee sees) and returns one of the seven labels; the user simulator still writes the reply.
 
 Scripted user (:func:`scripted_reply`): the private argument is cut into up to four points of five
 specific keywords each; an argument naming three keywords of a point answers it. The stance moves from
@@ -24,14 +31,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, require
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn
+from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import content_words, is_vague, sentences, stem, surface_forms, words
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+
+if TYPE_CHECKING:
+    from mimesis_pl.tasks.clients import EndpointSettings
 
 STANCES: tuple[str, ...] = (
     "Strongly Agree",
@@ -79,8 +90,22 @@ class PersuadeGym(Gym):
     data_sources = ("interact_persuade",)
     choices = ("answer",)
 
-    def __init__(self, *, user: UserSimulator | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        user: UserSimulator | None = None,
+        reward_rule: Literal["userrl", "progress"] = "userrl",
+        judge: EndpointSettings | Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(user=user)
+        if reward_rule not in ("userrl", "progress"):
+            raise ValueError(f"reward_rule must be 'userrl' or 'progress', got {reward_rule!r}")
+        self.reward_rule = reward_rule
+        self.judge = make_judge(judge, gym=self.env_name)
+
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
 
     async def _reset(self, task: GymTask) -> None:
         self._claim = str(require(task.hidden, "claim", where=task.source))
@@ -95,18 +120,53 @@ class PersuadeGym(Gym):
         )
 
     async def _step(self, action: Action) -> StepResult:
+        earlier = list(self._dialogue)
         reply = await self._ask_user(action.content)
-        label = parse_stance(reply.public)
         info: dict[str, Any] = {"user": reply}
+        if self.judge is not None:
+            messages = judge_stance_messages(
+                self._claim, self._argument, STANCES[self._stance], earlier, action.content
+            )
+            label = await self.judge.ask(messages, lambda data: field_of(data, "stance", STANCES))
+            info["grader"] = "judge"
+        else:
+            label = parse_stance(reply.public)
+        previous = self._stance
         if label is None:
             info["stance_unparsed"] = 1
         else:
             self._stance = STANCES.index(label)
-        reward = max(0, self._stance - self._best) / (len(STANCES) - 1)
+        reward = stance_reward(previous, self._best, self._stance, self.reward_rule)
         self._best = max(self._best, self._stance)
         info["stance"] = STANCES[self._stance]
         done = self._stance == len(STANCES) - 1
         return self._result(reply.public, reward, done=done, **info)
+
+
+def stance_reward(previous: int, best: int, new: int, rule: str) -> float:
+    """One step's reward from stance indices: against the previous stance (``userrl``) or the best (``progress``)."""
+    base = previous if rule == "userrl" else best
+    return max(0, new - base) / (len(STANCES) - 1)
+
+
+JUDGE_SYSTEM = (
+    "You are the person described below, holding a claim for the reasons given, in a debate with someone "
+    "arguing against it. Judge honestly how far their latest argument moves you; you may change your mind "
+    "or hold firm.\n"
+    'Reply with a JSON object: {"thought": "<your reasoning>", "stance": "<one of: ' + ", ".join(STANCES) + '>"}'
+)
+
+
+def judge_stance_messages(
+    claim: str, argument: str, previous: str, exchanges: Sequence[tuple[str, str]], latest: str
+) -> list[dict[str, str]]:
+    """What UserRL's persuadee sees: claim, its own argument, previous stance, the history, the latest argument."""
+    history = "\n".join(f"They said: {said}\nYou replied: {heard}" for said, heard in exchanges) or "(none)"
+    user = (
+        f"Your claim:\n{claim}\n\nYour reasons:\n{argument}\n\nYour stance so far: {previous}\n\n"
+        f"Conversation so far:\n{history}\n\nTheir latest argument:\n{latest.strip()}"
+    )
+    return chat(JUDGE_SYSTEM, user)
 
 
 # Scripted user: how many points an argument is cut into, and how a point counts as answered.

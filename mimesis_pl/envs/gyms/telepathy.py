@@ -3,9 +3,13 @@
 The user thinks of an entity (``reward_model.title``, described by ``reward_model.ground_truth``); the
 agent asks yes/no questions (``action``) answered by the user simulator and guesses (``answer``).
 
-Guesses are judged by a rule, not by the simulator: a guess is correct when every content word of
-the entity's name appears in it, simple plurals folded (``"a kiwi fruit"`` matches ``Kiwi``; ``"Einstein"``
-does not match ``Albert Einstein``).
+Guesses are judged by a rule by default (the offline grader): a guess is correct when every content
+word of the entity's name appears in it, simple plurals folded (``"a kiwi fruit"`` matches ``Kiwi``); for a
+person (category ``famous_person``, ``historical_figure``, ``fictional_character``, …) the surname alone
+also counts, as UserRL's judge accepts it (``"Einstein"`` matches ``Albert Einstein``; docs/decisions.md A50).
+With ``judge=`` (a served endpoint, :mod:`.judging`) the guess is judged as UserRL does: the judge sees
+the hidden entity description and the guess only, answers Yes/No (Yes = exactly right or clearly
+equivalent), and its feedback is the observation.
 
 Reward: 1.0 for the first correct guess (the episode ends), 0.0 for questions and wrong guesses.
 Episode score = 0 or 1.
@@ -21,15 +25,19 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.cards import CardExpert, make_card
+from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import STOPWORDS, content_words, overlap_fraction, question_keywords, stem, words
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+
+if TYPE_CHECKING:
+    from mimesis_pl.tasks.clients import EndpointSettings
 
 _ARTICLES = frozenset({"a", "an", "the"})
 
@@ -66,13 +74,23 @@ def yes_no_for(question: str, title: str, description: str) -> tuple[str, set[st
     return verdict, asked, matched
 
 
-def guess_is_correct(guess: str, title: str) -> bool:
-    """Every content word of the name (simple plurals folded) appears in the guess."""
+# Categories of UserRL's entities that are people: a surname identifies them (A50).
+PERSON_CATEGORIES = frozenset(
+    "famous_person historical_figure historical_person fictional_character modern_figure composer person "
+    "scientist artist musician athlete".split()
+)
+
+
+def guess_is_correct(guess: str, title: str, category: str = "") -> bool:
+    """Every content word of the name (simple plurals folded) appears in the guess; for a person
+    (``category`` in :data:`PERSON_CATEGORIES`) its last name word alone suffices."""
     title_words = words(title)
     name = [stem(w) for w in title_words if w not in STOPWORDS] or [stem(w) for w in title_words]
     if not name:
         return False
     said = {stem(w) for w in words(guess)}
+    if category.strip().lower().replace(" ", "_") in PERSON_CATEGORIES and len(name) > 1 and name[-1] in said:
+        return True
     return all(w in said for w in name) or _joined(guess) == _joined(title)
 
 
@@ -97,10 +115,21 @@ class TelepathyGym(Gym):
     data_sources = ("interact_telepathygym",)
     choices = ("action", "answer")
 
-    def __init__(self, *, user: UserSimulator | None = None, entities_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        user: UserSimulator | None = None,
+        entities_path: str | Path | None = None,
+        judge: EndpointSettings | Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(user=user)
         # Only needed for rows without reward_model.ground_truth (the UserRL parquet rows all have it).
         self.entities_path = Path(entities_path) if entities_path else None
+        self.judge = make_judge(judge, gym=self.env_name)
+
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
 
     async def _reset(self, task: GymTask) -> None:
         self._title = str(require(task.hidden, "title", where=task.source))
@@ -114,6 +143,7 @@ class TelepathyGym(Gym):
                 + ")"
             )
         self._description = str(description)
+        self._category = str(task.hidden.get("category", ""))
 
     def _persona_prompt(self) -> str:
         persona: dict[str, Any] = {"gym": self.env_name, "entity": self._title, "description": self._description}
@@ -123,9 +153,33 @@ class TelepathyGym(Gym):
         if action.choice == "action":
             reply = await self._ask_user(action.content)
             return self._result(reply.public, user=reply)
-        if guess_is_correct(action.content, self._title):
+        if self.judge is not None:
+            correct, feedback = await self.judge.ask(judge_guess_messages(self._description, action.content), _verdict)
+            return self._result(feedback, 1.0 if correct else 0.0, done=correct, grader="judge")
+        if guess_is_correct(action.content, self._title, self._category):
             return self._result(f"Correct! I was thinking of {self._title}.", 1.0, done=True)
         return self._result("No, that is not what I am thinking of. Ask more questions or guess again.")
+
+
+JUDGE_SYSTEM = (
+    "You are the secret holder of a mind-reading game and judge the other player's final guess of the entity "
+    'you are thinking of. Say "Yes" only when the guess names that entity exactly or by a clearly equivalent '
+    'name; anything partial, close or different is "No" (no partial credit). Speak to the player as "you"; '
+    "keep the feedback short and never reveal the entity.\n"
+    'Reply with a JSON object: {"thought": "<your reasoning>", "judgment": "Yes" | "No", '
+    '"feedback": "<one or two sentences for the player>"}'
+)
+
+
+def judge_guess_messages(target_entity: str, guess: str) -> list[dict[str, str]]:
+    """What UserRL's guess judge sees: the hidden entity description and the guess, nothing else."""
+    return chat(JUDGE_SYSTEM, f"Entity you are thinking of:\n{target_entity}\n\nThe player's guess:\n{guess.strip()}")
+
+
+def _verdict(data: dict[str, Any]) -> tuple[bool, str]:
+    correct = field_of(data, "judgment", ("Yes", "No")) == "Yes"
+    feedback = str(data.get("feedback") or "").strip()
+    return correct, feedback or ("Correct!" if correct else "That is not it. Ask more questions or guess again.")
 
 
 def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:

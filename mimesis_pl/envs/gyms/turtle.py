@@ -4,7 +4,13 @@ The agent sees a title and a puzzling *surface*; the user knows the hidden *bott
 (``create_kwargs.bottom``). The agent asks yes/no questions (``action``, answered by the user
 simulator) and tells its version of the story (``answer``).
 
-Answers are graded by a rule, not by the simulator. The bottom story is split into key facts (its
+With ``judge=`` (a served endpoint, :mod:`.judging`) answers are graded as UserRL does: the judge sees
+the surface, the bottom, the story's evaluation criteria (statements of UserRL's
+``all_stories_refined.json``, given as ``stories_path``; weights withheld) and the answer, and scores
+each criterion 0, 0.5 or 1; the answer's score is the weight-sum, and the feedback lists the criteria
+it covers, as UserRL's does.
+
+Without a judge (the offline default) answers are graded by a rule. The bottom story is split into key facts (its
 sentences; a sentence with fewer than three content words joins the previous one). A fact scores 1
 when at least 60 % of its content words appear in the answer, 0.5 at 30 %, else 0; the answer's
 score is the mean over facts, in [0, 1].
@@ -25,15 +31,22 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from mimesis_pl.envs.base import Action, Gym, StepResult, require
+from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.cards import CardExpert, make_card
+from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import content_words, overlap_fraction, question_keywords, sentences
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+from mimesis_pl.llm import RetryableError
+
+if TYPE_CHECKING:
+    from mimesis_pl.tasks.clients import EndpointSettings
 
 FULL_MATCH = 0.6
 PARTIAL_MATCH = 0.3
@@ -103,11 +116,26 @@ class TurtleGym(Gym):
     data_sources = ("interact_turtlegym",)
     choices = ("action", "answer")
 
-    def __init__(self, *, user: UserSimulator | None = None, success_threshold: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        user: UserSimulator | None = None,
+        success_threshold: float = 1.0,
+        judge: EndpointSettings | Mapping[str, Any] | None = None,
+        stories_path: str | Path | None = None,
+    ) -> None:
         super().__init__(user=user)
         if not 0.0 < success_threshold <= 1.0:
             raise ValueError(f"success_threshold must be in (0, 1], got {success_threshold}")
         self.success_threshold = success_threshold
+        self.judge = make_judge(judge, gym=self.env_name)
+        if self.judge is not None and not stories_path:
+            raise ValueError("TurtleGym: a judge needs stories_path (UserRL's all_stories_refined.json: the criteria)")
+        self.stories_path = Path(stories_path) if stories_path else None
+
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
 
     async def _reset(self, task: GymTask) -> None:
         self._title = str(task.hidden.get("title", ""))
@@ -115,6 +143,12 @@ class TurtleGym(Gym):
         self._bottom = str(require(task.hidden, "bottom", where=task.source))
         self._facts = story_facts(self._bottom)
         self._best = 0.0
+        self._criteria: tuple[Criterion, ...] = ()
+        if self.judge is not None and self.stories_path is not None:
+            found = load_criteria(str(self.stories_path)).get(self._title.strip().lower())
+            if not found:
+                raise TaskDataError(f"{task.source}: story {self._title!r} has no criteria in {self.stories_path}")
+            self._criteria = found
 
     def _persona_prompt(self) -> str:
         persona: dict[str, Any] = {
@@ -129,6 +163,8 @@ class TurtleGym(Gym):
         if action.choice == "action":
             reply = await self._ask_user(action.content)
             return self._result(reply.public, user=reply)
+        if self.judge is not None:
+            return await self._judged(action.content)
         score, full = grade_story(action.content, self._facts)
         reward = max(0.0, score - self._best)
         self._best = max(self._best, score)
@@ -143,6 +179,94 @@ class TurtleGym(Gym):
             reward,
             score=score,
         )
+
+    async def _judged(self, answer: str) -> StepResult:
+        assert self.judge is not None
+        messages = judge_story_messages(self._surface, self._bottom, self._criteria, answer)
+        marks = await self.judge.ask(messages, lambda data: criterion_marks(data, len(self._criteria)))
+        score = weighted_score(self._criteria, marks)
+        reward = max(0.0, score - self._best)
+        self._best = max(self._best, score)
+        done = score >= self.success_threshold - 1e-9
+        return self._result(covered_feedback(self._criteria, marks), reward, done=done, score=score, grader="judge")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One evaluation criterion of a story (UserRL's ``evaluation`` entry): statement and weight."""
+
+    statement: str
+    weight: float
+
+
+@lru_cache(maxsize=4)
+def load_criteria(path: str) -> dict[str, tuple[Criterion, ...]]:
+    """UserRL's ``all_stories_refined.json`` as lower-cased ``new_title`` → criteria (weights sum to 1)."""
+    try:
+        records = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise TaskDataError(f"cannot read story data {path}: {err}") from None
+    table: dict[str, tuple[Criterion, ...]] = {}
+    for key, story in records.items() if isinstance(records, dict) else enumerate(records):
+        where = f"{path}: story {key}"
+        title = str(require(story, "new_title", where=where))
+        items = require(story, "evaluation", where=where)
+        try:
+            table[title.strip().lower()] = tuple(Criterion(str(c["statement"]), float(c["score"])) for c in items)
+        except (KeyError, TypeError, ValueError):
+            raise TaskDataError(f"{where}: field 'evaluation' must be a list of {{statement, score}}") from None
+    return table
+
+
+JUDGE_SYSTEM = (
+    "You grade a player's explanation of a lateral-thinking puzzle against its hidden story, criterion by "
+    "criterion of the evaluation protocol. Give each criterion exactly one of 0 (wrong or missing), 0.5 "
+    "(partly right) or 1.0 (right), in the protocol's order, and say briefly which parts are right without "
+    "revealing the hidden story or the protocol.\n"
+    'Reply with a JSON object: {"scores": [{"statement": "<criterion as given>", "thought": "<why>", '
+    '"score": 0 | 0.5 | 1.0}, ...], "feedback": "<short, to the player>"}'
+)
+
+
+def judge_story_messages(surface: str, bottom: str, criteria: Sequence[Criterion], answer: str) -> list[dict[str, str]]:
+    """What UserRL's story grader sees: surface, bottom, the criteria statements (no weights), the answer."""
+    protocol = json.dumps([{"statement": c.statement} for c in criteria], ensure_ascii=False, indent=1)
+    user = (
+        f"Surface:\n{surface}\n\nHidden story (bottom):\n{bottom}\n\nThe player's story:\n{answer.strip()}"
+        f"\n\nEvaluation protocol:\n{protocol}"
+    )
+    return chat(JUDGE_SYSTEM, user)
+
+
+def criterion_marks(data: Mapping[str, Any], n: int) -> list[float]:
+    """The judge's per-criterion marks, each 0, 0.5 or 1; a wrong count or value is retried."""
+    scores = field_of(data, "scores")
+    if not isinstance(scores, list) or len(scores) != n:
+        raise RetryableError(f"judge gave {len(scores) if isinstance(scores, list) else 'no'} scores for {n} criteria")
+    marks = []
+    for item in scores:
+        value = item.get("score") if isinstance(item, Mapping) else item
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) not in (0.0, 0.5, 1.0):
+            raise RetryableError(f"judge score must be 0, 0.5 or 1, got {str(value)[:20]!r}")
+        marks.append(float(value))
+    return marks
+
+
+def weighted_score(criteria: Sequence[Criterion], marks: Sequence[float]) -> float:
+    """UserRL's story score: sum of weight x mark (0..1)."""
+    return sum(c.weight * m for c, m in zip(criteria, marks, strict=True))
+
+
+def covered_feedback(criteria: Sequence[Criterion], marks: Sequence[float]) -> str:
+    """The criteria marked fully right, as UserRL's feedback lists them."""
+    covered = [c.statement for c, m in zip(criteria, marks, strict=True) if m == 1.0]
+    if not covered:
+        return "Your story does not cover any of the evaluation points yet."
+    return (
+        "Your story covers these evaluation points:\n"
+        + "\n".join(f"- {s}" for s in covered)
+        + "\nThere may be more to uncover: keep asking questions and refine your story."
+    )
 
 
 def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:

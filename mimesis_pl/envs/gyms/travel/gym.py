@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError
+from mimesis_pl.envs.gyms.judging import judge_settings
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.gyms.travel.generator import generate_scenario
 from mimesis_pl.envs.gyms.travel.grader import RuleGrader, TravelGrader, answer_kind
@@ -242,14 +243,16 @@ def option_schema_for(aspect: str, scenario: TravelScenario) -> str:
     return f"Each <{aspect}> option has: {', '.join(fields)}."
 
 
-def grader_for(judge: Mapping[str, Any] | None) -> TravelGrader:
-    """The grader a ``judge:`` setting names: the rule grader offline (``None`` / ``kind: rule|scripted``)."""
-    kind = (judge or {}).get("kind", "rule") if isinstance(judge, Mapping) else getattr(judge, "kind", "rule")
-    if kind in ("rule", "scripted"):
+def grader_for(judge: Any) -> TravelGrader:
+    """The grader a ``judge:`` setting names, read as every judged gym reads it
+    (:func:`~mimesis_pl.envs.gyms.judging.judge_settings`): the rule grader offline (no judge, or
+    ``kind: scripted``); a served judge is refused until one plugs in as a :class:`TravelGrader` (A43)."""
+    settings = judge_settings(judge, where="TravelGym")
+    if settings is None:
         return RuleGrader()
     raise ValueError(
-        f"TravelGym judge kind {kind!r}: only the rule grader is built (judge: null or kind: rule); a served "
-        "judge plugs in as a TravelGrader (mimesis_pl/envs/gyms/travel/grader.py, docs/decisions.md A43)"
+        f"TravelGym judge {settings.model!r} at {settings.url}: only the rule grader is built (judge: null); a "
+        "served judge plugs in as a TravelGrader (mimesis_pl/envs/gyms/travel/grader.py, docs/decisions.md A43)"
     )
 
 
