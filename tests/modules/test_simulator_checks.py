@@ -21,6 +21,14 @@ def _sim_rl(**kwargs):
     return SimulatorRL(policy=ModelSettings(model_path=str(TINY_MODEL)), **kwargs)
 
 
+def test_agent_grpo_with_one_sample_warns(caplog):
+    from mimesis_pl.rollout.settings import RolloutSettings
+
+    with caplog.at_level(logging.WARNING):
+        RolloutSettings(n_samples=1)
+    assert "every advantage is 0" in caplog.text
+
+
 def test_zero_samples_is_rejected_and_one_sample_warns(caplog):
     with pytest.raises(ValueError, match=r"model\.init_args\.rollout\.n_samples must be >= 1, got 0"):
         SimRolloutSettings(n_samples=0)
