@@ -95,3 +95,24 @@ def test_sigterm_saves_a_checkpoint_and_exits_non_zero(tmp_path, monkeypatch):
     assert ckpt.name == "sigterm-step=3.ckpt"
     assert torch.load(ckpt, weights_only=False)["global_step"] == 3
     assert not (run / "hf" / "final").exists()  # no export of a run that did not finish
+
+
+def test_a_failing_eval_run_closes_its_suite(tmp_path, monkeypatch):
+    from mimesis_pl.eval.simulator.turing import TuringSuite
+    from mimesis_pl.modules.simulator_eval import SimulatorEvalModule
+
+    monkeypatch.chdir(REPO)
+
+    async def down(self, batch, ctx):
+        raise RuntimeError("judge server vanished")
+
+    closed = []
+    teardown = SimulatorEvalModule.teardown
+    monkeypatch.setattr(TuringSuite, "run_batch", down)
+    monkeypatch.setattr(
+        SimulatorEvalModule, "teardown", lambda self, stage: (closed.append(stage), teardown(self, stage))
+    )
+    args = ["test", "--config", "configs/tiny/eval_turing.yaml", f"--model.init_args.out_dir={tmp_path / 'out'}"]
+    with pytest.raises(RuntimeError, match="judge server vanished"):
+        main([*args, f"--trainer.logger.init_args.save_dir={tmp_path}"])
+    assert closed == ["test"]
