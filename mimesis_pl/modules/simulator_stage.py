@@ -118,14 +118,15 @@ class SimValidationSettings(ValidationSettings):
 
     metric_prefixes: ClassVar[tuple[str, ...]] = ("val-core/", "val-aux/")
 
+    def check_best_metric(self, name: str) -> None:
+        check_best_metric(name)
+
     def check(self) -> None:
         super().check()
         if self.n_samples != 1:
             raise ValueError(
                 f"validation.n_samples must be 1 for simulator RL (metrics are mean@1), got {self.n_samples}"
             )
-        if self.best_metric is not None:
-            check_best_metric(self.best_metric)
 
 
 @dataclass
