@@ -83,15 +83,15 @@ def export_hf(
     applied by ``from_pretrained``). An existing ``out_dir`` is replaced only with ``overwrite=True``.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise FileExistsError(f"{out_dir}: an export is already there; pass overwrite=True to replace it")
     is_peft = hasattr(model, "peft_config")
-    if is_peft and merge_lora:
+    if is_peft and merge_lora:  # gathering the weights is a collective under FSDP: every rank gets here
         state, target = merged_lora_state_dict(model), model.get_base_model()
     else:
         state, target = (None, model) if is_peft else (full_state_dict(model), model)
     if not is_main_process:
         return out_dir
+    if out_dir.exists() and not overwrite:  # checked by the rank that writes (others may see its export)
+        raise FileExistsError(f"{out_dir}: an export is already there; pass overwrite=True to replace it")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     try:
