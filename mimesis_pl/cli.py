@@ -14,6 +14,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.cli import LightningCLI
 
 from .config_save import RunConfigCallback
+from .lifecycle import SIGTERM_EXIT_CODE, RunGuard
 from .quiet import silence_known_noise
 
 TRAINER_DEFAULTS = {
@@ -58,10 +59,31 @@ class MimesisCLI(LightningCLI):
         return commands
 
     def instantiate_classes(self) -> None:
-        super().instantiate_classes()
+        try:
+            super().instantiate_classes()
+        except (ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError) as err:
+            raise ConfigError(root_message(err)) from err
         datamodule, model = self.datamodule, self.model
         if hasattr(datamodule, "connect") and getattr(datamodule, "tokenizer_path", "") is None:
             datamodule.connect(model_path=getattr(model, "model_path", None))
+        # Services closed on every exit path, a checkpoint and a non-zero exit on SIGTERM (A72).
+        self.trainer.callbacks.append(RunGuard())
+
+
+class ConfigError(ValueError):
+    """A class of the config could not be built from its values; the message is the one line that says why."""
+
+
+def root_message(err: BaseException) -> str:
+    """The message of the innermost cause of ``err``: the constructor's own error, not the parser's wrappers.
+
+    jsonargparse wraps a constructor's ``ValueError`` in a union-validation error that lists every subtype
+    tried and dumps the whole config namespace; the cause at the bottom is the one line that names the key.
+    """
+    while err.__cause__ is not None:
+        err = err.__cause__
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0] if len(text.splitlines()) == 1 else " ".join(line.strip() for line in text.splitlines())
 
 
 class DataOnlyCLI(MimesisCLI):
@@ -110,10 +132,18 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(commands[argv[0]](argv[1:]) or 0)
     silence_known_noise()
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
     try:
         # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``
         # made it warn ("args parameter ...") on every command.
         MimesisCLI(args=None if from_command_line else argv)
+    except ConfigError as err:
+        print(f"mimesis-pl {argv[0] if argv else ''}: error: {err}", file=sys.stderr)
+        return 2
+    except SIGTERMException:  # Lightning's carries no code, so the shell would see success (A72)
+        print("mimesis-pl: stopped by SIGTERM (see the checkpoint path logged above)", file=sys.stderr)
+        return SIGTERM_EXIT_CODE
     except SystemExit as done:
         if not argv or argv[0] in ("-h", "--help"):  # LightningCLI's help knows only its own subcommands
             print(f"\n{HELPER_COMMANDS}", file=sys.stdout if done.code == 0 else sys.stderr)

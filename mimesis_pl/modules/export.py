@@ -8,7 +8,9 @@ processor files of the source model.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,17 @@ def merged_lora_state_dict(peft_model: torch.nn.Module) -> dict[str, torch.Tenso
     return state
 
 
+def _swap_in(staged: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` by the finished ``staged`` folder with renames, so no reader sees a mix of two exports."""
+    if not out_dir.exists():
+        os.replace(staged, out_dir)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+    os.replace(out_dir, retired / out_dir.name)
+    os.replace(staged, out_dir)
+    shutil.rmtree(retired)
+
+
 def export_hf(
     model: torch.nn.Module,
     out_dir: str | Path,
@@ -61,28 +74,42 @@ def export_hf(
     source_dir: str | Path | None = None,
     merge_lora: bool = True,
     is_main_process: bool = True,
+    overwrite: bool = False,
 ) -> Path:
-    """Save ``model`` as a HF folder; with LoRA, merged weights or the adapter (``merge_lora=False``)."""
+    """Save ``model`` as a HF folder; with LoRA, merged weights or the adapter (``merge_lora=False``).
+
+    The export is written into a fresh hidden folder beside ``out_dir`` and renamed into place when complete,
+    so ``out_dir`` never holds files of two exports (a stale ``adapter_config.json`` next to full weights is
+    applied by ``from_pretrained``). An existing ``out_dir`` is replaced only with ``overwrite=True``.
+    """
     out_dir = Path(out_dir)
     is_peft = hasattr(model, "peft_config")
-    if is_peft and merge_lora:
+    if is_peft and merge_lora:  # gathering the weights is a collective under FSDP: every rank gets here
         state, target = merged_lora_state_dict(model), model.get_base_model()
     else:
         state, target = (None, model) if is_peft else (full_state_dict(model), model)
     if not is_main_process:
         return out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if state is None:
-        target.save_pretrained(out_dir)  # peft: adapter_config.json + adapter_model.safetensors
-    else:
-        target.save_pretrained(out_dir, state_dict=state)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(out_dir)
-    if source_dir is not None:
-        for name in _PASSTHROUGH_FILES:
-            src = Path(source_dir) / name
-            if src.is_file() and not (out_dir / name).exists():
-                shutil.copy2(src, out_dir / name)
+    if out_dir.exists() and not overwrite:  # checked by the rank that writes (others may see its export)
+        raise FileExistsError(f"{out_dir}: an export is already there; pass overwrite=True to replace it")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        if state is None:
+            target.save_pretrained(staged)  # peft: adapter_config.json + adapter_model.safetensors
+        else:
+            target.save_pretrained(staged, state_dict=state)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staged)
+        if source_dir is not None:
+            for name in _PASSTHROUGH_FILES:
+                src = Path(source_dir) / name
+                if src.is_file() and not (staged / name).exists():
+                    shutil.copy2(src, staged / name)
+        _swap_in(staged, out_dir)
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged)
     return out_dir
 
 
@@ -93,6 +120,9 @@ class HFExportCallback(pl.Callback):
     ``{log_dir}/hf``. The tokenizer — and with it the chat template the run trained with
     (``chat_template.jinja``, what vLLM/SGLang serve by default) — is the DataModule's, else the
     module's (the RL modules render rollouts with theirs), else the model path's.
+
+    Exports this run did not write are never replaced unless ``overwrite: true``: fitting into a ``dirpath``
+    that already holds ``final`` or ``step-*`` stops before training (decision A70 in docs/decisions.md).
     """
 
     def __init__(
@@ -101,12 +131,29 @@ class HFExportCallback(pl.Callback):
         every_n_steps: int = 0,
         merge_lora: bool = True,
         save_on_train_end: bool = True,
+        overwrite: bool = False,
     ) -> None:
         self.dirpath = dirpath
         self.every_n_steps = every_n_steps
         self.merge_lora = merge_lora
         self.save_on_train_end = save_on_train_end
+        self.overwrite = overwrite
         self.exported: list[Path] = []
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        root = self._root(trainer)
+        if self.overwrite or not root.is_dir():
+            return
+        foreign = sorted(
+            p.name
+            for p in root.iterdir()
+            if (p.name == "final" or p.name.startswith("step-")) and p not in self.exported
+        )
+        if foreign:
+            raise FileExistsError(
+                f"{root}: already holds exports of another run ({', '.join(foreign)}); choose another "
+                "dirpath, remove them, or set the HFExportCallback's overwrite: true to replace them"
+            )
 
     def _root(self, trainer: pl.Trainer) -> Path:
         if self.dirpath is not None:
@@ -128,6 +175,7 @@ class HFExportCallback(pl.Callback):
             source_dir=source,
             merge_lora=self.merge_lora,
             is_main_process=trainer.is_global_zero,
+            overwrite=self.overwrite or (self._root(trainer) / name) in self.exported,
         )
         if trainer.is_global_zero:
             self.exported.append(out)

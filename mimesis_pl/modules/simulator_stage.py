@@ -33,9 +33,11 @@ from ..rollout.validation import BestCheckpoint, ValidationSettings, is_last_ste
 from ..tasks.base import TaskContext, TaskResult
 from ..tasks.clients import RoleSettings
 from ..tasks.conversation import Policy
+from ..tasks.options import check_task_options
 from ..tasks.roles import build_roles
 from ..tasks.runner import run_rows, step_metrics, validation_metrics, with_eval_context
 from ..tasks.transcripts import write_transcript
+from .simulator_checks import check_best_metric, has_val_rows
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,17 @@ class SimRolloutSettings:
     row_timeout_s: float | None = 1800.0
     max_empty_batches: int = 20
 
+    def __post_init__(self) -> None:
+        if self.n_samples < 1:
+            raise ValueError(f"model.init_args.rollout.n_samples must be >= 1, got {self.n_samples}")
+        if self.max_empty_batches < 1:
+            raise ValueError(f"model.init_args.rollout.max_empty_batches must be >= 1, got {self.max_empty_batches}")
+        if self.n_samples == 1:
+            log.warning(
+                "rollout.n_samples is 1: FoldGRPO compares rollouts within a row's group, so every advantage is 0 "
+                "and only weight decay changes the weights; use n_samples >= 2 to learn"
+            )
+
 
 @dataclass
 class SimValidationSettings(ValidationSettings):
@@ -104,6 +117,9 @@ class SimValidationSettings(ValidationSettings):
     transcript_dir: str | None = None
 
     metric_prefixes: ClassVar[tuple[str, ...]] = ("val-core/", "val-aux/")
+
+    def check_best_metric(self, name: str) -> None:
+        check_best_metric(name)
 
     def check(self) -> None:
         super().check()
@@ -145,8 +161,12 @@ class TaskRolloutStage:
     ) -> None:
         if validation is not None:
             validation.check()
+        check_task_options(task_options)
         self.settings = rollout
         self.roles = roles
+        # Built here, before any weights load, so that a misconfigured role (a served judge without a URL)
+        # fails at construction; the clients open their connections on first use.
+        self._roles = build_roles(roles)
         self.task_options = dict(task_options)
         self.advantage = advantage
         self.validation = validation
@@ -160,6 +180,7 @@ class TaskRolloutStage:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ctx: TaskContext | None = None
         self._empty_batches = 0
+        self._val_rows_checked = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -182,7 +203,7 @@ class TaskRolloutStage:
             stop_token_ids=(module.tokenizer.eos_token_id,),
         )
         self._loop = asyncio.new_event_loop()
-        judge, partner, support_agent = build_roles(self.roles)
+        judge, partner, support_agent = self._roles
         self._ctx = TaskContext(
             policy=Policy(self.engine, module.tokenizer, sampling, max_length=s.max_length),
             judge=judge,
@@ -201,6 +222,7 @@ class TaskRolloutStage:
                     self._loop.run_until_complete(client.aclose())
             shutdown_loop(self._loop)
             self._loop = None
+            self._roles = build_roles(self.roles)  # fresh clients for a later fit/validate on this module
         if self.engine is not None:
             self.engine.close()
             self.engine = None
@@ -234,6 +256,10 @@ class TaskRolloutStage:
         """Validate first when due before training, then run and score the batch's rows."""
         trainer = module.trainer
         ctx = self._context(module)
+        if self.validation is not None and not self._val_rows_checked:
+            self._val_rows_checked = True
+            if not has_val_rows(trainer.datamodule):
+                self.validation = None
         v = self.validation
         if v is not None and trainer.fit_loop.total_batch_idx == 0 and validation_due(0, v):
             self.validate(module)

@@ -20,7 +20,20 @@ from ..envs import EnvironmentManager, EpisodeSummary, GymTask, PrivilegedTurn, 
 from ..envs.base import Termination
 from ..spans import TurnSpan
 from .engines import RolloutEngine, SamplingParams
+from .engines.base import with_drawn_seed
 from .trajectory import Trajectory
+
+_SEED_SPACE = 2**62
+
+
+def turn_seed(episode_seed: int, turn: int) -> int:
+    """The sampling seed of turn ``turn`` of an episode: a pure function of the episode's seed and the turn.
+
+    Seeds drawn per call, in the order the episodes reached the engine, made a run's samples depend on how
+    the users' replies happened to interleave, so two runs with one seed diverged after their first turn
+    (decision A74 in docs/decisions.md).
+    """
+    return (episode_seed * 1_000_003 + turn * 7_919 + 1) % _SEED_SPACE
 
 
 @dataclass
@@ -83,21 +96,39 @@ class MultiTurnRollout:
         limit = asyncio.Semaphore(self.max_concurrency)
         group_ids = list(group_ids) if group_ids is not None else [uuid.uuid4().hex[:12] for _ in rows]
 
-        async def one(row, group_id: str, k: int) -> Trajectory:
+        async def one(row, group_id: str, k: int, seed: int | None) -> Trajectory:
             async with limit:
-                return await self.run_episode(row, group_id=group_id, gen_uid=f"{group_id}-{k}", timings=timings)
+                return await self.run_episode(
+                    row, group_id=group_id, gen_uid=f"{group_id}-{k}", timings=timings, seed=seed
+                )
 
         start = time.perf_counter()
-        jobs = [one(row, gid, k) for row, gid in zip(rows, group_ids) for k in range(n_samples)]
+        # Each episode's seed is drawn here, in (row, sample) order, before any episode runs (A74).
+        slots = [(row, gid, k) for row, gid in zip(rows, group_ids) for k in range(n_samples)]
+        jobs = [one(row, gid, k, self._episode_seed()) for row, gid, k in slots]
         trajectories = list(await asyncio.gather(*jobs))
         timings.rollout = time.perf_counter() - start
         return trajectories, timings
 
+    def _episode_seed(self) -> int | None:
+        """A fresh episode seed from torch's global RNG (``None`` when the sampling settings fix the seed)."""
+        return None if self.sampling.seed is not None else with_drawn_seed(self.sampling).seed
+
     async def run_episode(
-        self, row: Mapping[str, Any] | GymTask, group_id: str, gen_uid: str, timings: RolloutTimings | None = None
+        self,
+        row: Mapping[str, Any] | GymTask,
+        group_id: str,
+        gen_uid: str,
+        timings: RolloutTimings | None = None,
+        seed: int | None = None,
     ) -> Trajectory:
-        """One episode: start it, alternate generated turns and environment steps, finish it."""
+        """One episode: start it, alternate generated turns and environment steps, finish it.
+
+        Turn *t* samples with :func:`turn_seed` of ``seed`` (drawn now, before the first await, when not given;
+        with a seed in the sampling settings every turn uses that one).
+        """
         timings = timings if timings is not None else RolloutTimings()
+        seed = seed if seed is not None else self._episode_seed()
         episode_id = f"{gen_uid}-{uuid.uuid4().hex[:8]}"
         task = row if isinstance(row, GymTask) else GymTask.from_row(row, source=f"episode {episode_id}")
         episode = await self.manager.start(task, episode_id)
@@ -108,7 +139,7 @@ class MultiTurnRollout:
                 if self.max_length - len(state.ids) < 1:
                     state.status = "truncated"
                     break
-                text, finish_reason = await self._generate_turn(state, renderer, timings)
+                text, finish_reason = await self._generate_turn(state, renderer, timings, seed)
                 if finish_reason == "length":
                     # A cut turn is not a finished action: nothing is sent to the environment.
                     state.rewards.append(0.0)
@@ -128,7 +159,7 @@ class MultiTurnRollout:
         return state.trajectory(task, group_id, gen_uid, summary, list(episode.privileged))
 
     async def _generate_turn(
-        self, state: _EpisodeState, renderer: ChatRenderer, timings: RolloutTimings
+        self, state: _EpisodeState, renderer: ChatRenderer, timings: RolloutTimings, seed: int | None
     ) -> tuple[str, str]:
         """Sample one assistant turn onto the ids (mask 1, ids exactly as sampled); ``(text, finish_reason)``."""
         header = renderer.header_ids("assistant")
@@ -136,6 +167,8 @@ class MultiTurnRollout:
             raise RuntimeError(f"episode {state.episode_id}: the sequence does not end with the assistant header")
         budget = self.max_length - len(state.ids)
         params = replace(self.sampling, max_new_tokens=min(self.sampling.max_new_tokens, budget))
+        if seed is not None:
+            params = replace(params, seed=turn_seed(seed, len(state.spans)))
         t0 = time.perf_counter()
         result = await self.engine.generate(state.ids, params)
         timings.generate += time.perf_counter() - t0

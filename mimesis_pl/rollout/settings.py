@@ -8,12 +8,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .engines.base import AGENT_TURN_TOKENS
 from .engines.settings import EngineSettings, HFEngineSettings
 from .services import ScriptedHTTPUserSettings, UserSimSettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -88,6 +91,11 @@ class RolloutSettings:
     def __post_init__(self) -> None:
         if self.n_samples < 1:
             raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
+        if self.n_samples == 1:  # A73
+            log.warning(
+                "rollout.n_samples is 1: GRPO compares episodes within a prompt's group, so every advantage is 0 "
+                "and only weight decay changes the weights; use n_samples >= 2 to learn"
+            )
 
     @property
     def template_kwargs(self) -> dict[str, Any]:

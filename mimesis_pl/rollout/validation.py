@@ -71,6 +71,24 @@ class ValidationSettings:
                 f"validation.best_metric must name a validation scalar ({', '.join(self.metric_prefixes)}*), "
                 f"got {self.best_metric!r}"
             )
+        if self.best_metric is not None:
+            self.check_best_metric(self.best_metric)
+
+    def check_best_metric(self, name: str) -> None:
+        """Reject a name :func:`validation_metrics` never logs, before the first validation runs (A73)."""
+        parts = name.split("/")
+        if len(parts) == 2 and parts[1] in HEADLINE_METRICS:
+            return
+        if len(parts) == 3 and parts[1] in ("reward", "status") and parts[2]:
+            return
+        raise ValueError(
+            f"validation.best_metric={name!r} is never logged; use val/<{'|'.join(HEADLINE_METRICS)}>, "
+            "val/reward/<data_source> or val/status/<status>"
+        )
+
+
+#: The ``val/<name>`` scalars every validation logs (:func:`validation_metrics` and :func:`report_validation`).
+HEADLINE_METRICS = ("reward", "core", "success_rate", "turns_mean", "episodes", "steps_done")
 
 
 def validation_due(steps_done: int, settings: ValidationSettings, is_last: bool = False) -> bool:

@@ -1,19 +1,49 @@
 """Separate the private reasoning from an OpenAI chat-completion response.
 
-Servers put reasoning in two places: inline ``<think>…</think>`` in ``message.content`` (a model
-served without a reasoning parser) or out of band in ``message.reasoning_content`` (vLLM/SGLang
-reasoning parsers) or ``message.reasoning`` (newer vLLM). The reference only looked at
-``reasoning_content`` (docs/decisions.md A11); we take all three, so neither channel leaks or is lost.
+Servers put reasoning in several places: inline ``<think>…</think>`` in ``message.content`` (a model
+served without a reasoning parser) or in a tool call's ``function.arguments``, and out of band in
+``message.reasoning_content`` (vLLM/SGLang reasoning parsers), ``message.reasoning`` (newer vLLM, a string;
+some gateways send an object), ``message.reasoning_details`` (OpenRouter: a list of ``reasoning.text`` /
+``reasoning.summary`` / ``reasoning.encrypted`` parts) and ``message.thinking_blocks`` (LiteLLM: Anthropic
+``thinking`` / ``redacted_thinking`` blocks). The reference only looked at ``reasoning_content``
+(docs/decisions.md A11); we strip every one of them from the reply and keep their readable text as the
+private reasoning, so no channel leaks or is lost (A71). Encrypted or redacted parts carry no readable text:
+they are removed and stored as nothing.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from mimesis_pl.chat.think import split_think
 
-REASONING_FIELDS = ("reasoning_content", "reasoning")
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_details", "thinking_blocks")
+# Keys of a structured reasoning part that hold readable text, in the order they are read.
+_TEXT_KEYS = ("text", "thinking", "summary", "content", "reasoning", "reasoning_content")
+
+
+def reasoning_texts(value: Any) -> list[str]:
+    """The readable reasoning in one reasoning field's value: a string, an object or a list of parts.
+
+    Parts whose ``type`` says they are encrypted or redacted give nothing; an object with none of the known
+    text keys is kept whole, as its JSON, rather than dropped.
+    """
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list):
+        return [text for item in value for text in reasoning_texts(item)]
+    if not isinstance(value, dict):
+        return []
+    kind = str(value.get("type", ""))
+    if "encrypted" in kind or "redacted" in kind:
+        return []
+    keys = [key for key in _TEXT_KEYS if key in value]
+    if not keys:
+        rest = {k: v for k, v in value.items() if k not in ("type", "id", "index", "format", "signature")}
+        return [json.dumps(rest, ensure_ascii=False, sort_keys=True)] if rest else []
+    return [text for key in keys for text in reasoning_texts(value[key])]
 
 
 @dataclass(frozen=True)
@@ -65,17 +95,40 @@ def _split_message(message: dict[str, Any], i: int, finish_reason: Any) -> Split
         raise ValueError(f"choices[{i}].message.content is a {type(content).__name__}, expected a string")
     parts: list[str] = []
     for name in REASONING_FIELDS:
-        value = message.pop(name, None)
-        if isinstance(value, str) and value.strip() and value.strip() not in parts:
-            parts.append(value.strip())  # some servers fill both fields with the same text
+        for text in reasoning_texts(message.pop(name, None)):
+            if text not in parts:
+                parts.append(text)  # some servers fill several fields with the same text
     public: str | None = None
     if content is not None:
         inline, public = split_think(content)
         if inline:
             parts.append(inline)
         message["content"] = public
+    if message.get("tool_calls") is not None:
+        message["tool_calls"] = _split_tool_calls(message["tool_calls"], i, parts)
     return SplitChoice(
         reasoning="\n".join(parts),
         public=public,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
     )
+
+
+def _split_tool_calls(calls: Any, i: int, parts: list[str]) -> list[Any]:
+    """Copies of ``calls`` with any ``<think>`` block cut out of each ``function.arguments`` into ``parts``."""
+    if not isinstance(calls, list):
+        raise ValueError(f"choices[{i}].message.tool_calls is a {type(calls).__name__}, expected a list")
+    out: list[Any] = []
+    for k, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if arguments is None:
+            out.append(call)
+            continue
+        if not isinstance(arguments, str):
+            where = f"choices[{i}].message.tool_calls[{k}].function.arguments"
+            raise ValueError(f"{where} is a {type(arguments).__name__}, expected a JSON string")
+        inline, public = split_think(arguments)
+        if inline:
+            parts.append(inline)
+        out.append({**call, "function": {**function, "arguments": public if inline is not None else arguments}})
+    return out

@@ -70,7 +70,9 @@ def _tool_template(draw, tok, uid: int) -> Template:
         recorded |= {output, *call_args.values()}
     elif evidence == "none":
         step["observation"] = {"evidence": "none"}
-    return Template(uid, step, recorded if evidence == "recorded" else set(), evidence == "recorded", final=False)
+    # A tool step is history only with its call recorded: an unrecorded call is never rebuilt from the expectation.
+    evidenced = evidence == "recorded" and record_call
+    return Template(uid, step, recorded if evidenced else set(), evidenced, final=False)
 
 
 def _final_template(draw, tok, uid: int) -> Template:

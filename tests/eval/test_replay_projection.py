@@ -151,11 +151,11 @@ def test_alternatives_diverging_at_step_1_get_their_own_fixture() -> None:
                         "steps": [
                             {
                                 "expect": {"tool": "lookup", "args": {"id": 1}},
-                                "observation": {"content": "found", "evidence": "recorded"},
+                                "observation": {"content": "found", "evidence": "recorded", "call_args": {"id": 1}},
                             },
                             {
                                 "expect": {"tool": "refund"},
-                                "observation": {"content": "REFUNDED-OUTPUT", "evidence": "recorded"},
+                                "observation": {"content": "REFUNDED-OUTPUT", "evidence": "recorded", "call_args": {}},
                             },
                             {"expect": {"final": True, "contains_any": ["refund"]}},
                         ],
@@ -165,11 +165,11 @@ def test_alternatives_diverging_at_step_1_get_their_own_fixture() -> None:
                         "steps": [
                             {
                                 "expect": {"tool": "lookup", "args": {"id": 1}},
-                                "observation": {"content": "found", "evidence": "recorded"},
+                                "observation": {"content": "found", "evidence": "recorded", "call_args": {"id": 1}},
                             },
                             {
                                 "expect": {"tool": "escalate"},
-                                "observation": {"content": "ESCALATED-OUTPUT", "evidence": "recorded"},
+                                "observation": {"content": "ESCALATED-OUTPUT", "evidence": "recorded", "call_args": {}},
                             },
                             {"expect": {"final": True, "contains_any": ["escalat"]}},
                         ],
@@ -220,3 +220,47 @@ def test_unrecorded_reply_skips_the_next_turn() -> None:
     assert {r.turn for r in plan.requests} == {0}
     assert [(s.turn, s.path_id, s.step) for s in plan.skipped] == [(1, "remind", 0)]
     assert "step 1 of path 'note' has no recorded reply" in plan.skipped[0].reason
+
+
+def _one_turn(*paths) -> dict:
+    return {"id": "c", "tools": [{"name": "search"}], "turns": [{"user": "find it", "paths": list(paths)}]}
+
+
+def test_a_call_without_recorded_arguments_never_enters_history() -> None:
+    # Rules 2 and 3: the tool output was recorded, the call's arguments were not. Rebuilding the call from the
+    # expectation would show "EXP-CITY"/"EXP-DATE-1" to step 1; it is skipped, with the reason, instead.
+    step0 = {
+        "expect": {"tool": "search", "args": {"city": "EXP-CITY"}, "args_any": {"date": ["EXP-DATE-1", "EXP-DATE-2"]}},
+        "observation": {"content": "REC-OUTPUT", "evidence": "recorded"},
+    }
+    plan = project(parse_case(_one_turn({"id": "p", "steps": [step0, {"expect": {"final": True}}]})))
+    assert [r.id for r in plan.requests] == ["c:t0:s0:h0"]
+    assert [(s.step, s.reason) for s in plan.skipped] == [
+        (1, "not replayable: step 0 of path 'p' recorded its tool output but not the call's arguments (call_args)")
+    ]
+    assert "EXP-" not in plan.requests[0].to_openai().__repr__()
+
+
+def test_histories_equal_up_to_key_order_are_one_request() -> None:
+    def path(pid: str, call_args: dict, tail: str) -> dict:
+        step0 = {
+            "expect": {"tool": "search", "args": {"a": 1, "b": 2}},
+            "observation": {"content": "out", "evidence": "recorded", "call_args": call_args},
+        }
+        return {
+            "id": pid,
+            "preferred": pid == "x",
+            "steps": [step0, {"expect": {"final": True, "contains_any": [tail]}}],
+        }
+
+    raw = _one_turn(path("x", {"a": 1, "b": 2}, "yes"), path("y", {"b": 2, "a": 1}, "ok"))
+    plan = project(parse_case(raw))
+    assert [r.id for r in plan.requests] == ["c:t0:s0:h0", "c:t0:s1:h0"]
+    assert [o.path_id for o in plan.expected["c:t0:s1:h0"]] == ["x", "y"]
+    call = plan.requests[1].to_openai()["messages"][1]["tool_calls"][0]["function"]
+    assert call["arguments"] == '{"a": 1, "b": 2}'
+    # The same case with path y's arguments written first: byte-identical plan.
+    swapped = copy.deepcopy(raw)
+    for p in swapped["turns"][0]["paths"]:
+        p["steps"][0]["observation"]["call_args"] = {"b": 2, "a": 1}
+    assert project(parse_case(swapped)).to_json() == plan.to_json()

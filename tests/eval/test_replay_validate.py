@@ -173,6 +173,15 @@ def test_yaml_duplicate_key_and_syntax_errors_name_the_file_and_line(tmp_path) -
         read_case_file(bad)
 
 
+def test_json_duplicate_keys_are_rejected_like_yaml(tmp_path) -> None:
+    # Nested too: a step's expectation naming "tool" twice would otherwise keep only the last one.
+    case = json.dumps(_case()).replace('"tool": "search"', '"tool": "lookup", "tool": "search"')
+    path = tmp_path / "dup.json"
+    path.write_text(case, encoding="utf-8")
+    with pytest.raises(CaseFormatError, match=r"dup\.json: invalid JSON: duplicate key 'tool'"):
+        read_case_file(path)
+
+
 def test_list_files_and_duplicate_ids_across_files(tmp_path) -> None:
     (tmp_path / "a.json").write_text(json.dumps([_case(id="x"), _case(id="y")]), encoding="utf-8")
     (tmp_path / "b.yml").write_text(json.dumps(_case(id="z")), encoding="utf-8")  # JSON is YAML

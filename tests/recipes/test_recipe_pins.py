@@ -43,11 +43,12 @@ RECIPES: dict[str, tuple[str, list[str], str, list[str]]] = {
             "train/entropy",
         ],
     ),
-    # One CSD step: the second step's rollouts were not reproducible run to run after the merge of the
-    # global-batch/validation work (open question, see the closing note of that stop); the first step is.
+    # Three CSD steps (a validation and a checkpoint after step 2 included). Only the first step was pinned while
+    # sampling seeds were drawn in the order turns reached the engine, which depended on how the users' replies
+    # interleaved; each episode now draws its seed up front (decision A74 in docs/decisions.md).
     "csd": (
         "configs/tiny/agent_csd.yaml",
-        ["--trainer.max_steps=1"],
+        ["--trainer.max_steps=3"],
         "tiny_agent_csd",
         [
             "rollout/episode_reward_mean",

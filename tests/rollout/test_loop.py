@@ -108,3 +108,50 @@ def test_batch_runs_episodes_concurrently(tiny_tokenizer):
     assert len({t.episode_id for t in trajs}) == 6
     assert all(t.turn_rewards == [1.0] for t in trajs)
     assert timings.rollout > 0
+
+
+def test_turn_seed_is_a_pure_function_of_episode_seed_and_turn():
+    from mimesis_pl.rollout.loop import turn_seed
+
+    assert turn_seed(0, 0) == 1
+    assert turn_seed(0, 2) == 2 * 7_919 + 1
+    assert turn_seed(5, 1) == 5 * 1_000_003 + 7_919 + 1
+    assert turn_seed(2**62 - 1, 0) == ((2**62 - 1) * 1_000_003 + 1) % 2**62
+
+
+class _EchoSeedEngine:
+    """Answers with a question naming the seed it sampled with (drawn like the HF engine when none is set);
+    ``delay(k)`` seconds before answering call ``k``, so replies come back in a chosen order."""
+
+    def __init__(self, tokenizer, delay) -> None:
+        self.tokenizer, self.delay, self.calls = tokenizer, delay, 0
+
+    async def generate(self, prompt_ids, params):
+        from mimesis_pl.rollout.engines.base import GenerationResult, with_drawn_seed
+
+        params = with_drawn_seed(params)
+        k, self.calls = self.calls, self.calls + 1
+        await asyncio.sleep(self.delay(k))
+        text = say("action", f"Is it number {params.seed}?")  # episodes end at max_turns
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [params.stop_token_ids[0]]
+        return GenerationResult(ids, [-0.5] * len(ids), "stop")
+
+    def close(self) -> None:
+        pass
+
+
+def test_samples_do_not_depend_on_the_order_replies_come_back(tiny_tokenizer):
+    import torch
+
+    def run(delay):
+        torch.manual_seed(0)
+        engine = _EchoSeedEngine(tiny_tokenizer, delay)
+        manager = EnvironmentManager(users=ScriptedUser(), max_turns=3)
+        loop = MultiTurnRollout(engine, tiny_tokenizer, manager, SamplingParams(max_new_tokens=64))
+        trajectories, _ = asyncio.run(loop.run_batch([telepathy_row(), telepathy_row()], 2, group_ids=["a", "b"]))
+        return {t.gen_uid: [m["content"] for m in t.messages if m["role"] == "assistant"] for t in trajectories}
+
+    forward = run(lambda k: 0.002 * (k % 4))
+    backward = run(lambda k: 0.002 * (3 - k % 4))  # the second turns reach the engine in the opposite order
+    assert forward == backward
+    assert len({text for texts in forward.values() for text in texts}) == sum(map(len, forward.values()))

@@ -29,6 +29,11 @@ def test_validation_schedule():
         ValidationSettings(val_every_n_steps=0).check()
     with pytest.raises(ValueError, match="best_metric"):
         ValidationSettings(best_metric="reward").check()
+    # A typo of a logged name fails here, not after the first validation run.
+    with pytest.raises(ValueError, match=r"best_metric='val/cor' is never logged"):
+        ValidationSettings(best_metric="val/cor").check()
+    for name in ("val/core", "val/success_rate", "val/reward/TurtleGym", "val/status/finished"):
+        ValidationSettings(best_metric=name).check()
 
 
 def test_metrics_merge_ranks_and_average_sources_equally():

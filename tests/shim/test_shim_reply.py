@@ -65,3 +65,53 @@ def test_unusable_bodies_name_the_field(bad, fragment):
     with pytest.raises(ValueError) as info:
         split_completion(bad)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        # OpenRouter: reasoning parts; the encrypted one has no readable text and must not reach the caller either.
+        (
+            "reasoning_details",
+            [
+                {"type": "reasoning.text", "text": "SECRET-1", "signature": "sig"},
+                {"type": "reasoning.summary", "summary": "SECRET-2"},
+                {"type": "reasoning.encrypted", "data": "BLOB"},
+            ],
+        ),
+        # LiteLLM: Anthropic thinking blocks.
+        (
+            "thinking_blocks",
+            [
+                {"type": "thinking", "thinking": "SECRET-1\nSECRET-2", "signature": "s"},
+                {"type": "redacted_thinking", "data": "BLOB"},
+            ],
+        ),
+        # A gateway's object-valued reasoning.
+        ("reasoning", {"text": "SECRET-1", "summary": "SECRET-2"}),
+    ],
+)
+def test_every_structured_reasoning_field_is_stripped_and_stored(field, value):
+    upstream = body({"role": "assistant", "content": "hello", field: value})
+    original = copy.deepcopy(upstream)
+    public, [choice] = split_completion(upstream)
+    assert public["choices"][0]["message"] == {"role": "assistant", "content": "hello"}
+    assert "SECRET" not in repr(public) and "BLOB" not in repr(public)
+    assert "SECRET-1" in choice.reasoning and "SECRET-2" in choice.reasoning and "BLOB" not in choice.reasoning
+    assert upstream == original
+
+
+def test_an_unknown_reasoning_object_is_kept_whole_not_dropped():
+    _, [choice] = split_completion(body({"content": "hi", "reasoning": {"steps": ["SECRET"]}}))
+    assert choice.reasoning == '{"steps": ["SECRET"]}'
+
+
+def test_think_inside_tool_call_arguments_is_stripped_and_stored():
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '<think>SECRET</think>{"q": 1}'}}
+    upstream = body({"role": "assistant", "content": None, "tool_calls": [call]}, finish="tool_calls")
+    original = copy.deepcopy(upstream)
+    public, [choice] = split_completion(upstream)
+    (out,) = public["choices"][0]["message"]["tool_calls"]
+    assert out == {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"q": 1}'}}
+    assert choice == SplitChoice(reasoning="SECRET", public=None, finish_reason="tool_calls")
+    assert upstream == original

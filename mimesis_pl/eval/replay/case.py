@@ -35,8 +35,10 @@ class ToolExpectation:
     allow_extra_args: bool = False
 
     def pinned_args(self) -> dict[str, Any]:
-        """The arguments a recorded call is assumed to have had when the case gives none:
-        ``args`` plus the *first* listed value of every ``args_any`` key."""
+        """One call that matches: ``args`` plus the *first* listed value of every ``args_any`` key.
+
+        For answering a case (tests, scripted agents); never shown in a request's history (E21).
+        """
         pinned = dict(self.args)
         pinned.update({key: values[0] for key, values in self.args_any.items()})
         return pinned
@@ -81,9 +83,10 @@ Expectation = ToolExpectation | FinalExpectation
 class Observation:
     """What was recorded when the step was taken.
 
-    For a tool step: the tool output ``content`` (text) and, optionally, the arguments the recorded call
-    used (``call_args``; when absent the call is pinned from the expectation). For a final step:
-    ``content`` is the recorded reply. Only ``evidence == "recorded"`` may enter a later request.
+    For a tool step: the tool output ``content`` (text) and the arguments the recorded call used
+    (``call_args``). For a final step: ``content`` is the recorded reply. Only ``evidence == "recorded"``
+    may enter a later request, and a tool step only with its ``call_args``: without them the call in the
+    history could only be rebuilt from the expectation (decision E21 in docs/decisions.md).
     """
 
     evidence: Evidence
@@ -108,7 +111,10 @@ class Step:
 
     @property
     def has_evidence(self) -> bool:
-        return self.observation is not None and self.observation.authoritative
+        """Whether this step's messages may enter a later request's history (the call too, for a tool step)."""
+        if self.observation is None or not self.observation.authoritative:
+            return False
+        return self.is_final or self.observation.call_args is not None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ A file holds one case (a mapping) or a list of cases. YAML scalars are read with
 ``true``/``false`` are booleans, numbers follow JSON syntax, and everything else stays a string —
 ``10:30``, ``2026-03-06``, ``no`` and ``007`` are kept as written, where the YAML 1.1 defaults would
 silently turn them into a number, a date, ``False`` and 7: exactly the values people put in tool
-arguments. Duplicate mapping keys are errors rather than "last one wins".
+arguments. Duplicate mapping keys are errors rather than "last one wins", in YAML and JSON alike.
 """
 
 from __future__ import annotations
@@ -51,6 +51,24 @@ _CaseYamlLoader.add_implicit_resolver(
 )
 
 
+class _DuplicateJsonKey(ValueError):
+    """A JSON object names one key twice (raised from the decoder's ``object_pairs_hook``)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateJsonKey(key)
+        out[key] = value
+    return out
+
+
+def _load_json(text: str) -> Any:
+    """``json.loads`` that rejects duplicate object keys, as the YAML loader does (decision E20)."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def read_case_file(path: str | FsPath) -> Any:
     """The raw content of one case file: a case (mapping) or a list of cases."""
     path = FsPath(path)
@@ -60,7 +78,9 @@ def read_case_file(path: str | FsPath) -> Any:
         )
     text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_CaseYamlLoader)
+        data = _load_json(text) if path.suffix == ".json" else yaml.load(text, Loader=_CaseYamlLoader)
+    except _DuplicateJsonKey as err:
+        raise CaseFormatError(f"invalid JSON: duplicate key {err.args[0]!r}", source=str(path)) from None
     except json.JSONDecodeError as err:
         message = f"invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}"
         raise CaseFormatError(message, source=str(path)) from None

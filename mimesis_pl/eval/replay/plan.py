@@ -33,9 +33,8 @@ class HistoryEntry:
     """Where one step message (call, tool output, reply) of a request's history came from.
 
     ``source`` is ``"fixture"`` for everything replay puts in a history (recorded in the case) and
-    ``"real"`` for output produced by a live call (episodes, or local tools run for real).
-    ``call_args_from`` says, for a tool call, whether its arguments were recorded in the case or pinned
-    from the step's expectation because the case recorded none.
+    ``"real"`` for output produced by a live call (episodes, or local tools run for real). A tool call's
+    arguments are always the recorded ones: a step without them is not replayable history (E21).
     """
 
     message_index: int
@@ -44,7 +43,6 @@ class HistoryEntry:
     kind: HistoryKind
     source: Literal["fixture", "real"] = "fixture"
     tool_call_id: str | None = None
-    call_args_from: Literal["recorded", "expectation"] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -142,8 +140,9 @@ def _step_history(turn: int, index: int, step: Step) -> list[tuple[dict[str, Any
     assert step.observation is not None and step.observation.content is not None
     if not isinstance(step.expect, ToolExpectation):
         return [({"role": "assistant", "content": step.observation.content}, HistoryEntry(-1, turn, index, "reply"))]
-    recorded = step.observation.call_args is not None
-    args = thaw(step.observation.call_args) if recorded else step.expect.pinned_args()
+    assert step.observation.call_args is not None  # has_evidence: no call is rebuilt from the expectation (E21)
+    # Sorted keys: histories equal up to key order are one history, one request (E22).
+    arguments = json.dumps(thaw(step.observation.call_args), ensure_ascii=False, sort_keys=True)
     call_id = _tool_call_id(turn, index)
     call = {
         "role": "assistant",
@@ -152,18 +151,13 @@ def _step_history(turn: int, index: int, step: Step) -> list[tuple[dict[str, Any
             {
                 "id": call_id,
                 "type": "function",
-                "function": {"name": step.expect.tool, "arguments": json.dumps(args, ensure_ascii=False)},
+                "function": {"name": step.expect.tool, "arguments": arguments},
             }
         ],
     }
     output = {"role": "tool", "tool_call_id": call_id, "content": step.observation.content}
     return [
-        (
-            call,
-            HistoryEntry(
-                -1, turn, index, "call", tool_call_id=call_id, call_args_from="recorded" if recorded else "expectation"
-            ),
-        ),
+        (call, HistoryEntry(-1, turn, index, "call", tool_call_id=call_id)),
         (output, HistoryEntry(-1, turn, index, "observation", tool_call_id=call_id)),
     ]
 
@@ -178,6 +172,8 @@ def _why_missing(path: Path, k: int) -> str:
     what = "reply" if step.is_final else "observation"
     if step.observation is None:
         return f"step {k} of path {path.id!r} has no recorded {what}"
+    if step.observation.authoritative:  # a tool output without the call that produced it
+        return f"step {k} of path {path.id!r} recorded its tool output but not the call's arguments (call_args)"
     return f"step {k} of path {path.id!r} has {what} evidence {step.observation.evidence!r}, not 'recorded'"
 
 
