@@ -19,6 +19,7 @@ import torch
 
 from ..chat import pad_id_of
 from ..rl.losses import csd_loss
+from ..rl.placebo import and_mask_placebo
 from ..rl.teacher import pack_teacher_rows
 from ..rollout.coaching import CoachingSettings, CoachStage
 from ..rollout.settings import AdvantageSettings, RolloutSettings
@@ -108,6 +109,8 @@ class AgentCSD(AgentGRPO):
         teacher_lp = teacher_full[:, 1 : width + 1]  # maps are absolute; student column j scores token j + 1
         mask = mask_full[:, 1 : width + 1].to(logprobs.device) & response[rows, :width].bool()
         placebo_lp = placebo_full[:, 1 : width + 1] if placebo_full is not None else None
+        if placebo_lp is not None and self.csd.placebo_missing == "drop":  # the reference's AND mask
+            mask = and_mask_placebo(mask, placebo_lp.to(mask.device))  # (docs/decisions.md A62)
         if self.global_step < self.csd.warmup_steps:
             mask = torch.zeros_like(mask)
         if self.csd.adv_gate is not None:
@@ -173,6 +176,10 @@ class CSDTerm:
     @property
     def metrics(self) -> dict[str, float]:
         return self.teacher.metrics
+
+    @property
+    def weighting(self):
+        return self.module.csd.weighting
 
     def __call__(self, rows, logprobs, width, advantages, response):
         return self.module._csd_term(self.teacher, self.tensors, rows, logprobs, width, advantages, response)
