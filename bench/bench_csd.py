@@ -173,6 +173,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     step, counts, tok = make_experience(args.model, args.episodes)
     exp = step.experience
+    if not exp.trained or not any(r.rows for r in step.teacher.real):
+        raise SystemExit(
+            f"--episodes {args.episodes} gave {len(exp.trained)} trained trajectories and "
+            f"{counts.get('made', 0)} notes: nothing to compare; use --episodes 4 or more"
+        )
     kwargs = {
         "policy": ModelSettings(model_path=args.model),
         "ppo": PPOSettings(mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False),

@@ -10,7 +10,8 @@ step count overridden), then every final checkpoint is evaluated on held-out tes
 ``mimesis-pl test`` (``configs/eval_persuade.yaml``). Scores: avg@n per task, averaged over seeds; 95%
 intervals by bootstrap over tasks. Writes ``results.json``, ``results.md`` and ``learning_study.png``.
 
-    python bench/learning_study.py run --seeds 0 1 2 --steps 16 --tasks 42 --trials 2 --out runs/learning_study
+    python bench/learning_study.py run --seeds 0 1 2 3 4 --steps 16 --tasks 42 --trials 2 --val-every 4 \
+        --out runs/learning_study
     python bench/learning_study.py compare assets/agent-persuade runs/agent_csd/version_0/hf/final
 """
 
@@ -34,7 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 ARMS = ("sft", "grpo", "csd", "csd_placebo")
 MAIN_CONFIG = REPO / "configs" / "agent_csd.yaml"
 EVAL_CONFIG = REPO / "configs" / "eval_persuade.yaml"
+HELD_OUT_FILES = ["assets/data/persuade/test/*.parquet"]
+VAL_TAGS = ("val/reward", "val/success_rate")
 CURVE_TAGS = (
+    *VAL_TAGS,
     "rollout/episode_reward_mean",
     "rollout/groups_with_signal",
     "train/csd/gate_mean",
@@ -47,8 +51,20 @@ CURVE_TAGS = (
 # -- pure pieces -----------------------------------------------------------------------------------
 
 
-def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: str) -> dict[str, Any]:
-    """The main job's config changed only where the arm differs (a new dict; ``base`` is unchanged)."""
+def arm_config(
+    base: dict[str, Any],
+    arm: str,
+    seed: int,
+    steps: int,
+    save_dir: str,
+    val_every: int | None = None,
+    val_prompts: int | None = None,
+) -> dict[str, Any]:
+    """The main job's config changed only where the arm differs (a new dict; ``base`` is unchanged).
+
+    ``val_every``: greedy held-out validation (the test tasks, first ``val_prompts``) before training and every
+    that many steps, for steps-to-threshold curves; the same for every arm.
+    """
     if arm not in ARMS[1:]:
         raise ValueError(f"arm must be one of {ARMS[1:]} to train, got {arm!r}")
     config = json.loads(json.dumps(base))
@@ -64,6 +80,15 @@ def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: 
             init_args.pop(key, None)
     if arm == "csd_placebo":
         init_args.setdefault("coaching", {})["placebo_only"] = True
+    if val_every is not None:
+        init_args["validation"] = {
+            "val_every_n_steps": val_every,
+            "val_before_train": True,
+            "val_at_end": True,
+            "max_prompts": val_prompts,
+            "best_metric": None,
+        }
+        config["data"]["init_args"]["val_files"] = list(HELD_OUT_FILES)
     return config
 
 
@@ -114,6 +139,40 @@ def summarise(per_seed: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     return out
 
 
+def task_means(per_seed: list[dict[str, dict[str, float]]], metric: str) -> dict[str, float]:
+    """Per task, the mean of ``metric`` over the seeds that scored it."""
+    tasks = sorted(set().union(*(s.keys() for s in per_seed))) if per_seed else []
+    out = {}
+    for task in tasks:
+        got = [s[task][metric] for s in per_seed if task in s]
+        out[task] = sum(got) / len(got)
+    return out
+
+
+def paired_difference(
+    arm: list[dict[str, dict[str, float]]], baseline: list[dict[str, dict[str, float]]], metric: str, seed: int = 0
+) -> dict[str, Any]:
+    """Paired per-task difference ``arm − baseline`` of ``metric`` (per-task means over seeds) with its bootstrap CI.
+
+    The arms are evaluated on the same tasks, so resampling the tasks' *differences* removes the task-to-task
+    spread both arms share: far tighter than comparing two overlapping intervals. Only tasks scored in both
+    arms count (``tasks`` says how many).
+    """
+    a, b = task_means(arm, metric), task_means(baseline, metric)
+    shared = sorted(set(a) & set(b))
+    diffs = [a[t] - b[t] for t in shared]
+    mean = sum(diffs) / len(diffs) if diffs else math.nan
+    return {"mean": mean, "ci95": bootstrap_ci(diffs, seed=seed), "tasks": len(shared)}
+
+
+def steps_to_threshold(points: list[tuple[int, float]], threshold: float) -> int | None:
+    """The first validation step whose value reaches ``threshold`` (``None``: never within the run)."""
+    for step, value in sorted(points):
+        if value >= threshold:
+            return step
+    return None
+
+
 def quarter_means(values: list[float]) -> tuple[float, float]:
     """Mean of the first and of the last quarter of a curve (at least one point each)."""
     if not values:
@@ -134,9 +193,17 @@ def _run(cmd: list[str], log: Path) -> float:
     return time.perf_counter() - started
 
 
-def train(arm: str, seed: int, steps: int, out: Path) -> tuple[Path, float]:
-    base = yaml.safe_load(MAIN_CONFIG.read_text())
-    config = arm_config(base, arm, seed, steps, str(out / "runs"))
+def train(
+    arm: str,
+    seed: int,
+    steps: int,
+    out: Path,
+    val_every: int | None = None,
+    val_prompts: int | None = None,
+    base_config: Path = MAIN_CONFIG,
+) -> tuple[Path, float]:
+    base = yaml.safe_load(Path(base_config).read_text())
+    config = arm_config(base, arm, seed, steps, str(out / "runs"), val_every=val_every, val_prompts=val_prompts)
     path = out / "configs" / f"{arm}_seed{seed}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -175,7 +242,12 @@ def scalars(run: Path) -> dict[str, list[float]]:
 
     events = EventAccumulator(str(run), size_guidance={"scalars": 0})
     events.Reload()
-    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"] if tag in CURVE_TAGS}
+    tags = [tag for tag in events.Tags()["scalars"] if tag in CURVE_TAGS]
+    out: dict[str, Any] = {tag: [e.value for e in events.Scalars(tag)] for tag in tags}
+    for tag in tags:  # validation runs every N steps: keep its step axis for steps-to-threshold
+        if tag in VAL_TAGS:
+            out[f"{tag}@steps"] = [[e.step, e.value] for e in events.Scalars(tag)]
+    return out
 
 
 def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_model: str) -> dict[str, Any]:
@@ -183,7 +255,9 @@ def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_mode
     if arm == "sft":
         model, fit_s, curves = REPO / start_model, 0.0, None
     else:
-        run, fit_s = train(arm, seed, args.steps, out)
+        val_every = getattr(args, "val_every", None)
+        base_config = getattr(args, "config", None) or MAIN_CONFIG
+        run, fit_s = train(arm, seed, args.steps, out, val_every, args.tasks if val_every else None, base_config)
         model, curves = run / "hf" / "final", scalars(run)
     scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
     return {"scores": scores, "curves": curves, "fit_s": fit_s, "eval_s": eval_s}
@@ -192,7 +266,7 @@ def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_mode
 def run_study(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    start_model = start_model_of(yaml.safe_load(MAIN_CONFIG.read_text()))
+    start_model = start_model_of(yaml.safe_load(Path(getattr(args, "config", None) or MAIN_CONFIG).read_text()))
     results: dict[str, Any] = {"arms": {}, "curves": {}, "seconds": {}, "settings": vars(args).copy()}
     results["settings"]["start_model"] = start_model
     results["settings"]["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -218,10 +292,32 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
                 results["curves"][f"{arm}/seed{seed}"] = got["curves"]
             results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(got["fit_s"], 1), "eval": round(got["eval_s"], 1)}
         results["arms"][arm] = summarise([done[arm, seed]["scores"] for seed in args.seeds])
+    results["paired"] = paired_results(done, args.arms, args.seeds)
+    threshold = getattr(args, "val_threshold", None)
+    if getattr(args, "val_every", None) and threshold is not None:
+        results["steps_to_threshold"] = {
+            arm: [
+                steps_to_threshold((done[arm, s]["curves"] or {}).get("val/reward@steps", []), threshold)
+                for s in args.seeds
+            ]
+            for arm in args.arms
+            if arm != "sft"
+        }
     results["seconds"]["total"] = round(time.perf_counter() - began, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     write_report(results, out)
     return results
+
+
+def paired_results(done: dict, arms: list[str], seeds: list[int]) -> dict[str, Any]:
+    """``csd − grpo`` and ``csd − csd_placebo`` (and ``grpo − sft``) per-task paired differences, where both ran."""
+    out = {}
+    for arm, baseline in (("csd", "grpo"), ("csd", "csd_placebo"), ("grpo", "sft")):
+        if arm in arms and baseline in arms:
+            a = [done[arm, s]["scores"] for s in seeds]
+            b = [done[baseline, s]["scores"] for s in seeds]
+            out[f"{arm} - {baseline}"] = {m: paired_difference(a, b, m) for m in ("reward", "success")}
+    return out
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -254,6 +350,35 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def paired_table(results: dict[str, Any]) -> str:
+    """The paired per-task differences with their intervals (tasks shared by both arms)."""
+    paired = results.get("paired") or {}
+    if not paired:
+        return "(no paired comparison: run both arms of a pair)"
+    lines = [
+        "Paired per-task differences (per-task means over seeds; bootstrap over tasks):",
+        "",
+        "| difference | reward [95% CI] | success [95% CI] | tasks |",
+        "|---|---|---|---|",
+    ]
+    for name, d in paired.items():
+        r, c = d["reward"], d["success"]
+        lines.append(
+            f"| {name} | {r['mean']:+.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}] | "
+            f"{c['mean']:+.3f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] | {r['tasks']} |"
+        )
+    return "\n".join(lines)
+
+
+def threshold_line(results: dict[str, Any]) -> str:
+    got = results.get("steps_to_threshold")
+    if not got:
+        return "(no steps-to-threshold: run with --val-every N)"
+    thr = results["settings"].get("val_threshold")
+    parts = [f"{arm}: {', '.join('never' if s is None else str(s) for s in steps)}" for arm, steps in got.items()]
+    return f"Steps to held-out val/reward ≥ {thr} (per seed): " + "; ".join(parts)
+
+
 def write_report(results: dict[str, Any], out: Path) -> None:
     st = results["settings"]
     setup = (
@@ -274,6 +399,10 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "Intervals: percentile bootstrap over tasks (per-task means over seeds and trials).",
         "",
         markdown_table(results),
+        "",
+        paired_table(results),
+        "",
+        threshold_line(results),
         "",
         command,
         "",
@@ -336,12 +465,17 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="train every arm for every seed, evaluate, write the report")
     run.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
-    run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     run.add_argument("--steps", type=int, default=16)
     run.add_argument("--tasks", type=int, default=None, help="held-out tasks (first N by id; default all 42)")
     run.add_argument("--trials", type=int, default=2)
     run.add_argument("--out", default="runs/learning_study")
     run.add_argument("--jobs", type=int, default=1, help="(arm, seed) runs side by side (each fit uses ~1 core)")
+    run.add_argument(
+        "--val-every", type=int, default=None, help="held-out greedy validation every N steps (steps-to-threshold)"
+    )
+    run.add_argument("--val-threshold", type=float, default=0.7, help="the val/reward a run must reach")
+    run.add_argument("--config", default=None, help="the base config of every arm (default: the main job's)")
     cmp_ = sub.add_parser("compare", help="evaluate checkpoints side by side on the held-out tasks")
     cmp_.add_argument("models", nargs="+")
     cmp_.add_argument("--tasks", type=int, default=None)
