@@ -116,7 +116,7 @@ def test_paired_difference_hand_worked():
     same = study.paired_difference(
         [{"a": {"reward": 0.9}, "b": {"reward": 0.1}}], [{"a": {"reward": 0.8}, "b": {"reward": 0.0}}], "reward"
     )
-    assert same["ci95"][0] == same["ci95"][1] and abs(same["mean"] - 0.1) < 1e-12
+    assert abs(same["ci95"][0] - same["ci95"][1]) < 1e-12 and abs(same["mean"] - 0.1) < 1e-12
 
 
 def test_steps_to_threshold():
