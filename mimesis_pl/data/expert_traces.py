@@ -120,6 +120,7 @@ async def record_expert_traces(
     seed: int = 0,
     coached_share: float = 0.0,
     note_framing: NoteFraming = "hindsight",
+    coach: ScriptedCoach | None = None,
 ) -> tuple[list[dict[str, Any]], Counter]:
     """Play every task once with its expert; keep episodes scoring at least ``min_score``.
 
@@ -165,7 +166,7 @@ async def record_expert_traces(
         if noted:
             turns = [t for t in sorted(noted) if t < len(trace.turns)]
             record["messages"], notes = insert_coach_notes(
-                record["messages"], trace.privileged, turns, framing=note_framing
+                record["messages"], trace.privileged, turns, framing=note_framing, coach=coach
             )
             record["coach_notes"] = {str(t): n for t, n in notes.items()}
             counts[f"coached_traces/{task.env_name}"] += 1
@@ -195,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         help="share of traces where the job's coach note precedes every later turn and the expert follows it",
     )
     parser.add_argument(
+        "--coach-names-open-point",
+        action="store_true",
+        help="the coach names the open point (as coaching.coach.name_open_point: true in the job)",
+    )
+    parser.add_argument(
         "--note-framing", choices=NOTE_FRAMINGS, default="hindsight", help="as the CSD job frames notes"
     )
     parser.add_argument("--overwrite", action="store_true", help="replace --out when it exists (otherwise refused)")
@@ -216,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             coached_share=args.coached_share,
             note_framing=args.note_framing,
+            coach=ScriptedCoach(name_open_point=args.coach_names_open_point),
         )
     )
     out = Path(args.out)

@@ -33,12 +33,19 @@ class CoachSettings:
 
 @dataclass
 class ScriptedCoachSettings(CoachSettings):
-    """Offline rules over the user's private reasoning (never the hidden values of the task)."""
+    """Offline rules over the user's private reasoning (never the hidden values of the task).
+
+    Args:
+        name_open_point: an open-concern note names the point the user named in their public reply
+            (task-specific notes; the note-reading agent's traces are made with it on).
+    """
+
+    name_open_point: bool = False
 
     def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
         from ..csd import ScriptedCoach
 
-        return ScriptedCoach(max_chars=max_chars), []
+        return ScriptedCoach(max_chars=max_chars, name_open_point=self.name_open_point), []
 
 
 @dataclass

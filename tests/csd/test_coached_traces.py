@@ -65,3 +65,20 @@ def test_record_experts_cli_writes_coached_traces(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["coached_traces/PersuadeGym"] == sum("coach_notes" in r for r in rows) > 0
     assert not any(HINDSIGHT_HEADER in m["content"] for r in rows for m in r["messages"] if m["role"] == "user")
+
+
+def test_notes_naming_the_open_point_are_task_specific():
+    """Notes must carry what a placebo (another task's note) lacks: the point this user left open."""
+    from mimesis_pl.csd.scripted_coach import ScriptedCoach
+
+    def notes(coach):
+        recs, _ = asyncio.run(
+            record_expert_traces(tasks(), max_turns=12, lapse_rate=0.5, seed=0, coached_share=1.0, coach=coach)
+        )
+        return [set(r["coach_notes"].values()) for r in recs]
+
+    generic = notes(ScriptedCoach())
+    specific = notes(ScriptedCoach(name_open_point=True))
+    assert len(set.union(*generic)) < len(set.union(*specific))
+    assert all(a.isdisjoint(b) for i, a in enumerate(specific) for b in specific[i + 1 :])  # no two tasks share one
+    assert any("point about" in n for s in specific for n in s)
