@@ -45,6 +45,11 @@ CURVE_TAGS = (
     "train/csd/teacher_gap_mean",
     "train/csd/gate_active_ratio",
     "train/csd/placebo_share",
+    # split by turns that restate the opening (lapses) vs the rest (mimesis_pl.csd.evidence.lapse_turns)
+    "train/csd/teacher_gap_mean/lapse",
+    "train/csd/teacher_gap_mean/steady",
+    "train/csd/gate_mean/lapse",
+    "train/csd/gate_mean/steady",
 )
 
 
@@ -323,12 +328,20 @@ def paired_results(done: dict, arms: list[str], seeds: list[int]) -> dict[str, A
 # -- report ----------------------------------------------------------------------------------------
 
 
+def lapse_pair(split: dict[str, list[float]], name: str, fmt: str) -> str:
+    """``"lapse / steady"`` means of one diagnostic over an arm's curves (``—`` where there is none)."""
+    lapse, steady = split.get(f"train/csd/{name}/lapse", []), split.get(f"train/csd/{name}/steady", [])
+    if not lapse and not steady:
+        return "—"
+    return " / ".join(format(sum(v) / len(v), fmt) if v else "—" for v in (lapse, steady))
+
+
 def markdown_table(results: dict[str, Any]) -> str:
     header = (
         "| arm | held-out avg@n reward [95% CI] | held-out success [95% CI] | per-seed reward | "
-        "train reward first → last quarter | gate mean | teacher gap |"
+        "train reward first → last quarter | gate mean | teacher gap | gate lapse / steady | gap lapse / steady |"
     )
-    lines = [header, "|---|---|---|---|---|---|---|"]
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for arm, s in results["arms"].items():
         r, c = s["reward"], s["success"]
         firsts, lasts, gates, gaps = [], [], [], []
@@ -339,13 +352,22 @@ def markdown_table(results: dict[str, Any]) -> str:
                 lasts.append(l_)
                 gates += curve.get("train/csd/gate_mean", [])
                 gaps += curve.get("train/csd/teacher_gap_mean", [])
+        split = {
+            tag: [
+                v for key, curve in results["curves"].items() if key.startswith(f"{arm}/") for v in curve.get(tag, [])
+            ]
+            for tag in CURVE_TAGS
+            if tag.endswith(("/lapse", "/steady"))
+        }
+
         train = f"{sum(firsts) / len(firsts):.3f} → {sum(lasts) / len(lasts):.3f}" if firsts else "—"
         gate = f"{sum(gates) / len(gates):.3f}" if gates else "—"
         gap = f"{sum(gaps) / len(gaps):+.3f}" if gaps else "—"
         seeds = ", ".join(f"{v:.3f}" for v in r["per_seed"])
         lines.append(
             f"| {arm} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | "
-            f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} |"
+            f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} | "
+            f"{lapse_pair(split, 'gate_mean', '.3f')} | {lapse_pair(split, 'teacher_gap_mean', '+.3f')} |"
         )
     return "\n".join(lines)
 

@@ -135,3 +135,9 @@ def test_arm_config_with_periodic_held_out_validation():
         assert (val["val_every_n_steps"], val["val_before_train"], val["max_prompts"]) == (4, True, 10)
         assert cfg["data"]["init_args"]["val_files"] == study.HELD_OUT_FILES
     assert "validation" not in study.arm_config(base, "csd", seed=0, steps=8, save_dir="/tmp/x")["model"]["init_args"]
+
+
+def test_lapse_split_in_the_report():
+    split = {"train/csd/gate_mean/lapse": [0.6, 0.8], "train/csd/gate_mean/steady": []}
+    assert study.lapse_pair(split, "gate_mean", ".3f") == "0.700 / —"
+    assert study.lapse_pair({}, "gate_mean", ".3f") == "—"
