@@ -4,7 +4,8 @@ unseen (``bench_csd.py`` did: the CSD module read a rollout-stage attribute its 
 Each script runs as a subprocess with its own toy arguments and must exit 0 and print its result lines.
 ``gpu_check.py`` (``tests/test_gpu_check_dry_run.py``), ``bench_grpo_vs_trl.py``
 (``tests/test_bench_grpo_smoke.py``) and ``rounds.py`` (``tests/test_bench_rounds.py``) have their own tests;
-``learning_study.py run`` is exercised here on one arm, one step, one task.
+``learning_study.py run`` is exercised here on one arm, one step, one task (``study_stats.py``, its statistics,
+in ``tests/test_learning_study.py``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def _run(args: list[str], tmp_path: Path, timeout: int = 600) -> subprocess.Comp
 
 
 def test_every_bench_script_is_covered():
-    own_tests = {"gpu_check.py", "bench_grpo_vs_trl.py", "rounds.py", "learning_study.py"}
+    own_tests = {"gpu_check.py", "bench_grpo_vs_trl.py", "rounds.py", "learning_study.py", "study_stats.py"}
     assert {p.name for p in BENCH.glob("*.py")} == set(TOY) | own_tests
 
 
