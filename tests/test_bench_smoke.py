@@ -4,8 +4,8 @@ unseen (``bench_csd.py`` did: the CSD module read a rollout-stage attribute its 
 Each script runs as a subprocess with its own toy arguments and must exit 0 and print its result lines.
 ``gpu_check.py`` (``tests/test_gpu_check_dry_run.py``), ``bench_grpo_vs_trl.py``
 (``tests/test_bench_grpo_smoke.py``) and ``rounds.py`` (``tests/test_bench_rounds.py``) have their own tests;
-``learning_study.py run`` is exercised here on the SFT start and one trained arm (one step, one task) (``study_stats.py``, its statistics,
-in ``tests/test_learning_study.py``).
+``learning_study.py run`` is exercised here on the SFT start and one trained arm (one step, one task); its
+statistics (``study_stats.py``) in ``tests/test_learning_study.py``.
 """
 
 from __future__ import annotations
