@@ -31,6 +31,7 @@ from mimesis_pl.modules import AgentCSD, AgentGRPO
 from mimesis_pl.modules.settings import CSDSettings, ModelSettings, PPOSettings
 from mimesis_pl.rl.placebo import PlaceboPool
 from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+from mimesis_pl.rollout.coaching import CoachingSettings, CoachStage, note_turn_ids
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.loop import MultiTurnRollout
@@ -42,10 +43,19 @@ REFERENCE_BYTES = 2 * 32 * 10368 * 4
 
 
 class FixedStep:
-    """A rollout stage that hands the update the same step (experience + teacher rows) every time."""
+    """A rollout stage that hands the update the same step (experience + teacher rows) every time.
+
+    It honours the rollout stage's interface (``user_shim_url``, ``privileged_source``) as the CSD module
+    reads it; ``tests/test_bench_csd.py`` runs this script at toy size so a change there cannot break it unseen.
+    """
+
+    user_shim_url: str | None = None  # no shim: in-process scripted users
 
     def __init__(self, step: RLStep) -> None:
         self.step = step
+
+    def privileged_source(self) -> None:
+        return None
 
     def setup(self, module) -> None:
         pass
@@ -64,6 +74,17 @@ class FixedStep:
 
     def after_batch(self, module, batch_idx) -> None:
         pass
+
+
+class FixedTeacher(CoachStage):
+    """The coach stage, set up as the job's, handing back the step's precomputed teacher rows."""
+
+    def __init__(self, teacher: TeacherBatch) -> None:
+        super().__init__(CoachingSettings())
+        self.fixed = teacher
+
+    def teacher(self, step, batch, privileged_source) -> TeacherBatch:
+        return self.fixed
 
 
 class StepTimer(pl.Callback):
@@ -98,7 +119,7 @@ def make_experience(model_path: str, n_episodes: int):
     renderer = ChatRenderer(tok)
 
     def render(n):
-        return renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})
+        return note_turn_ids(renderer, n)  # the job's framing (docs/decisions.md A61)
 
     pool = PlaceboPool(min_size=1)
     for (i, _), note in notes.items():
@@ -125,6 +146,8 @@ def make_experience(model_path: str, n_episodes: int):
 
 def run(module, step: RLStep, steps: int) -> list[float]:
     module.rollout_stage = FixedStep(step)
+    if isinstance(module, AgentCSD):
+        module.coach_stage = FixedTeacher(step.teacher)
     timer = StepTimer()
     data = GymPromptDataModule(files=["assets/data/gyms/train/*.parquet"], batch_size=1)
     trainer = pl.Trainer(
@@ -141,15 +164,20 @@ def run(module, step: RLStep, steps: int) -> list[float]:
     return timer.times[1:]  # the first step includes optimiser state allocation
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="assets/tiny-agent")
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round (after one warm-up)")
     parser.add_argument("--rounds", type=int, default=4)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     step, counts, tok = make_experience(args.model, args.episodes)
     exp = step.experience
+    if not exp.trained or not any(r.rows for r in step.teacher.real):
+        raise SystemExit(
+            f"--episodes {args.episodes} gave {len(exp.trained)} trained trajectories and "
+            f"{counts.get('made', 0)} notes: nothing to compare; use --episodes 4 or more"
+        )
     kwargs = {
         "policy": ModelSettings(model_path=args.model),
         "ppo": PPOSettings(mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False),

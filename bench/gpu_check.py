@@ -21,6 +21,9 @@ Sections, each in its own process with its own time limit (a crash or OOM in one
 * ``grpo`` / ``csd``: one ``AgentGRPO`` and one ``AgentCSD`` step through ``mimesis-pl fit`` with the HF
   engine on the GPU (scripted users behind the real shim on loopback; a random 0.6B-shaped model).
 * ``fsdp1``: one ``CausalLMSFT`` step under ``ModelParallelStrategy`` (FSDP2) on one device.
+* ``csd_teacher``: one CSD step (teacher forward + ``sdar`` loss + backward) on the real-sized shape in train
+  mode with gradient checkpointing on, the ``prefix_cache`` teacher against the ``packed`` teacher of the same
+  weights (max |difference| per coached token; docs/decisions.md A60), with peak memory.
 
 Each section appends one JSON line: ``{"section", "ok", "seconds", ...results or "error"}``; the
 first line describes the machine.
@@ -66,7 +69,7 @@ SHAPES = {
         "tie": True,
     },
 }
-SECTION_LIMITS_S = {"sft": 230, "grpo": 75, "csd": 90, "fsdp1": 60}  # + ~25 s building the model: < 8 min
+SECTION_LIMITS_S = {"sft": 230, "grpo": 75, "csd": 90, "fsdp1": 60, "csd_teacher": 60}  # + ~25 s model: < 9 min
 
 
 # import name -> what pip installs for it
@@ -262,7 +265,56 @@ def section(name: str, args) -> dict:
         return run_fit(
             cli_config("chat_sft", model_dir, work, gpu), [f"--trainer.strategy={json.dumps(strategy)}"], gpu
         )
+    if name == "csd_teacher":
+        return csd_teacher_step(model_dir, 4096 if gpu else 96, gpu)
     raise ValueError(f"unknown section {name!r}")
+
+
+def csd_teacher_step(model_dir: Path, length: int, gpu: bool) -> dict:
+    """One CSD step under gradient checkpointing; the prefix-cache teacher vs the packed teacher."""
+    import torch
+
+    from mimesis_pl.models import load_causal_lm
+    from mimesis_pl.modules.teacher_forward import teacher_logprobs, teacher_logprobs_prefix_cached
+    from mimesis_pl.modules.token_ops import model_token_logprobs
+    from mimesis_pl.rl.losses import csd_loss
+    from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+    from mimesis_pl.spans import TurnSpan
+
+    device = "cuda" if gpu else "cpu"
+    model = load_causal_lm(str(model_dir), dtype=None, gradient_checkpointing=True).to(device)
+    model.train()
+    vocab = model.config.vocab_size
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (length,), generator=gen)
+    q = length // 4  # three turns in the last three quarters, each: 2 header tokens, then sampled tokens
+    spans = [TurnSpan(k * q, k * q + 2, (k + 1) * q) for k in (1, 2, 3)]
+    note = torch.randint(0, vocab, (24,), generator=gen).tolist()
+    rows = build_teacher_rows(ids, spans, {0: "n", 1: "n", 2: "n"}, lambda _: note, length + 64, prompt_len=0)
+    if gpu:
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=gpu):
+        cached = teacher_logprobs_prefix_cached(model, ids, spans, [rows])[0]
+        packed = teacher_logprobs(model, pack_teacher_rows([rows], length, 0))[0]
+        student = model_token_logprobs(model, ids[None].to(device)).logprobs  # [1, L-1], with gradient
+        mask = rows.teacher_mask[1:].to(device)[None].float()
+        loss, metrics = csd_loss(student, cached[1:][None].to(student.dtype), mask)
+    loss.backward()
+    coached = rows.teacher_mask.to(device)
+    grad = torch.sqrt(sum((p.grad.float() ** 2).sum() for p in model.parameters() if p.grad is not None))
+    out = {
+        "length": length,
+        "coached_tokens": int(coached.sum()),
+        "max_abs_diff_prefix_cache_vs_packed": float((cached - packed)[coached].abs().max()),
+        "csd_loss": float(loss.detach()),
+        "gate_mean": float(metrics["gate_mean"]),
+        "grad_norm": float(grad),
+        "step_seconds": time.perf_counter() - start,
+    }
+    if gpu:
+        out["peak_allocated_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    return out
 
 
 def machine(args) -> dict:
@@ -288,7 +340,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="gpu_check.jsonl")
     p.add_argument("--dry-run", action="store_true", help="tiny shapes on CPU, a few seconds per section")
-    p.add_argument("--sections", nargs="+", default=["sft", "grpo", "csd", "fsdp1"])
+    p.add_argument("--sections", nargs="+", default=["sft", "grpo", "csd", "fsdp1", "csd_teacher"])
     p.add_argument("--seq", type=int, default=None, help="SFT sequence length (default 16384; 128 in a dry run)")
     p.add_argument("--sft-rounds", type=int, default=None)
     p.add_argument("--sft-steps", type=int, default=None)

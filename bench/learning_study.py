@@ -10,7 +10,8 @@ step count overridden), then every final checkpoint is evaluated on held-out tes
 ``mimesis-pl test`` (``configs/eval_persuade.yaml``). Scores: avg@n per task, averaged over seeds; 95%
 intervals by bootstrap over tasks. Writes ``results.json``, ``results.md`` and ``learning_study.png``.
 
-    python bench/learning_study.py run --seeds 0 1 2 --steps 16 --tasks 42 --trials 2 --out runs/learning_study
+    python bench/learning_study.py run --seeds 0 1 2 3 4 --steps 16 --tasks 42 --trials 2 --val-every 4 \
+        --out runs/learning_study
     python bench/learning_study.py compare assets/agent-persuade runs/agent_csd/version_0/hf/final
 """
 
@@ -18,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import random
 import subprocess
 import sys
 import time
@@ -31,24 +30,65 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling study_stats, however this file is loaded
+
+from study_stats import (  # noqa: E402
+    bootstrap_ci,
+    paired_difference,
+    per_task_scores,
+    quarter_means,
+    steps_to_threshold,
+    summarise,
+    task_means,
+)
+
+__all__ = [
+    "bootstrap_ci",
+    "paired_difference",
+    "per_task_scores",
+    "quarter_means",
+    "steps_to_threshold",
+    "summarise",
+    "task_means",
+]
 ARMS = ("sft", "grpo", "csd", "csd_placebo")
 MAIN_CONFIG = REPO / "configs" / "agent_csd.yaml"
 EVAL_CONFIG = REPO / "configs" / "eval_persuade.yaml"
+HELD_OUT_FILES = ["assets/data/persuade/test/*.parquet"]
+VAL_TAGS = ("val/reward", "val/success_rate")
 CURVE_TAGS = (
+    *VAL_TAGS,
     "rollout/episode_reward_mean",
     "rollout/groups_with_signal",
     "train/csd/gate_mean",
     "train/csd/teacher_gap_mean",
     "train/csd/gate_active_ratio",
     "train/csd/placebo_share",
+    # split by turns that restate the opening (lapses) vs the rest (mimesis_pl.csd.evidence.lapse_turns)
+    "train/csd/teacher_gap_mean/lapse",
+    "train/csd/teacher_gap_mean/steady",
+    "train/csd/gate_mean/lapse",
+    "train/csd/gate_mean/steady",
 )
 
 
 # -- pure pieces -----------------------------------------------------------------------------------
 
 
-def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: str) -> dict[str, Any]:
-    """The main job's config changed only where the arm differs (a new dict; ``base`` is unchanged)."""
+def arm_config(
+    base: dict[str, Any],
+    arm: str,
+    seed: int,
+    steps: int,
+    save_dir: str,
+    val_every: int | None = None,
+    val_prompts: int | None = None,
+) -> dict[str, Any]:
+    """The main job's config changed only where the arm differs (a new dict; ``base`` is unchanged).
+
+    ``val_every``: greedy held-out validation (the test tasks, first ``val_prompts``) before training and every
+    that many steps, for steps-to-threshold curves; the same for every arm.
+    """
     if arm not in ARMS[1:]:
         raise ValueError(f"arm must be one of {ARMS[1:]} to train, got {arm!r}")
     config = json.loads(json.dumps(base))
@@ -64,62 +104,21 @@ def arm_config(base: dict[str, Any], arm: str, seed: int, steps: int, save_dir: 
             init_args.pop(key, None)
     if arm == "csd_placebo":
         init_args.setdefault("coaching", {})["placebo_only"] = True
+    if val_every is not None:
+        init_args["validation"] = {
+            "val_every_n_steps": val_every,
+            "val_before_train": True,
+            "val_at_end": True,
+            "max_prompts": val_prompts,
+            "best_metric": None,
+        }
+        config["data"]["init_args"]["val_files"] = list(HELD_OUT_FILES)
     return config
 
 
 def start_model_of(config: dict[str, Any]) -> str:
     """The checkpoint a config starts from (``model.init_args.policy.model_path``)."""
     return config["model"]["init_args"]["policy"]["model_path"]
-
-
-def bootstrap_ci(values: list[float], n_boot: int = 4000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (one value per task)."""
-    if not values:
-        return (math.nan, math.nan)
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(n_boot))
-    lo = means[int((1 - level) / 2 * n_boot)]
-    hi = means[min(n_boot - 1, int((1 + level) / 2 * n_boot))]
-    return lo, hi
-
-
-def per_task_scores(trials: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """``{task_id: {"reward": mean reward, "success": share with reward >= 1}}`` over scored trials."""
-    rewards: dict[str, list[float]] = {}
-    for t in trials:
-        if t.get("status") == "scored":
-            rewards.setdefault(t["key"]["task_id"], []).append(float(t["reward"]))
-    return {
-        task: {"reward": sum(r) / len(r), "success": sum(x >= 1.0 - 1e-6 for x in r) / len(r)}
-        for task, r in rewards.items()
-    }
-
-
-def summarise(per_seed: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
-    """Mean over seeds per task, then the mean over tasks with a bootstrap interval over tasks."""
-    tasks = sorted(set().union(*(s.keys() for s in per_seed))) if per_seed else []
-    out: dict[str, Any] = {"tasks": len(tasks), "seeds": len(per_seed)}
-    for metric in ("reward", "success"):
-        values = []
-        for task in tasks:
-            got = [s[task][metric] for s in per_seed if task in s]
-            values.append(sum(got) / len(got))
-        mean = sum(values) / len(values) if values else math.nan
-        out[metric] = {
-            "mean": mean,
-            "ci95": bootstrap_ci(values),
-            "per_seed": [sum(s[t][metric] for t in s) / max(1, len(s)) for s in per_seed],
-        }
-    return out
-
-
-def quarter_means(values: list[float]) -> tuple[float, float]:
-    """Mean of the first and of the last quarter of a curve (at least one point each)."""
-    if not values:
-        return (math.nan, math.nan)
-    q = max(1, len(values) // 4)
-    return sum(values[:q]) / q, sum(values[-q:]) / q
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -134,9 +133,17 @@ def _run(cmd: list[str], log: Path) -> float:
     return time.perf_counter() - started
 
 
-def train(arm: str, seed: int, steps: int, out: Path) -> tuple[Path, float]:
-    base = yaml.safe_load(MAIN_CONFIG.read_text())
-    config = arm_config(base, arm, seed, steps, str(out / "runs"))
+def train(
+    arm: str,
+    seed: int,
+    steps: int,
+    out: Path,
+    val_every: int | None = None,
+    val_prompts: int | None = None,
+    base_config: Path = MAIN_CONFIG,
+) -> tuple[Path, float]:
+    base = yaml.safe_load(Path(base_config).read_text())
+    config = arm_config(base, arm, seed, steps, str(out / "runs"), val_every=val_every, val_prompts=val_prompts)
     path = out / "configs" / f"{arm}_seed{seed}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -175,7 +182,12 @@ def scalars(run: Path) -> dict[str, list[float]]:
 
     events = EventAccumulator(str(run), size_guidance={"scalars": 0})
     events.Reload()
-    return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"] if tag in CURVE_TAGS}
+    tags = [tag for tag in events.Tags()["scalars"] if tag in CURVE_TAGS]
+    out: dict[str, Any] = {tag: [e.value for e in events.Scalars(tag)] for tag in tags}
+    for tag in tags:  # validation runs every N steps: keep its step axis for steps-to-threshold
+        if tag in VAL_TAGS:
+            out[f"{tag}@steps"] = [[e.step, e.value] for e in events.Scalars(tag)]
+    return out
 
 
 def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_model: str) -> dict[str, Any]:
@@ -183,7 +195,9 @@ def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_mode
     if arm == "sft":
         model, fit_s, curves = REPO / start_model, 0.0, None
     else:
-        run, fit_s = train(arm, seed, args.steps, out)
+        val_every = getattr(args, "val_every", None)
+        base_config = getattr(args, "config", None) or MAIN_CONFIG
+        run, fit_s = train(arm, seed, args.steps, out, val_every, args.tasks if val_every else None, base_config)
         model, curves = run / "hf" / "final", scalars(run)
     scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
     return {"scores": scores, "curves": curves, "fit_s": fit_s, "eval_s": eval_s}
@@ -192,7 +206,7 @@ def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_mode
 def run_study(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    start_model = start_model_of(yaml.safe_load(MAIN_CONFIG.read_text()))
+    start_model = start_model_of(yaml.safe_load(Path(getattr(args, "config", None) or MAIN_CONFIG).read_text()))
     results: dict[str, Any] = {"arms": {}, "curves": {}, "seconds": {}, "settings": vars(args).copy()}
     results["settings"]["start_model"] = start_model
     results["settings"]["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -218,21 +232,51 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
                 results["curves"][f"{arm}/seed{seed}"] = got["curves"]
             results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(got["fit_s"], 1), "eval": round(got["eval_s"], 1)}
         results["arms"][arm] = summarise([done[arm, seed]["scores"] for seed in args.seeds])
+    results["paired"] = paired_results(done, args.arms, args.seeds)
+    threshold = getattr(args, "val_threshold", None)
+    if getattr(args, "val_every", None) and threshold is not None:
+        results["steps_to_threshold"] = {
+            arm: [
+                steps_to_threshold((done[arm, s]["curves"] or {}).get("val/reward@steps", []), threshold)
+                for s in args.seeds
+            ]
+            for arm in args.arms
+            if arm != "sft"
+        }
     results["seconds"]["total"] = round(time.perf_counter() - began, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     write_report(results, out)
     return results
 
 
+def paired_results(done: dict, arms: list[str], seeds: list[int]) -> dict[str, Any]:
+    """``csd − grpo`` and ``csd − csd_placebo`` (and ``grpo − sft``) per-task paired differences, where both ran."""
+    out = {}
+    for arm, baseline in (("csd", "grpo"), ("csd", "csd_placebo"), ("grpo", "sft")):
+        if arm in arms and baseline in arms:
+            a = [done[arm, s]["scores"] for s in seeds]
+            b = [done[baseline, s]["scores"] for s in seeds]
+            out[f"{arm} - {baseline}"] = {m: paired_difference(a, b, m) for m in ("reward", "success")}
+    return out
+
+
 # -- report ----------------------------------------------------------------------------------------
+
+
+def lapse_pair(split: dict[str, list[float]], name: str, fmt: str) -> str:
+    """``"lapse / steady"`` means of one diagnostic over an arm's curves (``—`` where there is none)."""
+    lapse, steady = split.get(f"train/csd/{name}/lapse", []), split.get(f"train/csd/{name}/steady", [])
+    if not lapse and not steady:
+        return "—"
+    return " / ".join(format(sum(v) / len(v), fmt) if v else "—" for v in (lapse, steady))
 
 
 def markdown_table(results: dict[str, Any]) -> str:
     header = (
         "| arm | held-out avg@n reward [95% CI] | held-out success [95% CI] | per-seed reward | "
-        "train reward first → last quarter | gate mean | teacher gap |"
+        "train reward first → last quarter | gate mean | teacher gap | gate lapse / steady | gap lapse / steady |"
     )
-    lines = [header, "|---|---|---|---|---|---|---|"]
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for arm, s in results["arms"].items():
         r, c = s["reward"], s["success"]
         firsts, lasts, gates, gaps = [], [], [], []
@@ -243,15 +287,53 @@ def markdown_table(results: dict[str, Any]) -> str:
                 lasts.append(l_)
                 gates += curve.get("train/csd/gate_mean", [])
                 gaps += curve.get("train/csd/teacher_gap_mean", [])
+        split = {
+            tag: [
+                v for key, curve in results["curves"].items() if key.startswith(f"{arm}/") for v in curve.get(tag, [])
+            ]
+            for tag in CURVE_TAGS
+            if tag.endswith(("/lapse", "/steady"))
+        }
+
         train = f"{sum(firsts) / len(firsts):.3f} → {sum(lasts) / len(lasts):.3f}" if firsts else "—"
         gate = f"{sum(gates) / len(gates):.3f}" if gates else "—"
         gap = f"{sum(gaps) / len(gaps):+.3f}" if gaps else "—"
         seeds = ", ".join(f"{v:.3f}" for v in r["per_seed"])
         lines.append(
             f"| {arm} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | "
-            f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} |"
+            f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}] | {seeds} | {train} | {gate} | {gap} | "
+            f"{lapse_pair(split, 'gate_mean', '.3f')} | {lapse_pair(split, 'teacher_gap_mean', '+.3f')} |"
         )
     return "\n".join(lines)
+
+
+def paired_table(results: dict[str, Any]) -> str:
+    """The paired per-task differences with their intervals (tasks shared by both arms)."""
+    paired = results.get("paired") or {}
+    if not paired:
+        return "(no paired comparison: run both arms of a pair)"
+    lines = [
+        "Paired per-task differences (per-task means over seeds; bootstrap over tasks):",
+        "",
+        "| difference | reward [95% CI] | success [95% CI] | tasks |",
+        "|---|---|---|---|",
+    ]
+    for name, d in paired.items():
+        r, c = d["reward"], d["success"]
+        lines.append(
+            f"| {name} | {r['mean']:+.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}] | "
+            f"{c['mean']:+.3f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] | {r['tasks']} |"
+        )
+    return "\n".join(lines)
+
+
+def threshold_line(results: dict[str, Any]) -> str:
+    got = results.get("steps_to_threshold")
+    if not got:
+        return "(no steps-to-threshold: run with --val-every N)"
+    thr = results["settings"].get("val_threshold")
+    parts = [f"{arm}: {', '.join('never' if s is None else str(s) for s in steps)}" for arm, steps in got.items()]
+    return f"Steps to held-out val/reward ≥ {thr} (per seed): " + "; ".join(parts)
 
 
 def write_report(results: dict[str, Any], out: Path) -> None:
@@ -274,6 +356,10 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         "Intervals: percentile bootstrap over tasks (per-task means over seeds and trials).",
         "",
         markdown_table(results),
+        "",
+        paired_table(results),
+        "",
+        threshold_line(results),
         "",
         command,
         "",
@@ -336,12 +422,17 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="train every arm for every seed, evaluate, write the report")
     run.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
-    run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     run.add_argument("--steps", type=int, default=16)
     run.add_argument("--tasks", type=int, default=None, help="held-out tasks (first N by id; default all 42)")
     run.add_argument("--trials", type=int, default=2)
     run.add_argument("--out", default="runs/learning_study")
     run.add_argument("--jobs", type=int, default=1, help="(arm, seed) runs side by side (each fit uses ~1 core)")
+    run.add_argument(
+        "--val-every", type=int, default=None, help="held-out greedy validation every N steps (steps-to-threshold)"
+    )
+    run.add_argument("--val-threshold", type=float, default=0.7, help="the val/reward a run must reach")
+    run.add_argument("--config", default=None, help="the base config of every arm (default: the main job's)")
     cmp_ = sub.add_parser("compare", help="evaluate checkpoints side by side on the held-out tasks")
     cmp_.add_argument("models", nargs="+")
     cmp_.add_argument("--tasks", type=int, default=None)

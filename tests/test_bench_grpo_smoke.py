@@ -1,5 +1,6 @@
 """The GRPO-vs-TRL benchmark still runs end to end (tiny sizes), so a TRL or Lightning upgrade cannot
-silently break it. Slow (~20 s, mostly imports); skipped where TRL is not installed."""
+silently break it. In the default suite (~15 s, mostly imports: every bench script runs there); skipped where
+TRL is not installed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ pytest.importorskip("trl")
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_grpo_vs_trl.py"
 
 
-@pytest.mark.slow
 def test_bench_grpo_vs_trl_runs_and_both_sides_generate_the_same_tokens():
     args = ["--prompts", "2", "--n", "2", "--max-new-tokens", "4", "--steps", "2", "--rounds", "1"]
     command = [sys.executable, str(SCRIPT), *args]

@@ -36,9 +36,16 @@ def test_gpu_check_dry_run_sft_section(tmp_path):
     assert set(sft["tok_per_s_median"]) == {"hf", "sft"} and "sft/hf peak_gib" in sft["ratios"]
 
 
+def test_gpu_check_dry_run_csd_teacher_section(tmp_path):
+    """One CSD step under gradient checkpointing: prefix-cache teacher = packed teacher (docs/decisions.md A60)."""
+    got = _dry_run(tmp_path, ["csd_teacher"])["csd_teacher"]
+    assert got["coached_tokens"] > 0 and got["grad_norm"] > 0
+    assert got["max_abs_diff_prefix_cache_vs_packed"] < 1e-4
+
+
 @pytest.mark.slow
 def test_gpu_check_dry_run_every_section(tmp_path):
-    records = _dry_run(tmp_path, ["sft", "grpo", "csd", "fsdp1"])
+    records = _dry_run(tmp_path, ["sft", "grpo", "csd", "fsdp1", "csd_teacher"])
     for name in ("grpo", "csd", "fsdp1"):
         assert records[name]["global_step"] == 1, name
     assert records["fsdp1"]["metrics"]["train/loss"] > 0

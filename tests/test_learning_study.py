@@ -70,7 +70,7 @@ def test_parallel_jobs_give_the_same_report_as_one_job(tmp_path, monkeypatch):
     import json
     import time
 
-    def fake_train(arm, seed, steps, out):
+    def fake_train(arm, seed, steps, out, *validation):
         time.sleep(0.01 * (3 - seed))  # finish out of order
         run = out / "runs" / f"{arm}_seed{seed}"
         run.mkdir(parents=True, exist_ok=True)
@@ -98,3 +98,46 @@ def test_parallel_jobs_give_the_same_report_as_one_job(tmp_path, monkeypatch):
     assert order == ["grpo/seed0", "grpo/seed1", "grpo/seed2"]
     assert arms["grpo"]["reward"]["mean"] > arms["sft"]["reward"]["mean"]
     assert "--jobs 3" in (tmp_path / "jobs3" / "results.md").read_text()
+
+
+def test_paired_difference_hand_worked():
+    # two seeds; per-task means: csd a=0.6, b=0.2, c=1.0; grpo a=0.5, b=0.0, c=1.0 -> differences 0.1, 0.2, 0.0
+    csd = [
+        {"a": {"reward": 0.4}, "b": {"reward": 0.2}, "c": {"reward": 1.0}},
+        {"a": {"reward": 0.8}, "b": {"reward": 0.2}},
+    ]
+    grpo = [{"a": {"reward": 0.5}, "b": {"reward": 0.0}, "c": {"reward": 1.0}, "d": {"reward": 0.3}}]
+    got = study.paired_difference(csd, grpo, "reward")
+    assert got["tasks"] == 3  # d is scored by one arm only
+    assert abs(got["mean"] - 0.1) < 1e-12
+    lo, hi = got["ci95"]
+    assert 0.0 - 1e-12 <= lo <= 0.1 <= hi <= 0.2 + 1e-12
+    # a constant shift on every task has a zero-width interval, however spread the tasks are
+    same = study.paired_difference(
+        [{"a": {"reward": 0.9}, "b": {"reward": 0.1}}], [{"a": {"reward": 0.8}, "b": {"reward": 0.0}}], "reward"
+    )
+    assert abs(same["ci95"][0] - same["ci95"][1]) < 1e-12 and abs(same["mean"] - 0.1) < 1e-12
+
+
+def test_steps_to_threshold():
+    points = [[8, 0.75], [0, 0.4], [4, 0.69]]
+    assert study.steps_to_threshold(points, 0.7) == 8
+    assert study.steps_to_threshold(points, 0.3) == 0
+    assert study.steps_to_threshold(points, 0.9) is None
+    assert study.steps_to_threshold([], 0.5) is None
+
+
+def test_arm_config_with_periodic_held_out_validation():
+    base = yaml.safe_load((REPO / "configs" / "agent_csd.yaml").read_text())
+    for arm in study.ARMS[1:]:
+        cfg = study.arm_config(base, arm, seed=0, steps=8, save_dir="/tmp/x", val_every=4, val_prompts=10)
+        val = cfg["model"]["init_args"]["validation"]
+        assert (val["val_every_n_steps"], val["val_before_train"], val["max_prompts"]) == (4, True, 10)
+        assert cfg["data"]["init_args"]["val_files"] == study.HELD_OUT_FILES
+    assert "validation" not in study.arm_config(base, "csd", seed=0, steps=8, save_dir="/tmp/x")["model"]["init_args"]
+
+
+def test_lapse_split_in_the_report():
+    split = {"train/csd/gate_mean/lapse": [0.6, 0.8], "train/csd/gate_mean/steady": []}
+    assert study.lapse_pair(split, "gate_mean", ".3f") == "0.700 / —"
+    assert study.lapse_pair({}, "gate_mean", ".3f") == "—"

@@ -224,3 +224,20 @@ def select_turns(
     if k < 0:
         raise ValueError(f"k (turns coached per episode) must be >= 0, got {k}")
     return rank_turns(turn_evidence(trajectory, privileged_entries), require_evidence=require_evidence)[:k]
+
+
+def lapse_turns(messages: Sequence[Mapping[str, Any]]) -> set[int]:
+    """Agent turns ``t ≥ 1`` that restate the opening: their first tool call's content equals turn 0's.
+
+    A lapse wastes the turn (a lapsing expert's habit, `mimesis_pl.envs.expert.LapsingExpert`); the learning
+    study splits the CSD teacher gap and gate by it.
+    """
+    from mimesis_pl.csd.scripted_coach import _action
+
+    turns = [messages[i] for i in assistant_turns(messages)]
+    if not turns:
+        return set()
+    opening = " ".join(_action(turns[0])[1].split())
+    if not opening:
+        return set()
+    return {t for t in range(1, len(turns)) if " ".join(_action(turns[t])[1].split()) == opening}

@@ -252,3 +252,21 @@ def coach_messages(request: CoachRequest) -> list[dict[str, str]]:
     else:
         system, user = CORRECTIVE_SYSTEM, CORRECTIVE_USER
     return [{"role": "system", "content": system}, {"role": "user", "content": user.format(**values)}]
+
+
+# -- how a note is shown to the teacher ----------------------------------------------------------------
+
+NoteFraming = Literal["hindsight", "bare"]
+NOTE_FRAMINGS: tuple[str, ...] = ("hindsight", "bare")
+# The reference introduced every note as hindsight guidance about the user (wording here is our own); the
+# placebo control measures the content-free shift of a note *with* this framing (docs/decisions.md A61).
+HINDSIGHT_HEADER = "Looking back at this conversation (shown during training only):"
+HINDSIGHT_PREAMBLE = "[The following is about what the user needs; let it inform your next message.]"
+
+
+def frame_note(note: str, framing: NoteFraming = "hindsight") -> str:
+    """The text of the user turn a note is spliced in as: framed as hindsight, or the bare note."""
+    check_choice("note_framing", framing, NOTE_FRAMINGS)
+    if framing == "bare":
+        return note
+    return f"{HINDSIGHT_HEADER}\n{HINDSIGHT_PREAMBLE}\n{note}"

@@ -56,6 +56,9 @@ HOLDING = {
     False: "What they have in mind is mostly on the table now; pull it together and respond to it directly.",
 }
 OPEN_ADVICE = "Take up that concern directly with a new reason instead of repeating earlier points."
+# With ``name_open_point``: the concern named in the user's *public* reply (never the private reasoning).
+OPEN_POINT_ADVICE = "Take up their point about {point} directly with a new reason instead of repeating earlier points."
+_OPEN_POINT = re.compile(r"point about ([^.;!?\n]+)", re.IGNORECASE)
 NEXT = {
     "yes": "Building on what they have already confirmed is what gets a yes from them next.",
     "no": "A move that assumes too much will be turned down next; check the key point first.",
@@ -93,6 +96,7 @@ TEMPLATES: tuple[str, ...] = (
     *STATE.values(),
     *HOLDING.values(),
     OPEN_ADVICE,
+    OPEN_POINT_ADVICE,
     *NEXT.values(),
     *DID.values(),
     *REACTION.values(),
@@ -185,8 +189,9 @@ class ScriptedCoach:
         max_chars: note length cap, as for every coach.
     """
 
-    def __init__(self, *, max_chars: int = DEFAULT_MAX_NOTE_CHARS) -> None:
+    def __init__(self, *, max_chars: int = DEFAULT_MAX_NOTE_CHARS, name_open_point: bool = False) -> None:
         self.max_chars = max_chars
+        self.name_open_point = name_open_point
 
     async def note(self, request: CoachRequest) -> CoachResult:
         return finish_note(self.write(request), max_chars=self.max_chars, avoid=request.avoid)
@@ -209,8 +214,14 @@ class ScriptedCoach:
             reaction = classify_reply(request.next_reply)
             advice = CORRECTIVE_ADVICE[corrective_advice(did, state, reaction, holding)]
             return " ".join([first, f"{DID[did]}, {REACTION[reaction]}", advice])
-        sentences = [first, OPEN_ADVICE if state == "open" else HOLDING[holding]]
+        sentences = [first, self._open_advice(seen) if state == "open" else HOLDING[holding]]
         following = classify_reply(request.next_reply)
         if following:
             sentences.append(NEXT[following])
         return " ".join(sentences)
+
+    def _open_advice(self, seen: Mapping[str, Any] | None) -> str:
+        """The advice for an open concern; with ``name_open_point``, naming the point the user named publicly
+        (task-specific: another task's note names another point, which a placebo control then lacks)."""
+        found = _OPEN_POINT.search(str(seen.get("content") or "")) if self.name_open_point and seen else None
+        return OPEN_POINT_ADVICE.format(point=found.group(1).strip()) if found else OPEN_ADVICE

@@ -15,13 +15,18 @@ import argparse
 import asyncio
 import glob
 import json
+import random
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..csd.coach import finish_note
+from ..csd.evidence import TurnEvidence, assistant_turns
+from ..csd.prompts import NOTE_FRAMINGS, NoteFraming, build_request, frame_note
+from ..csd.scripted_coach import ScriptedCoach
 from ..envs import EnvironmentManager, Expert, GymTask, interact_tool_schema, read_gym_tasks, run_expert_episode
-from ..envs.expert import LapsingExpert
+from ..envs.expert import LapsingExpert, NoteFollowingExpert
 from ..envs.gyms.function import FunctionExpert
 from ..envs.gyms.intention import IntentionExpert
 from ..envs.gyms.persuade import PersuadeExpert
@@ -66,6 +71,48 @@ def trace_record(task: GymTask, turns, choices: Sequence[str]) -> dict[str, Any]
     }
 
 
+def is_coached(key: str, seed: int, share: float) -> bool:
+    """Whether the trace of task ``key`` is a coached one (drawn from ``(seed, key)`` alone)."""
+    return share > 0 and random.Random(f"{seed}/{key}/coached").random() < share
+
+
+def insert_coach_notes(
+    messages: list[dict[str, Any]],
+    privileged: Sequence[Any],
+    turns: Sequence[int],
+    *,
+    framing: NoteFraming = "hindsight",
+    coach: ScriptedCoach | None = None,
+) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """The conversation with a coach note as a user message before each of ``turns`` that the coach notes.
+
+    The note is what the CSD job's coach writes for that turn (prospective style, from the user's private
+    reasoning behind the reply before it and the public history before it), framed as the job frames it,
+    at the place the CSD teacher row puts it: right before the assistant turn. Turns the coach answers
+    ``NONE`` get no note. Returns the new messages and the notes by turn.
+    """
+    coach = coach or ScriptedCoach()
+    at = assistant_turns(messages)
+    notes: dict[int, str] = {}
+    for t in turns:
+        if not 1 <= t < len(at):
+            continue
+        before = privileged[t - 1] if t - 1 < len(privileged) else None
+        after = privileged[t] if t < len(privileged) else None
+        evidence = TurnEvidence(
+            turn=t,
+            reasoning_before=(getattr(before, "reasoning", None) or ""),
+            reply_after=(getattr(after, "reply", None) or ""),
+        )
+        result = finish_note(coach.write(build_request(messages, evidence, "prospective")))
+        if result.note:
+            notes[t] = result.note
+    out = list(messages)
+    for t in sorted(notes, reverse=True):
+        out.insert(at[t], {"role": "user", "content": frame_note(notes[t], framing)})
+    return out, notes
+
+
 async def record_expert_traces(
     tasks: Sequence[GymTask],
     max_turns: int = 16,
@@ -74,35 +121,61 @@ async def record_expert_traces(
     *,
     lapse_rate: float = 0.0,
     seed: int = 0,
+    coached_share: float = 0.0,
+    note_framing: NoteFraming = "hindsight",
+    coach: ScriptedCoach | None = None,
 ) -> tuple[list[dict[str, Any]], Counter]:
     """Play every task once with its expert; keep episodes scoring at least ``min_score``.
 
     With ``lapse_rate`` > 0 the expert wastes that share of its later turns restating its opening
-    (`LapsingExpert`, drawn from ``seed``); lapsed turns are counted as ``lapsed_turns``.
+    (`LapsingExpert`, drawn from ``seed``); lapsed turns are counted as ``lapsed_turns``. With
+    ``coached_share`` > 0 that share of traces is coached: every later turn is preceded by the job's coach
+    note (`insert_coach_notes`) and the expert follows it (`NoteFollowingExpert`: no lapse on a noted turn),
+    counted as ``coached_traces`` and ``notes``; a turn the coach had nothing for (``NONE``) is counted
+    as ``unnoted_turns`` (played without a lapse, shown without a note).
     """
+    if not 0.0 <= coached_share <= 1.0:
+        raise ValueError(f"coached_share must lie in [0, 1], got {coached_share!r}")
     manager = EnvironmentManager(users=ScriptedUser(), max_turns=max_turns)
     registry = default_registry()
     counts: Counter = Counter()
     limit = asyncio.Semaphore(max_concurrency)
 
     async def play(i: int, task: GymTask):
+        key = f"{task.env_name}/{task.key}"
         expert = make_expert(task, tasks)
+        noted: frozenset[int] = frozenset()
         if lapse_rate > 0:
-            expert = LapsingExpert(expert, rate=lapse_rate, key=f"{task.env_name}/{task.key}", seed=seed)
+            expert = LapsingExpert(expert, rate=lapse_rate, key=key, seed=seed)
+            if is_coached(key, seed, coached_share):
+                noted = frozenset(range(1, max_turns))
+                expert = NoteFollowingExpert(expert, noted)
+        elif is_coached(key, seed, coached_share):
+            noted = frozenset(range(1, max_turns))
         async with limit:
             trace = await run_expert_episode(manager, task, expert, episode_id=f"expert-{i}")
         if lapse_rate > 0:
             counts[f"lapsed_turns/{task.env_name}"] += sum(expert.lapses(t) for t in range(len(trace.turns)))
-        return task, trace
+        return task, trace, noted
 
     records = []
-    for task, trace in await asyncio.gather(*(play(i, t) for i, t in enumerate(tasks))):
+    for task, trace, noted in await asyncio.gather(*(play(i, t) for i, t in enumerate(tasks))):
         counts[f"played/{task.env_name}"] += 1
         if trace.summary.score < min_score - 1e-9:
             counts[f"unsuccessful/{task.env_name}"] += 1
             continue
         counts[f"recorded/{task.env_name}"] += 1
-        records.append(trace_record(task, trace.turns, registry.get(task.env_name).choices))
+        record = trace_record(task, trace.turns, registry.get(task.env_name).choices)
+        if noted:
+            turns = [t for t in sorted(noted) if t < len(trace.turns)]
+            record["messages"], notes = insert_coach_notes(
+                record["messages"], trace.privileged, turns, framing=note_framing, coach=coach
+            )
+            record["coach_notes"] = {str(t): n for t, n in notes.items()}
+            counts[f"coached_traces/{task.env_name}"] += 1
+            counts[f"notes/{task.env_name}"] += len(notes)
+            counts[f"unnoted_turns/{task.env_name}"] += len(turns) - len(notes)
+        records.append(record)
     return records, counts
 
 
@@ -118,17 +191,42 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="share of later turns the expert wastes restating its opening (give --max-turns to spare)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="draws the lapses")
+    parser.add_argument("--seed", type=int, default=0, help="draws the lapses and the coached traces")
+    parser.add_argument(
+        "--coached-share",
+        type=float,
+        default=0.0,
+        help="share of traces where the job's coach note precedes every later turn and the expert follows it",
+    )
+    parser.add_argument(
+        "--coach-names-open-point",
+        action="store_true",
+        help="the coach names the open point (as coaching.coach.name_open_point: true in the job)",
+    )
+    parser.add_argument(
+        "--note-framing", choices=NOTE_FRAMINGS, default="hindsight", help="as the CSD job frames notes"
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace --out when it exists (otherwise refused)")
     args = parser.parse_args(argv)
     if Path(args.out).exists() and not args.overwrite:
         parser.error(f"--out {args.out} exists; pass --overwrite to replace it, or choose another path")
     if not 0.0 <= args.lapse_rate < 1.0:
         parser.error(f"--lapse-rate must lie in [0, 1), got {args.lapse_rate}")
+    if not 0.0 <= args.coached_share <= 1.0:
+        parser.error(f"--coached-share must lie in [0, 1], got {args.coached_share}")
     paths = sorted({p for pattern in args.src for p in (glob.glob(pattern) or [pattern])})
     tasks = [task for path in paths for task in read_gym_tasks(path)]
     records, counts = asyncio.run(
-        record_expert_traces(tasks, args.max_turns, args.min_score, lapse_rate=args.lapse_rate, seed=args.seed)
+        record_expert_traces(
+            tasks,
+            args.max_turns,
+            args.min_score,
+            lapse_rate=args.lapse_rate,
+            seed=args.seed,
+            coached_share=args.coached_share,
+            note_framing=args.note_framing,
+            coach=ScriptedCoach(name_open_point=args.coach_names_open_point),
+        )
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,27 @@ class LapsingExpert(Expert):
         return self.expert.act(prompt, history)
 
 
+@dataclass(frozen=True)
+class NoteFollowingExpert(Expert):
+    """A lapsing expert that reads its coach: on a turn a note precedes it does not lapse.
+
+    ``noted`` are the turns a note will precede (decided before the episode, since the note is written
+    from the user's private reasoning the episode produces); the expert plays them as the underlying
+    expert would, so a trace teaches "a note says the point is open: take it up, do not restate".
+    """
+
+    expert: LapsingExpert
+    noted: frozenset[int]
+
+    def lapses(self, turn: int) -> bool:
+        return turn not in self.noted and self.expert.lapses(turn)
+
+    def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
+        if len(history) in self.noted:
+            return self.expert.expert.act(prompt, history)
+        return self.expert.act(prompt, history)
+
+
 def opening_text(prompt: Sequence[Mapping[str, str]]) -> str:
     return next((str(m["content"]) for m in reversed(prompt) if m.get("role") == "user"), "")
 

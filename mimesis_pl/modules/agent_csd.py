@@ -12,13 +12,16 @@ step's :class:`~mimesis_pl.rollout.step.TeacherBatch`; the update reads it from 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from ..chat import pad_id_of
-from ..rl.losses import csd_loss
+from ..csd.evidence import lapse_turns
+from ..rl.losses import csd_loss, gap_gate_by_group
+from ..rl.placebo import and_mask_placebo
 from ..rl.teacher import pack_teacher_rows
 from ..rollout.coaching import CoachingSettings, CoachStage
 from ..rollout.settings import AdvantageSettings, RolloutSettings
@@ -89,9 +92,11 @@ class AgentCSD(AgentGRPO):
                     "AgentCSD.update needs the step's teacher rows (RLStep.teacher, from the coach stage)"
                 )
             return None
-        return CSDTerm(self, step.teacher, step.experience.tensors)
+        exp = step.experience
+        lapses = [lapse_turns(exp.trajectories[i].messages) for i in exp.trained]
+        return CSDTerm(self, step.teacher, exp.tensors, lapses)
 
-    def _csd_term(self, teacher, t, rows, logprobs, width, advantages, response):
+    def _csd_term(self, teacher, t, rows, logprobs, width, advantages, response, lapses=None):
         """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``)."""
         length = t["input_ids"].shape[1]
         real = [teacher.real[int(i)] for i in rows]
@@ -108,6 +113,8 @@ class AgentCSD(AgentGRPO):
         teacher_lp = teacher_full[:, 1 : width + 1]  # maps are absolute; student column j scores token j + 1
         mask = mask_full[:, 1 : width + 1].to(logprobs.device) & response[rows, :width].bool()
         placebo_lp = placebo_full[:, 1 : width + 1] if placebo_full is not None else None
+        if placebo_lp is not None and self.csd.placebo_missing == "drop":  # the reference's AND mask
+            mask = and_mask_placebo(mask, placebo_lp.to(mask.device))  # (docs/decisions.md A62)
         if self.global_step < self.csd.warmup_steps:
             mask = torch.zeros_like(mask)
         if self.csd.adv_gate is not None:
@@ -121,6 +128,17 @@ class AgentCSD(AgentGRPO):
             placebo_logprobs=None if placebo_lp is None else placebo_lp.to(logprobs.dtype),
         )
         metrics = {f"csd/{k}": float(v) for k, v in m.items()}
+        if lapses is not None:  # the study's diagnostics: gap and gate on turns that restate the opening vs not
+            lapse = _lapse_mask(rows, teacher.spans, lapses, length)[:, 1 : width + 1].to(mask.device)
+            split = gap_gate_by_group(
+                logprobs,
+                teacher_lp.to(logprobs.dtype),
+                mask.to(logprobs.dtype),
+                {"lapse": lapse, "steady": ~lapse},
+                beta=self.csd.beta,
+                placebo_logprobs=None if placebo_lp is None else placebo_lp.to(logprobs.dtype),
+            )
+            metrics.update({f"csd/{k}": v for k, v in split.items() if not math.isnan(v)})
         metrics["csd/tokens"] = float(mask.sum())
         metrics["csd/loss"] = float(loss.detach())
         return self.csd.coef * torch.nan_to_num(loss), metrics
@@ -162,6 +180,17 @@ class AgentCSD(AgentGRPO):
         return teacher_full, placebo_full, mask_full
 
 
+def _lapse_mask(rows, spans, lapses, length: int) -> torch.Tensor:
+    """``[b, length]`` bool: the generated tokens of each row's lapse turns (absolute positions)."""
+    out = torch.zeros(len(rows), length, dtype=torch.bool)
+    for k, i in enumerate(rows.tolist()):
+        for turn in lapses[i]:
+            if turn < len(spans[i]):
+                span = spans[i][turn]
+                out[k, span.start : min(span.end, length)] = True
+    return out
+
+
 @dataclass
 class CSDTerm:
     """The CSD term of one step's update: the step's teacher rows scored against each micro-batch."""
@@ -169,13 +198,20 @@ class CSDTerm:
     module: AgentCSD
     teacher: TeacherBatch
     tensors: dict[str, torch.Tensor]
+    lapses: list[set[int]] | None = None  # per trained trajectory, its turns that restate the opening
 
     @property
     def metrics(self) -> dict[str, float]:
         return self.teacher.metrics
 
+    @property
+    def weighting(self):
+        return self.module.csd.weighting
+
     def __call__(self, rows, logprobs, width, advantages, response):
-        return self.module._csd_term(self.teacher, self.tensors, rows, logprobs, width, advantages, response)
+        return self.module._csd_term(
+            self.teacher, self.tensors, rows, logprobs, width, advantages, response, self.lapses
+        )
 
     def empty_microbatch(self) -> None:
         # as a real micro-batch: student forward, the teacher forwards of the busiest rank, backward

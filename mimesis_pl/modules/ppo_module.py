@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import lightning.pytorch as pl
 import torch
@@ -33,6 +33,8 @@ class ExtraLoss(Protocol):
     """A term added to the policy loss of every micro-batch (CSD's): built per step, passed to the update."""
 
     metrics: dict[str, float]
+    # how the term of each micro-batch is weighted in the mini-batch's gradient (see `extra_term_weight`)
+    weighting: Literal["micro_batch", "pg_token_share"]
 
     def __call__(
         self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, advantages: torch.Tensor, response: torch.Tensor
@@ -40,6 +42,26 @@ class ExtraLoss(Protocol):
 
     def empty_microbatch(self) -> None:
         """Keep ranks in step on a micro-batch with no trajectory on this rank."""
+
+
+def extra_term_weight(
+    weighting: Literal["micro_batch", "pg_token_share"], pg_weight: torch.Tensor | float, accumulation: int
+) -> torch.Tensor | float:
+    """Factor an extra term (a per-micro-batch mean) is multiplied by before backward.
+
+    ``pg_token_share``: the policy-gradient term's own factor ``pg_weight`` (the micro-batch's share of the
+    global mini-batch's tokens × world size). ``micro_batch``: ``1 / accumulation``, the reference's loss
+    aggregation (each of a rank's ``accumulation`` micro-batches counts equally; data parallelism then
+    averages the ranks), so every micro-batch's token-mean weighs the same however many PG tokens it holds
+    (docs/decisions.md A63).
+    """
+    if accumulation < 1:
+        raise ValueError(f"accumulation={accumulation} must be >= 1")
+    if weighting == "pg_token_share":
+        return pg_weight
+    if weighting == "micro_batch":
+        return 1.0 / accumulation
+    raise ValueError(f"weighting must be 'micro_batch' or 'pg_token_share', got {weighting!r}")
 
 
 class _StageHooks(pl.Callback):
@@ -303,14 +325,15 @@ class PPOModule(HFCausalLMModule):
                     agg=ppo.loss_agg,
                 )
                 mb_metrics = {**mb_metrics, "pg_loss": loss.detach()}
-                if extra is not None:
-                    extra_loss, extra_metrics = extra(rows, logprobs, w, advantages, response)
-                    loss = loss + extra_loss
-                    mb_metrics = {**mb_metrics, **extra_metrics}
                 # token-mean over the whole global mini-batch, not the mean of micro-batch means; × world
                 # because data parallelism averages the ranks' gradients
                 share = mask.sum() / global_tokens if ppo.loss_agg == "token-mean" else len(rows) / global_rows
-                self.manual_backward(loss * share * world)
+                loss = loss * share * world
+                if extra is not None:
+                    extra_loss, extra_metrics = extra(rows, logprobs, w, advantages, response)
+                    loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, len(micro_batches))
+                    mb_metrics = {**mb_metrics, **extra_metrics}
+                self.manual_backward(loss)
                 for key, value in mb_metrics.items():
                     sums[key] = sums.get(key, 0.0) + float(value)
                 sums["_count"] = sums.get("_count", 0.0) + 1

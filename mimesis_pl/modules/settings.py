@@ -138,14 +138,21 @@ class CSDSettings:
 
     Args:
         coef: α, the weight of the CSD loss (reference 0.01).
-        estimator: ``sdar`` (σ(β·Δ)-gated imitation), ``ref`` or ``k3`` (the top-k ``distill`` estimator
-            of :mod:`mimesis_pl.rl.losses` needs student top-k log-probs, which the update does not compute).
+        estimator: ``sdar`` (σ(β·Δ)-gated imitation), ``ref`` or ``k3``. The top-k ``distill`` estimator of
+            :mod:`mimesis_pl.rl.losses` is not selectable: the update does not compute the student's top-k
+            log-probs it needs (docs/decisions.md A7).
         beta: gate sharpness of ``sdar`` (reference 5.0).
         warmup_steps: optimiser steps with the CSD term off.
         adv_gate: keep only coached tokens with ``|advantage| <= adv_gate`` (``None``: off).
         teacher_chunk_rows: teacher rows per forward (``packed`` mode).
         teacher_mode: ``prefix_cache`` forwards each coached trajectory's prefix once and reuses its KV cache
             for every teacher row (real and placebo); ``packed`` forwards whole left-padded rows in chunks.
+        placebo_missing: a coached token without a placebo inside a trajectory that has placebos is
+            ``drop``-ped (the reference's AND mask) or scored on the ``raw`` gap (docs/decisions.md A62).
+        weighting: how each micro-batch's CSD token-mean enters the gradient: ``micro_batch`` (the
+            reference's loss aggregation: 1 / the number of micro-batches of the mini-batch) or
+            ``pg_token_share`` (the micro-batch's share of the mini-batch's policy-gradient tokens, as the
+            PG term; docs/decisions.md A63).
     """
 
     coef: float = 0.01
@@ -155,15 +162,22 @@ class CSDSettings:
     adv_gate: float | None = None
     teacher_chunk_rows: int = 4
     teacher_mode: Literal["prefix_cache", "packed"] = "prefix_cache"
+    placebo_missing: Literal["drop", "raw"] = "drop"
+    weighting: Literal["micro_batch", "pg_token_share"] = "micro_batch"
 
     def __post_init__(self) -> None:
-        if self.teacher_mode not in ("prefix_cache", "packed"):
-            raise ValueError(
-                f"model.init_args.csd.teacher_mode must be 'prefix_cache' or 'packed', got {self.teacher_mode!r}"
-            )
+        where = "model.init_args.csd"
+        choices = {
+            "teacher_mode": ("prefix_cache", "packed"),
+            "placebo_missing": ("drop", "raw"),
+            "weighting": ("micro_batch", "pg_token_share"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{where}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.estimator not in ("sdar", "ref", "k3"):
             raise ValueError(
-                f"model.init_args.csd.estimator {self.estimator!r} is not supported by AgentCSD; "
+                f"{where}.estimator {self.estimator!r} is not supported by AgentCSD; "
                 "choose sdar, ref or k3 "
                 "(the top-k 'distill' estimator exists in mimesis_pl.rl.losses but needs student top-k log-probs)"
             )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 from ..rl.teacher import PackedTeacherRows, gather_teacher_logprobs, teacher_logits_to_keep, token_logprobs_from_logits
@@ -54,6 +57,25 @@ def check_no_dropout(config, where: str = "model config") -> None:
     walk(config, "")
 
 
+@contextmanager
+def prefix_cache_off_checkpointing(model: torch.nn.Module) -> Iterator[None]:
+    """Gradient checkpointing off for a no-grad pass, restored afterwards (docs/decisions.md A60).
+
+    In train mode transformers' checkpointed layers drop ``use_cache`` and ``past_key_values``, so a
+    KV cache is never filled nor read. A no-grad pass stores no activations, so checkpointing buys
+    nothing there; turning the per-module flags off (not ``model.train(False)``: the teacher runs in
+    the student's mode) lets the prefix cache work and leaves the weights and the mode untouched.
+    """
+    switched = [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
+    for m in switched:
+        m.gradient_checkpointing = False
+    try:
+        yield
+    finally:
+        for m in switched:
+            m.gradient_checkpointing = True
+
+
 def _crop_to(cache, length: int) -> None:
     remove = cache.get_seq_length() - length
     if remove > 0:
@@ -89,23 +111,45 @@ def teacher_logprobs_prefix_cached(
     work.sort(key=lambda w: -w[0].header_start)
     prefix_end = work[0][0].header_start
     ids = input_ids.to(device)
-    cache = None
-    if prefix_end > 0:
-        cache = model(input_ids=ids[None, :prefix_end], use_cache=True).past_key_values
-    for span, row, k in work:
-        hs = span.header_start
-        if cache is not None:
-            _crop_to(cache, hs)
-        suffix = row[hs:].to(device)
-        positions = torch.arange(hs, hs + suffix.numel(), device=device)[None]
-        logits = model(
-            input_ids=suffix[None], past_key_values=cache, position_ids=positions, use_cache=cache is not None
-        ).logits[0]
-        note_len = row.numel() - span.end
-        # suffix index of the first sampled token; its predicting logit is the one before it
-        first = note_len + (span.start - hs)
-        predicting = logits[first - 1 : first - 1 + (span.end - span.start)].float()
-        targets = suffix[first : first + (span.end - span.start)]
-        lp = predicting.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(predicting, dim=-1)
-        outs[k][span.start : span.end] = lp
+    with prefix_cache_off_checkpointing(model):
+        cache = None
+        if prefix_end > 0:
+            cache = model(input_ids=ids[None, :prefix_end], use_cache=True).past_key_values
+            _check_cache(cache, prefix_end)
+        for span, row, k in work:
+            hs = span.header_start
+            if cache is not None:
+                _crop_to(cache, hs)
+            suffix = row[hs:].to(device)
+            positions = torch.arange(hs, hs + suffix.numel(), device=device)[None]
+            logits = model(
+                input_ids=suffix[None], past_key_values=cache, position_ids=positions, use_cache=cache is not None
+            ).logits[0]
+            if cache is not None:
+                _check_cache(cache, hs + suffix.numel())
+            _score_row(logits, suffix, span, row, outs[k])
     return outs
+
+
+def _check_cache(cache, length: int) -> None:
+    """The prefix-cache contract: the cache holds exactly the positions forwarded so far, or we raise."""
+    held = None if cache is None else cache.get_seq_length()
+    if held != length:
+        raise RuntimeError(
+            f"teacher_mode 'prefix_cache': the model returned a prefix cache of {held} positions, expected "
+            f"{length}; it would score the note and the turn without their prefix. Use "
+            "model.init_args.csd.teacher_mode: packed for this model"
+        )
+
+
+def _score_row(logits, suffix, span, row, out) -> None:
+    """Write the teacher log-probs of ``span``'s sampled tokens (from its suffix forward) into ``out``."""
+    hs = span.header_start
+    note_len = row.numel() - span.end
+    first = note_len + (span.start - hs)  # suffix index of the first sampled token; its logit is the one before
+    n = span.end - span.start
+    predicting = logits[first - 1 : first - 1 + n].float()
+    targets = suffix[first : first + n]
+    out[span.start : span.end] = predicting.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(
+        predicting, dim=-1
+    )

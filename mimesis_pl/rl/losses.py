@@ -8,7 +8,8 @@ of the compute dtype. Masks may be bool, integer or float ``[B, T]``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor
@@ -366,3 +367,36 @@ def _check_distill_inputs(
     for name, topk in named:
         if tuple(topk.shape) != expected:
             raise ValueError(f"{name} has shape {tuple(topk.shape)}; expected {expected}")
+
+
+def gap_gate_by_group(
+    student_logprobs: Tensor,
+    teacher_logprobs: Tensor,
+    mask: Tensor,
+    groups: Mapping[str, Tensor],
+    beta: float = 5.0,
+    placebo_logprobs: Tensor | None = None,
+) -> dict[str, float]:
+    """Mean teacher gap Δ and ``sdar`` gate σ(β·Δ) over the coached tokens of each group (diagnostics only).
+
+    Δ is the gap `csd_loss` uses: ``t − p`` where a placebo exists, else ``t − s``. ``groups`` maps a name to a
+    ``[B, T]`` bool mask (e.g. lapse vs steady turns); returns ``teacher_gap_mean/<name>``,
+    ``gate_mean/<name>`` and ``tokens/<name>`` (NaN means for a group without coached tokens).
+    """
+    selected = mask > 0
+    s = student_logprobs.detach().float()
+    t = torch.where(selected, teacher_logprobs.detach().float(), s)
+    gap = t - s
+    if placebo_logprobs is not None:
+        p = placebo_logprobs.detach().float()
+        has = selected & ~torch.isnan(p)
+        gap = torch.where(has, t - torch.nan_to_num(p), gap)
+    gate = torch.sigmoid(beta * gap)
+    out: dict[str, float] = {}
+    for name, group in groups.items():
+        keep = selected & group.to(selected.device).bool()
+        n = int(keep.sum())
+        out[f"tokens/{name}"] = float(n)
+        out[f"teacher_gap_mean/{name}"] = float(gap[keep].mean()) if n else math.nan
+        out[f"gate_mean/{name}"] = float(gate[keep].mean()) if n else math.nan
+    return out

@@ -14,6 +14,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+from torch import Tensor
+
 
 @dataclass(frozen=True)
 class PooledNote:
@@ -66,3 +69,22 @@ class PlaceboPool:
         rng_state = state["rng"]
         # The state round-trips through torch.save as nested lists; random wants tuples.
         self._rng.setstate((rng_state[0], tuple(rng_state[1]), rng_state[2]))
+
+
+def and_mask_placebo(mask: Tensor, placebo_logprobs: Tensor) -> Tensor:
+    """The reference's placebo rule: inside a trajectory that has placebo rows, keep only the coached
+    tokens that have a placebo (``real AND placebo``); a trajectory without any placebo keeps its raw
+    tokens (docs/decisions.md A62).
+
+    Args:
+        mask: ``[B, T]`` bool, the coached tokens.
+        placebo_logprobs: ``[B, T]``, NaN where a token has no placebo row.
+
+    Returns:
+        ``[B, T]`` bool: ``mask`` with the placebo-less tokens of placebo-carrying trajectories removed.
+    """
+    if mask.shape != placebo_logprobs.shape:
+        raise ValueError(f"mask {tuple(mask.shape)} and placebo_logprobs {tuple(placebo_logprobs.shape)} differ")
+    has_placebo = ~torch.isnan(placebo_logprobs)
+    carries = (mask & has_placebo).any(dim=1, keepdim=True)
+    return mask & (has_placebo | ~carries)

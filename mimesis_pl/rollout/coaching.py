@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..chat import ChatRenderer
+from ..csd.prompts import NOTE_FRAMINGS, NoteFraming, frame_note
 from ..envs import GymTask
 from ..rl.placebo import PlaceboPool
 from ..rl.teacher import build_teacher_rows
@@ -32,12 +33,19 @@ class CoachSettings:
 
 @dataclass
 class ScriptedCoachSettings(CoachSettings):
-    """Offline rules over the user's private reasoning (never the hidden values of the task)."""
+    """Offline rules over the user's private reasoning (never the hidden values of the task).
+
+    Args:
+        name_open_point: an open-concern note names the point the user named in their public reply
+            (task-specific notes; the note-reading agent's traces are made with it on).
+    """
+
+    name_open_point: bool = False
 
     def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
         from ..csd import ScriptedCoach
 
-        return ScriptedCoach(max_chars=max_chars), []
+        return ScriptedCoach(max_chars=max_chars, name_open_point=self.name_open_point), []
 
 
 @dataclass
@@ -67,6 +75,12 @@ class OpenAICoachSettings(CoachSettings):
         from ..csd import OpenAICoach
 
         url, threads = self.upstream_url, []
+        if user_shim_url is not None:
+            # The coach's *upstream* is what must not be the users' shim: the coach's own shim always has a
+            # new port, so comparing with it would accept a coach pointed at the user shim (docs/decisions.md A64).
+            from ..shim.guard import check_distinct_endpoints
+
+            check_distinct_endpoints(user_shim_url, self.upstream_url)
         if self.shim:
             from ..shim.background import ServerThread
             from ..shim.service import PrivilegedShim
@@ -74,10 +88,6 @@ class OpenAICoachSettings(CoachSettings):
             thread = ServerThread(PrivilegedShim(url), name="mimesis-coach-shim")
             url = thread.start()
             threads.append(thread)
-        if user_shim_url is not None:
-            from ..shim.guard import check_distinct_endpoints
-
-            check_distinct_endpoints(user_shim_url, url)
         coach = OpenAICoach(
             base_url=url,
             model=self.model,
@@ -98,6 +108,8 @@ class CoachingSettings:
         coach: the coach (``class_path``): scripted rules (default) or a served model.
         style: ``prospective`` (what to consider before acting) or ``corrective`` (what the user's
             reaction says about the action taken).
+        note_framing: ``hindsight`` (the reference's: the note is introduced as hindsight guidance about
+            the user's needs) or ``bare`` (the note text alone; docs/decisions.md A61). Placebo notes get the same.
         turns_per_episode: notes per trajectory at most.
         require_evidence: coach only turns whose preceding user reply carried private reasoning.
         max_note_chars: notes are cut at a sentence boundary to this length (or skipped).
@@ -116,6 +128,7 @@ class CoachingSettings:
 
     coach: CoachSettings = field(default_factory=ScriptedCoachSettings)
     style: Literal["prospective", "corrective"] = "prospective"
+    note_framing: NoteFraming = "hindsight"
     turns_per_episode: int = 16
     require_evidence: bool = True
     max_note_chars: int = 600
@@ -132,6 +145,8 @@ class CoachingSettings:
     def __post_init__(self) -> None:
         if self.style not in ("prospective", "corrective"):
             raise ValueError(f"coaching.style must be 'prospective' or 'corrective', got {self.style!r}")
+        if self.note_framing not in NOTE_FRAMINGS:
+            raise ValueError(f"coaching.note_framing must be one of {NOTE_FRAMINGS}, got {self.note_framing!r}")
 
 
 class CoachStage:
@@ -242,4 +257,10 @@ class CoachStage:
         """Tokens of a note as one complete user message placed at a turn's header start."""
         if self.settings.null_probe:
             return []
-        return self._renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": note})
+        return note_turn_ids(self._renderer, note, self.settings.note_framing)
+
+
+def note_turn_ids(renderer: ChatRenderer, note: str, framing: NoteFraming = "hindsight") -> list[int]:
+    """Tokens of ``note`` (framed) as one complete user message, spliced in at a turn's header start."""
+    content = frame_note(note, framing)
+    return renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": content})

@@ -1,0 +1,80 @@
+"""Every ``bench/`` script runs end to end at toy size in the default suite, so a refactor cannot break one
+unseen (``bench_csd.py`` did: the CSD module read a rollout-stage attribute its fixed stage lacked).
+
+Each script runs as a subprocess with its own toy arguments and must exit 0 and print its result lines.
+``gpu_check.py`` (``tests/test_gpu_check_dry_run.py``), ``bench_grpo_vs_trl.py``
+(``tests/test_bench_grpo_smoke.py``) and ``rounds.py`` (``tests/test_bench_rounds.py``) have their own tests;
+``learning_study.py run`` is exercised here on the SFT start and one trained arm (one step, one task); its
+statistics (``study_stats.py``) in ``tests/test_learning_study.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+
+TOY = {
+    "bench_csd.py": (["--episodes", "4", "--steps", "1", "--rounds", "1"], "teacher rows per trajectory"),
+    "bench_engines.py": (
+        ["--requests", "2", "--max-new-tokens", "2", "--max-batch-size", "2", "--rounds", "1"],
+        "tok_per_s batched/sequential",
+    ),
+    "bench_render.py": (["--turns", "2", "--rounds", "1", "--repeats", "1"], "re-prefix/incremental"),
+    "bench_rl_math.py": (
+        ["--batch", "2", "--response", "64", "--prompt", "16", "--turns", "2", "--noted-turns", "1", "--repeats", "1"],
+        "teacher finite: True",
+    ),
+    "bench_sft.py": (
+        ["--vocab", "256", "--hidden", "32", "--layers", "1", "--heads", "2", "--head-dim", "16", "--batch", "1"]
+        + ["--seq", "32", "--rounds", "1", "--variants", "hf", "sft"],
+        "sft/hf",
+    ),
+    "bench_sft_data.py": (
+        ["--rows", "200", "--eager-max-rows", "200", "--batches", "4", "--window", "64", "--rounds", "1"],
+        "streaming@200/eager@200",
+    ),
+    "bench_shim.py": (["--requests", "8", "--rounds", "1", "--episodes", "10", "--max-episodes", "10"], "shim RSS"),
+}
+
+
+def _run(args: list[str], tmp_path: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_every_bench_script_is_covered():
+    own_tests = {"gpu_check.py", "bench_grpo_vs_trl.py", "rounds.py", "learning_study.py", "study_stats.py"}
+    assert {p.name for p in BENCH.glob("*.py")} == set(TOY) | own_tests
+
+
+@pytest.mark.parametrize("script", sorted(TOY))
+def test_bench_script_runs_at_toy_size(script, tmp_path):
+    args, expected = TOY[script]
+    if script == "bench_sft_data.py":
+        args = [*args, "--cache", str(tmp_path / "cache")]
+    done = _run([str(BENCH / script), *args], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert expected in done.stdout, done.stdout[-2000:]
+
+
+def test_learning_study_run_at_toy_size(tmp_path):
+    out = tmp_path / "study"
+    args = ["run", "--arms", "sft", "csd", "--seeds", "0", "--steps", "1", "--tasks", "1", "--trials", "1"]
+    args += ["--config", "configs/tiny/agent_csd.yaml", "--out", str(out)]  # the tiny job: the same code path
+    done = _run([str(BENCH / "learning_study.py"), *args], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["arms"]["csd"]["tasks"] == 1
+    assert results["paired"] == {}  # no pair among sft and csd alone
+    assert "Paired per-task differences" not in (out / "results.md").read_text()
+    assert (out / "results.md").exists()
