@@ -9,8 +9,8 @@ UserRL asks an LLM judge two things; :class:`RuleGrader` answers them by keyword
   the trip and every ground-truth argument value, ``"False"`` when it names several or misses a value,
   ``"N/A"`` when it names none of the trip's aspects.
 
-A served judge would implement the same :class:`TravelGrader` protocol (docs/decisions.md A43); until
-then a ``judge:`` setting other than the rule grader is refused with a clear error.
+The served judge (:mod:`.judge`, selected by ``judge: {kind: openai, ...}``) implements the same
+:class:`TravelGrader` protocol (docs/decisions.md A43).
 """
 
 from __future__ import annotations
@@ -101,16 +101,32 @@ def search_alignment(request: str, scenario: TravelScenario) -> tuple[SearchVerd
     return ("False", None) if missing else ("True", aspect)
 
 
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One line of the episode as UserRL's utterance judge reads it: who spoke (``agent``, ``user`` or
+    ``database``), what was said, and for agent turns the judge-side note on how the turn was taken."""
+
+    role: Literal["agent", "user", "database"]
+    content: str
+    note: str = ""
+
+
 class TravelGrader(Protocol):
-    """What TravelGym needs judged; :class:`RuleGrader` offline, a served judge later (A43)."""
+    """What TravelGym needs judged; :class:`RuleGrader` offline, the served judge in :mod:`.judge` (A43)."""
 
     name: str
 
     async def classify(
-        self, utterance: str, scenario: TravelScenario, remaining: Sequence[TravelPreference]
+        self,
+        utterance: str,
+        scenario: TravelScenario,
+        remaining: Sequence[TravelPreference],
+        history: Sequence[HistoryEntry] = (),
     ) -> tuple[UtteranceType, TravelPreference | None]: ...
 
     async def search(self, request: str, scenario: TravelScenario) -> tuple[SearchVerdict, str | None]: ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -120,12 +136,19 @@ class RuleGrader:
     name: str = "rule"
 
     async def classify(
-        self, utterance: str, scenario: TravelScenario, remaining: Sequence[TravelPreference]
+        self,
+        utterance: str,
+        scenario: TravelScenario,
+        remaining: Sequence[TravelPreference],
+        history: Sequence[HistoryEntry] = (),
     ) -> tuple[UtteranceType, TravelPreference | None]:
         return utterance_type(utterance, remaining, scenario.preferences)
 
     async def search(self, request: str, scenario: TravelScenario) -> tuple[SearchVerdict, str | None]:
         return search_alignment(request, scenario)
+
+    async def aclose(self) -> None:
+        return None
 
 
 AnswerKind = Literal["best", "correct", "wrong", "multiple", "format", "repeated", "foreign"]

@@ -19,6 +19,8 @@ its async step, used in training, forgot the latter: A44). Each step reward is i
 sum is not bounded (preference and answer rewards add up, as in UserRL: A40). Scenarios come from
 UserRL's files when ``scenarios_path`` is given, else they are generated from the row's id (A42).
 Training uses UserRL's training rewards (search 0.0, preference 0.8); evaluation sets 0.2 / 0.6.
+The grader is the keyword rule grader offline, or with ``judge: {kind: openai, url, model, ...}`` a served
+judge seeing what UserRL's judge sees (A43); a judge that keeps failing is ``judge_error``, never a 0 (A48).
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ import json
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError
-from mimesis_pl.envs.gyms.judging import judge_settings
+from mimesis_pl.envs.gyms.judging import GymJudge, judge_settings
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.gyms.travel.generator import generate_scenario
-from mimesis_pl.envs.gyms.travel.grader import RuleGrader, TravelGrader, answer_kind
+from mimesis_pl.envs.gyms.travel.grader import HistoryEntry, RuleGrader, TravelGrader, answer_kind
+from mimesis_pl.envs.gyms.travel.judge import ServedGrader
 from mimesis_pl.envs.gyms.travel.scenarios import (
     TravelPreference,
     TravelScenario,
@@ -88,6 +91,14 @@ ANSWER_TEXT = {
     "foreign": "Option '{oid}' is not for any travel aspect of this trip.",
 }
 RECORDED = " Your choice is recorded; do not choose options of this travel aspect again."
+# Judge-side notes on the agent's turns, kept in the history the utterance judge reads (as UserRL's).
+TURN_NOTES = {
+    1: "Not a request for a preference; the traveller replied naturally.",
+    2: "Asked concretely about preference {pid}; the traveller hinted at it implicitly.",
+    3: "Asked concretely about something the traveller has no unrevealed preference on.",
+    4: "Too vague to answer; the traveller asked for a more specific question.",
+    "proactive": "Off target for several turns; the traveller volunteered preference {pid} implicitly.",
+}
 
 
 class TravelGym(Gym):
@@ -142,6 +153,14 @@ class TravelGym(Gym):
         self._best_left = set(self.scenario.best_ids.values())
         self._reveal: tuple[str, TravelPreference | None] = ("chat", None)
         self._rng = random.Random(f"{self.seed}:{self.scenario.scenario_id}:{self.episode_id}")
+        self._history: list[HistoryEntry] = []
+
+    async def aclose(self) -> None:
+        await self.grader.aclose()
+
+    def _log(self, said: str, heard: str, *, role: Literal["user", "database"] = "user", note: str = "") -> None:
+        """One exchange in the history the utterance judge reads (answers are not in it, as UserRL's)."""
+        self._history += [HistoryEntry("agent", said, note), HistoryEntry(role, heard)]
 
     def _scenario_for(self, task: GymTask) -> TravelScenario:
         task_id = task.key
@@ -177,10 +196,12 @@ class TravelGym(Gym):
     async def _search(self, request: str) -> StepResult:
         self._searches += 1
         if self._searches % self.search_failure_interval == 0:
+            self._log(request, SEARCH_ERROR, role="database")
             return self._result(SEARCH_ERROR, search="backend_error")
         verdict, aspect = await self.grader.search(request, self.scenario)
         if verdict == "True" and aspect is not None:
             if aspect in self._searched:
+                self._log(request, SEARCH_REPEATED.format(aspect=aspect), role="database")
                 return self._result(SEARCH_REPEATED.format(aspect=aspect), search="repeated")
             self._searched.add(aspect)
             lines = [json.dumps(o, ensure_ascii=False) for o in self.scenario.options[aspect]]
@@ -194,11 +215,14 @@ class TravelGym(Gym):
                     *lines,
                 ]
             )
+            self._log(request, text.split("\n")[0] + " (results not repeated here)", role="database")
             return self._result(text, self.rewards["search"], search="aligned")
-        return self._result(SEARCH_NA if verdict == "N/A" else SEARCH_FALSE, search=verdict)
+        refusal = SEARCH_NA if verdict == "N/A" else SEARCH_FALSE
+        self._log(request, refusal, role="database")
+        return self._result(refusal, search=verdict)
 
     async def _talk(self, utterance: str) -> StepResult:
-        kind, pref = await self.grader.classify(utterance, self.scenario, self._remaining)
+        kind, pref = await self.grader.classify(utterance, self.scenario, self._remaining, self._history)
         if kind == 2 and pref is not None:
             self._off_target = 0
             return await self._reveal_to(utterance, "reveal", pref, self.rewards["preference"], kind)
@@ -206,12 +230,13 @@ class TravelGym(Gym):
             self._off_target = 0
             return await self._reveal_to(utterance, "proactive", self._rng.choice(self._remaining), 0.0, kind)
         self._off_target += 1
-        if kind == 3:
-            return self._result(NO_SUCH_PREFERENCE, utterance_type=kind)
-        if kind == 4:
-            return self._result(TOO_VAGUE, utterance_type=kind)
+        if kind in (3, 4):
+            canned = NO_SUCH_PREFERENCE if kind == 3 else TOO_VAGUE
+            self._log(utterance, canned, note=TURN_NOTES[kind])
+            return self._result(canned, utterance_type=kind)
         self._reveal = ("chat", None)
         reply = await self._ask_user(utterance)
+        self._log(utterance, reply.public, note=TURN_NOTES[1])
         return self._result(reply.public, user=reply, utterance_type=kind)
 
     async def _reveal_to(
@@ -220,6 +245,7 @@ class TravelGym(Gym):
         self._reveal = (mode, pref)
         reply = await self._ask_user(utterance)
         self._remaining.remove(pref)
+        self._log(utterance, reply.public, note=TURN_NOTES[2 if mode == "reveal" else "proactive"].format(pid=pref.pid))
         return self._result(reply.public, reward, user=reply, utterance_type=kind, elicited=pref.pid, how=mode)
 
     def _answer(self, content: str) -> StepResult:
@@ -246,14 +272,9 @@ def option_schema_for(aspect: str, scenario: TravelScenario) -> str:
 def grader_for(judge: Any) -> TravelGrader:
     """The grader a ``judge:`` setting names, read as every judged gym reads it
     (:func:`~mimesis_pl.envs.gyms.judging.judge_settings`): the rule grader offline (no judge, or
-    ``kind: scripted``); a served judge is refused until one plugs in as a :class:`TravelGrader` (A43)."""
-    settings = judge_settings(judge, where="TravelGym")
-    if settings is None:
-        return RuleGrader()
-    raise ValueError(
-        f"TravelGym judge {settings.model!r} at {settings.url}: only the rule grader is built (judge: null); a "
-        "served judge plugs in as a TravelGrader (mimesis_pl/envs/gyms/travel/grader.py, docs/decisions.md A43)"
-    )
+    ``kind: scripted``), else the served judge asking what UserRL's judge is asked (A43)."""
+    settings = judge_settings(judge, where="TravelGym option 'judge'")
+    return RuleGrader() if settings is None else ServedGrader(GymJudge(settings, gym=TravelGym.env_name))
 
 
 def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:
