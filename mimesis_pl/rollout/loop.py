@@ -36,6 +36,11 @@ def turn_seed(episode_seed: int, turn: int) -> int:
     return (episode_seed * 1_000_003 + turn * 7_919 + 1) % _SEED_SPACE
 
 
+def draw_episode_seed(sampling: SamplingParams) -> int | None:
+    """A fresh episode seed from torch's global RNG; ``None`` when the sampling settings fix the seed (A74)."""
+    return None if sampling.seed is not None else with_drawn_seed(sampling).seed
+
+
 @dataclass
 class RolloutTimings:
     """Wall-clock seconds spent per phase in one batch (summed over concurrent episodes where noted)."""
@@ -111,8 +116,7 @@ class MultiTurnRollout:
         return trajectories, timings
 
     def _episode_seed(self) -> int | None:
-        """A fresh episode seed from torch's global RNG (``None`` when the sampling settings fix the seed)."""
-        return None if self.sampling.seed is not None else with_drawn_seed(self.sampling).seed
+        return draw_episode_seed(self.sampling)
 
     async def run_episode(
         self,

@@ -6,17 +6,23 @@ engine's sampled ids exactly as generated (mask 1, rollout log-probs kept); ever
 (partner, support agent, replayed seed turns) is appended as the renderer's delta (mask 0). A
 turn the length cap cut gets the end-of-turn id appended with mask 0, so later messages render as
 they would be served. Generated text is decoded only to talk to partners and judges.
+
+Sampling seeds do not depend on timing (docs/decisions.md A74): the runner gives each rollout its own
+``Policy.for_episode(seed)``, with the seed drawn up front in (row, sample) order, and turn *t* of the
+rollout's *c*-th conversation samples with ``turn_seed(turn_seed(seed, c), t)`` (the agent loop's
+:func:`~mimesis_pl.rollout.loop.turn_seed`). A seed fixed in the sampling settings is used for every turn.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..chat import ChatRenderer
 from ..rollout.engines import RolloutEngine, SamplingParams
+from ..rollout.loop import turn_seed
 from ..rollout.trajectory import Trajectory
 from ..spans import TurnSpan
 from .think_format import GeneratedTurn
@@ -24,17 +30,32 @@ from .think_format import GeneratedTurn
 
 @dataclass
 class Policy:
-    """The trained simulator as tasks see it: an engine, its tokenizer and per-turn sampling."""
+    """The trained simulator as tasks see it: an engine, its tokenizer and per-turn sampling.
+
+    ``episode_seed`` is set on a rollout's own copy (:meth:`for_episode`); ``None`` leaves seeding to the
+    sampling settings (a fixed ``sampling.seed``, or a seed the engine draws per call).
+    """
 
     engine: RolloutEngine
     tokenizer: Any
     sampling: SamplingParams
     max_length: int = 24576
-    _renderers: dict[tuple, ChatRenderer] | None = None
+    episode_seed: int | None = None
+    _renderers: dict[tuple, ChatRenderer] = field(default_factory=dict)  # shared by the per-rollout copies
+    _conversations: int = 0  # conversations opened on this copy so far
+
+    def for_episode(self, seed: int | None) -> Policy:
+        """This policy for one rollout whose conversations sample from ``seed`` (A74)."""
+        return replace(self, episode_seed=seed, _conversations=0)
+
+    def conversation_seed(self) -> int | None:
+        """The seed of the next conversation opened on this rollout: ``turn_seed(episode_seed, c)`` for the c-th."""
+        if self.episode_seed is None:
+            return None
+        index, self._conversations = self._conversations, self._conversations + 1
+        return turn_seed(self.episode_seed, index)
 
     def renderer(self, enable_think: bool | None) -> ChatRenderer:
-        if self._renderers is None:
-            self._renderers = {}
         key = (enable_think,)
         if key not in self._renderers:
             kwargs = {} if enable_think is None else {"enable_thinking": enable_think}
@@ -59,6 +80,7 @@ class PolicyConversation:
         self.enable_think = enable_think
         self.renderer = policy.renderer(enable_think)
         self.sample = sample
+        self.seed = policy.conversation_seed()  # turn t samples with turn_seed(self.seed, t)
         self.messages: list[dict[str, Any]] = [dict(m) for m in messages]
         self.ids = self.renderer.prompt_ids(self.messages, sample=sample)
         self.prompt_length = len(self.ids)
@@ -79,7 +101,10 @@ class PolicyConversation:
         if cap < 1:
             raise BudgetExhausted(self.sample)
         t0 = time.perf_counter()
-        result = await self.policy.engine.generate(list(self.ids), replace(self.policy.sampling, max_new_tokens=cap))
+        params = replace(self.policy.sampling, max_new_tokens=cap)
+        if self.seed is not None:
+            params = replace(params, seed=turn_seed(self.seed, len(self.spans)))
+        result = await self.policy.engine.generate(list(self.ids), params)
         self.generate_s += time.perf_counter() - t0
         header = len(self.renderer.header_ids("assistant"))
         start = len(self.ids)

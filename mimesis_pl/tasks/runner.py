@@ -3,6 +3,10 @@
 ``run_rows`` isolates every rollout: an exception or a per-rollout deadline becomes a ``task_error``
 result (counted, logged, never trained on). ``step_metrics`` and ``validation_metrics`` are pure
 summaries of a list of :class:`TaskResult` with the reference's metric keys.
+
+Every rollout samples from its own episode seed, drawn from torch's global RNG in (row, sample) order before
+any rollout runs, so which rollout gets which seed does not depend on how partner and judge replies
+interleave (docs/decisions.md A74; the turn seeds are derived in :mod:`.conversation`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..rollout.loop import draw_episode_seed
 from .base import UNSCORED, TaskContext, TaskResult, failed_result, row_name
 from .registry import get_task
 
@@ -21,9 +26,20 @@ log = logging.getLogger(__name__)
 
 
 async def run_row(
-    row: Mapping[str, Any], ctx: TaskContext, group_id: str, gen_uid: str, timeout_s: float | None
+    row: Mapping[str, Any],
+    ctx: TaskContext,
+    group_id: str,
+    gen_uid: str,
+    timeout_s: float | None,
+    seed: int | None = None,
 ) -> TaskResult:
-    """One rollout of ``row``; never raises for a problem of the row, the task or a partner."""
+    """One rollout of ``row``; never raises for a problem of the row, the task or a partner.
+
+    Its conversations sample from ``seed`` (drawn now, before the first await, when not given; with a seed in
+    the policy's sampling settings every turn uses that one).
+    """
+    seed = seed if seed is not None else draw_episode_seed(ctx.policy.sampling)
+    ctx = replace(ctx, policy=ctx.policy.for_episode(seed))
     try:
         task = get_task(str(row.get("data_source")))
         result = await asyncio.wait_for(task.run(row, ctx, group_id=group_id, gen_uid=gen_uid), timeout_s)
@@ -48,11 +64,14 @@ async def run_rows(
     """``n_samples`` rollouts per row, concurrently; results in (row, sample) order."""
     limit = asyncio.Semaphore(max_concurrency)
 
-    async def one(row, group_id: str, k: int) -> TaskResult:
+    async def one(row, group_id: str, k: int, seed: int | None) -> TaskResult:
         async with limit:
-            return await run_row(row, ctx, group_id, f"{group_id}-{k}", timeout_s)
+            return await run_row(row, ctx, group_id, f"{group_id}-{k}", timeout_s, seed)
 
-    return list(await asyncio.gather(*(one(r, g, k) for r, g in zip(rows, group_ids) for k in range(n_samples))))
+    # Each rollout's seed is drawn here, in (row, sample) order, before any rollout runs (A74).
+    slots = [(r, g, k) for r, g in zip(rows, group_ids) for k in range(n_samples)]
+    jobs = [one(r, g, k, draw_episode_seed(ctx.policy.sampling)) for r, g, k in slots]
+    return list(await asyncio.gather(*jobs))
 
 
 def _means(results: Sequence[TaskResult]) -> dict[str, float]:
