@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -215,7 +216,7 @@ def test_a_set_without_a_scored_row_stops_the_headline_unless_allowed(tmp_path, 
     assert "Sets with no scored row" in report.markdown and "not comparable" in report.markdown
 
 
-def test_an_empty_set_selection_is_refused_and_the_older_report_stays(tmp_path):
+def test_an_empty_set_selection_is_refused_and_the_older_report_stays(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"SOUL sets: \[\] selects no set"):
         SoulDataModule([str(SOUL_DIR)], sets=[])
     from mimesis_pl.cli import main
@@ -224,8 +225,11 @@ def test_an_empty_set_selection_is_refused_and_the_older_report_stays(tmp_path):
     out.mkdir()
     (out / "results.json").write_text('{"old": true}')
     args = ["test", "--config", "configs/tiny/eval_soul.yaml", "--data.init_args.sets", "[]"]
-    with pytest.raises(ValueError, match=r"SOUL sets: \[\] selects no set"):
-        main([*args, "--model.init_args.out_dir", str(out), "--trainer.logger.init_args.save_dir", str(tmp_path)])
+    # a value the constructor rejects is one line on stderr and exit status 2 (A72)
+    assert (
+        main([*args, "--model.init_args.out_dir", str(out), "--trainer.logger.init_args.save_dir", str(tmp_path)]) == 2
+    )
+    assert re.search(r"SOUL sets: \[\] selects no set", capsys.readouterr().err)
     assert (out / "results.json").read_text() == '{"old": true}'
 
 

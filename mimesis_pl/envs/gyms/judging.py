@@ -1,6 +1,6 @@
 """Served judges of the built-in gyms (docs/decisions.md A52).
 
-A judged gym (Turtle, Telepathy, Intention, Persuade, Search) takes ``judge=`` — an
+A judged gym (Turtle, Telepathy, Intention, Persuade, Search, Travel: its own grader, A43) takes ``judge=`` — an
 :class:`~mimesis_pl.tasks.clients.EndpointSettings` (or its YAML mapping) of an OpenAI-compatible
 endpoint — and then asks that model what UserRL asks its judge, seeing what UserRL's judge sees and
 nothing more. Without ``judge`` (the offline default) the gym's keyword rule grades; every report
