@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections.abc import Callable
+
+from aiohttp import web
 
 from mimesis_pl.rollout.engines import GenerationResult, SamplingParams
 from mimesis_pl.tasks.base import TaskContext
@@ -55,3 +59,21 @@ def make_context(
         is_train=is_train,
         enable_think=enable_think,
     )
+
+
+@contextlib.asynccontextmanager
+async def chat_server(handle):
+    """A loopback ``/v1/chat/completions`` served by the aiohttp handler ``handle``; yields its base URL."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import pytest
 from aiohttp import web
 from reference_rows import reference_row
-from task_fixtures import make_context
+from task_fixtures import chat_server, make_context
 from test_tasks_judge_client import settings
 
 from mimesis_pl.tasks.clients import OpenAIChatModel
@@ -42,16 +42,8 @@ async def partner_down(kind: str):
             return web.json_response({"error": "internal"}, status=500)
         return web.Response(text="<html>bad gateway</html>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = _free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        await runner.cleanup()
+    async with chat_server(handle) as url:
+        yield url
 
 
 def _free_port() -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from dataclasses import dataclass
 
 from aiohttp import web
+from task_fixtures import chat_server
 
 from mimesis_pl.tasks.clients import (
     EndpointSettings,
@@ -50,20 +50,8 @@ async def judge_server(replies):
             return web.json_response({"error": "x"}, status=reply)
         return web.json_response({"choices": [{"message": {"role": "assistant", "content": reply}}]})
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{port}/v1", seen
-    finally:
-        await runner.cleanup()
+    async with chat_server(handle) as url:
+        yield url, seen
 
 
 def settings(url: str, retries: int = 2) -> EndpointSettings:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 
 import pytest
 from aiohttp import web
-from task_fixtures import make_context
+from task_fixtures import chat_server, make_context
 
 from mimesis_pl.tasks import get_task
 from mimesis_pl.tasks.clients import EndpointSettings, ScriptedJudge
@@ -147,20 +146,8 @@ async def http_500_server():
         hits.append(await request.json())
         return web.json_response({"error": "down"}, status=500)
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{port}/v1", hits
-    finally:
-        await runner.cleanup()
+    async with chat_server(handle) as url:
+        yield url, hits
 
 
 def test_a_failed_support_agent_call_is_a_task_error_not_a_short_scored_episode(tiny_tokenizer):
