@@ -38,12 +38,3 @@ def build_support_agent(settings: EndpointSettings) -> Any:
 def build_roles(roles: RoleSettings) -> tuple[Judge, Any, Any]:
     """``(judge, partner, support_agent)``."""
     return build_judge(roles.judge), build_partner(roles.partner), build_support_agent(roles.support_agent)
-
-
-def role_identity(roles: RoleSettings) -> dict[str, str]:
-    """What names each role in a cache key: kind and model (scripted: with its failure rate)."""
-
-    def one(s: EndpointSettings) -> str:
-        return f"{s.kind}:{s.model}" + (f"@fail{s.failure_rate:g}" if s.kind == "scripted" and s.failure_rate else "")
-
-    return {"judge": one(roles.judge), "partner": one(roles.partner), "support_agent": one(roles.support_agent)}
