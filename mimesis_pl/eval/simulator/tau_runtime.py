@@ -153,7 +153,8 @@ class ScriptedToolRuntime:
     def __init__(self) -> None:
         self._sessions: dict[str, dict[str, Any]] = {}
 
-    async def reset(self, env_name: str, task_index: int) -> dict[str, Any]:
+    async def reset(self, env_name: str, task_index: int, task_split: str = "test") -> dict[str, Any]:
+        # one split: TauGym's ``task_split`` is accepted and names nothing here
         if (env_name, task_index) not in SCRIPTED_TASKS:
             raise EnvironmentFailure(f"scripted runtime has no task {env_name}_{task_index}")
         session = uuid.uuid4().hex
@@ -190,15 +191,19 @@ class ScriptedToolRuntime:
         self._sessions.clear()
 
 
-def make_runtime_app(runtime: ScriptedToolRuntime) -> web.Application:
-    """The HTTP routes of :class:`HttpToolRuntime` over a scripted runtime."""
+def make_runtime_app(runtime: Any) -> web.Application:
+    """The HTTP routes of :class:`HttpToolRuntime` over an in-process runtime (the scripted one here, TauGym's).
+
+    A ``task_split`` in the reset body is passed on (TauGym's runtimes take it; the scripted one has none).
+    """
 
     async def handle(request: web.Request) -> web.Response:
         try:
             body = await request.json()
             route = request.match_info["route"]
             if route == "reset":
-                return web.json_response(await runtime.reset(body["env_name"], int(body["task_index"])))
+                split = {"task_split": str(body["task_split"])} if body.get("task_split") else {}
+                return web.json_response(await runtime.reset(str(body["env_name"]), int(body["task_index"]), **split))
             if route == "step":
                 action = body["action"]
                 observation = await runtime.step(body["session_id"], action["name"], action.get("kwargs") or {})
@@ -217,11 +222,16 @@ def make_runtime_app(runtime: ScriptedToolRuntime) -> web.Application:
     return app
 
 
+async def serve_tool_runtime(runtime: Any, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:
+    """Serve ``runtime``'s routes (``port=0``: a free port); returns ``(runner, base_url)``."""
+    runner = web.AppRunner(make_runtime_app(runtime))
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = site._server.sockets[0].getsockname()[1]  # the port the OS picked
+    return runner, f"http://{host}:{bound}"
+
+
 async def serve_scripted_runtime(host: str = "127.0.0.1") -> tuple[web.AppRunner, str]:
     """Serve a fresh scripted runtime on a free loopback port; returns ``(runner, base_url)``."""
-    runner = web.AppRunner(make_runtime_app(ScriptedToolRuntime()))
-    await runner.setup()
-    site = web.TCPSite(runner, host, 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # the port the OS picked
-    return runner, f"http://{host}:{port}"
+    return await serve_tool_runtime(ScriptedToolRuntime(), host)

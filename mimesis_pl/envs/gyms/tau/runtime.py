@@ -26,7 +26,7 @@ from aiohttp import web
 
 from mimesis_pl.envs.gyms.tau import retail
 from mimesis_pl.eval.failures import EnvironmentFailure
-from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime
+from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, make_runtime_app, serve_tool_runtime
 
 
 class TauRuntime(Protocol):
@@ -173,38 +173,10 @@ class TauBenchRuntime(_Sessions):
 
 
 def make_tau_app(runtime: TauRuntime) -> web.Application:
-    """The runtime's HTTP routes (see the module docstring)."""
-
-    async def handle(request: web.Request) -> web.Response:
-        route = request.match_info["route"]
-        try:
-            body = await request.json()
-            if route == "reset":
-                split = str(body.get("task_split") or "test")
-                return web.json_response(await runtime.reset(str(body["env_name"]), int(body["task_index"]), split))
-            if route == "step":
-                action = body["action"]
-                observation = await runtime.step(body["session_id"], action["name"], action.get("kwargs") or {})
-                return web.json_response({"observation": observation})
-            if route == "reward":
-                return web.json_response({"reward": await runtime.reward(body["session_id"], body["agent_texts"])})
-            if route == "close":
-                await runtime.close(body["session_id"])
-                return web.json_response({"ok": True})
-        except (KeyError, TypeError, ValueError, EnvironmentFailure) as err:
-            return web.json_response({"error": {"message": f"{type(err).__name__}: {err}"}}, status=400)
-        return web.json_response({"error": {"message": f"unknown route {route!r}"}}, status=404)
-
-    app = web.Application()
-    app.router.add_post("/{route}", handle)
-    return app
+    """The runtime's HTTP routes (see the module docstring): the tau-USI runtime's server, ``task_split`` passed on."""
+    return make_runtime_app(runtime)
 
 
 async def serve_runtime(runtime: TauRuntime, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:
     """Serve ``runtime`` (``port=0``: a free port); returns ``(runner, base_url)``."""
-    runner = web.AppRunner(make_tau_app(runtime))
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = site._server.sockets[0].getsockname()[1]
-    return runner, f"http://{host}:{bound}"
+    return await serve_tool_runtime(runtime, host, port)
