@@ -223,5 +223,6 @@ class ScriptedCoach:
     def _open_advice(self, seen: Mapping[str, Any] | None) -> str:
         """The advice for an open concern; with ``name_open_point``, naming the point the user named publicly
         (task-specific: another task's note names another point, which a placebo control then lacks)."""
-        found = _OPEN_POINT.search(str(seen.get("content") or "")) if self.name_open_point and seen else None
-        return OPEN_POINT_ADVICE.format(point=found.group(1).strip()) if found else OPEN_ADVICE
+        named = _OPEN_POINT.findall(str(seen.get("content") or "")) if self.name_open_point and seen else []
+        # the last point named is the open one: a reply credits the answered point first ("a fair point about …")
+        return OPEN_POINT_ADVICE.format(point=named[-1].strip()) if named else OPEN_ADVICE

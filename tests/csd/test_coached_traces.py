@@ -82,3 +82,27 @@ def test_notes_naming_the_open_point_are_task_specific():
     assert len(set.union(*generic)) < len(set.union(*specific))
     assert all(a.isdisjoint(b) for i, a in enumerate(specific) for b in specific[i + 1 :])  # no two tasks share one
     assert any("point about" in n for s in specific for n in s)
+
+
+def test_an_open_point_note_names_the_point_still_open_not_the_one_just_credited():
+    """A reply credits the answered point ("a fair point about X") before naming the open one ("my point about
+    Y"); the note must name Y, the point the expert's next turn takes up (it named X before this test)."""
+    import re
+
+    from mimesis_pl.csd.scripted_coach import ScriptedCoach
+
+    recs, _ = asyncio.run(
+        record_expert_traces(
+            tasks(), max_turns=12, lapse_rate=0.0, seed=0, coached_share=1.0, coach=ScriptedCoach(name_open_point=True)
+        )
+    )
+    checked = 0
+    for record in recs:
+        messages = record["messages"]
+        for i, m in enumerate(messages):
+            if m["role"] == "user" and "point about" in m["content"] and messages[i - 1]["role"] == "tool":
+                reply = messages[i - 1]["content"]
+                open_point = re.search(r"not answered my point about ([^.]+)", reply).group(1).strip()
+                assert f"point about {open_point} directly" in m["content"]
+                checked += "fair point about" in reply
+    assert checked > 0  # the replies that credit one point and name another were among those checked
