@@ -197,7 +197,8 @@ def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_mode
     else:
         val_every = getattr(args, "val_every", None)
         base_config = getattr(args, "config", None) or MAIN_CONFIG
-        run, fit_s = train(arm, seed, args.steps, out, val_every, args.tasks if val_every else None, base_config)
+        val_prompts = (getattr(args, "val_tasks", None) or args.tasks) if val_every else None
+        run, fit_s = train(arm, seed, args.steps, out, val_every, val_prompts, base_config)
         model, curves = run / "hf" / "final", scalars(run)
     scores, eval_s = evaluate(model, out / "eval" / f"{arm}_seed{seed}", seed, args.tasks, args.trials)
     return {"scores": scores, "curves": curves, "fit_s": fit_s, "eval_s": eval_s}
@@ -346,7 +347,13 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     seeds = " ".join(map(str, st["seeds"]))
     command = (
         f"Command: `python bench/learning_study.py run --seeds {seeds} --steps {st['steps']} "
-        f"--tasks {st['tasks']} --trials {st['trials']} --jobs {st.get('jobs', 1)} --out {st['out']}`"
+        f"--tasks {st['tasks']} --trials {st['trials']} --jobs {st.get('jobs', 1)}"
+        + "".join(
+            f" --{key.replace('_', '-')} {st[key]}"
+            for key in ("val_every", "val_tasks", "val_threshold", "config")
+            if st.get(key) is not None and (key != "val_threshold" or st.get("val_every"))
+        )
+        + f" --out {st['out']}`"
     )
     text = [
         "# Learning study",
@@ -430,6 +437,9 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--jobs", type=int, default=1, help="(arm, seed) runs side by side (each fit uses ~1 core)")
     run.add_argument(
         "--val-every", type=int, default=None, help="held-out greedy validation every N steps (steps-to-threshold)"
+    )
+    run.add_argument(
+        "--val-tasks", type=int, default=None, help="held-out tasks each periodic validation plays (default: --tasks)"
     )
     run.add_argument("--val-threshold", type=float, default=0.7, help="the val/reward a run must reach")
     run.add_argument("--config", default=None, help="the base config of every arm (default: the main job's)")
