@@ -10,102 +10,16 @@ from __future__ import annotations
 
 import sys
 
-import lightning.pytorch as pl
-from lightning.pytorch.cli import LightningCLI
-
-from .config_save import RunConfigCallback
-from .lifecycle import SIGTERM_EXIT_CODE, RunGuard
+from .cli_base import TRAINER_DEFAULTS, ConfigError, DataOnlyCLI, MimesisCLI, root_message
+from .lifecycle import SIGTERM_EXIT_CODE
 from .quiet import silence_known_noise
 
-TRAINER_DEFAULTS = {
-    "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},
-    # Our DataModules shard their own resumable batch samplers across ranks.
-    "use_distributed_sampler": False,
-}
-
+__all__ = ["TRAINER_DEFAULTS", "ConfigError", "DataOnlyCLI", "MimesisCLI", "main", "root_message"]
 
 HELPER_COMMANDS = """helper commands (each has its own --help):
   mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade}   inspect and prepare data
   mimesis-pl assets build --out assets                  build the tiny local models and sample data
   mimesis-pl shim --upstream URL                        serve the privileged-channel shim"""
-
-
-class MimesisCLI(LightningCLI):
-    """LightningCLI in subclass mode: ``model`` and ``data`` are ``class_path`` + ``init_args``.
-
-    Every run writes its fully resolved config (``config.yaml``) into the logger's run folder.
-    A DataModule with ``tokenizer_path: null`` gets the model's tokenizer.
-    """
-
-    def __init__(self, args=None, run: bool = True, **kwargs) -> None:
-        super().__init__(
-            pl.LightningModule,
-            pl.LightningDataModule,
-            subclass_mode_model=True,
-            subclass_mode_data=True,
-            save_config_callback=RunConfigCallback,
-            save_config_kwargs={"overwrite": True},
-            trainer_defaults=TRAINER_DEFAULTS,
-            args=args,
-            run=run,
-            **kwargs,
-        )
-
-    @staticmethod
-    def subcommands() -> dict[str, set[str]]:
-        # No module here implements predict_step, so `predict` is not offered.
-        commands = LightningCLI.subcommands()
-        commands.pop("predict", None)
-        return commands
-
-    def instantiate_classes(self) -> None:
-        try:
-            super().instantiate_classes()
-        except (ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError) as err:
-            raise ConfigError(root_message(err)) from err
-        datamodule, model = self.datamodule, self.model
-        if hasattr(datamodule, "connect") and getattr(datamodule, "tokenizer_path", "") is None:
-            datamodule.connect(model_path=getattr(model, "model_path", None))
-        # Services closed on every exit path, a checkpoint and a non-zero exit on SIGTERM (A72).
-        self.trainer.callbacks.append(RunGuard())
-
-
-class ConfigError(ValueError):
-    """A class of the config could not be built from its values; the message is the one line that says why."""
-
-
-def root_message(err: BaseException) -> str:
-    """The message of the innermost cause of ``err``: the constructor's own error, not the parser's wrappers.
-
-    jsonargparse wraps a constructor's ``ValueError`` in a union-validation error that lists every subtype
-    tried and dumps the whole config namespace; the cause at the bottom is the one line that names the key.
-    """
-    while err.__cause__ is not None:
-        err = err.__cause__
-    text = str(err).strip() or type(err).__name__
-    return text.splitlines()[0] if len(text.splitlines()) == 1 else " ".join(line.strip() for line in text.splitlines())
-
-
-class DataOnlyCLI(MimesisCLI):
-    """:class:`MimesisCLI`'s parsing and config merging, instantiating only the DataModule.
-
-    ``mimesis-pl data show`` uses it so that what it shows is what ``fit`` trains, without loading
-    model weights or building a trainer.
-    """
-
-    def instantiate_classes(self) -> None:
-        from jsonargparse import ArgumentParser, Namespace
-
-        parser = ArgumentParser(exit_on_error=False)
-        parser.add_subclass_arguments(pl.LightningDataModule, "data")
-        self.datamodule = parser.instantiate_classes(Namespace(data=self.config.data)).data
-        model_args = self.config.model.get("init_args") if self.config.get("model") else None
-        model_path = None
-        if model_args is not None:  # SFT modules name it directly, RL modules in their policy settings
-            policy = model_args.get("policy")
-            model_path = model_args.get("model_path") or (policy.get("model_path") if policy is not None else None)
-        if hasattr(self.datamodule, "connect") and getattr(self.datamodule, "tokenizer_path", "") is None:
-            self.datamodule.connect(model_path=model_path)
 
 
 def _helper_commands():

@@ -1,11 +1,61 @@
-"""The package's import direction: ``users`` may import ``envs``, never the reverse; no lazy package tricks."""
+"""The package's import direction: the architecture's forbidden arrows, no import circles, no lazy package tricks.
+
+Two views of a module's imports are checked. The *nevers* (``envs`` never imports ``users``, ``rollout`` never
+imports ``tasks`` …) count every import, also one written inside a function: a lazy import is still an arrow, and
+moving it into a function does not make it point the right way. The *circles* count the imports that run when the
+module is loaded (its body, ``if TYPE_CHECKING:`` blocks and class bodies included, function bodies not); a package
+is not taken to import its ``__init__`` implicitly, since every ``__init__`` re-exporting its own modules would
+otherwise close a circle with each of them.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mimesis_pl"
+
+# Layer → the layers it must never import, with the reason a reader would give.
+NEVERS: dict[str, tuple[str, ...]] = {
+    "mimesis_pl.chat": ("mimesis_pl.modules", "mimesis_pl.rollout"),
+    "mimesis_pl.data": ("mimesis_pl.modules", "mimesis_pl.rollout"),
+    "mimesis_pl.envs": ("mimesis_pl.modules", "mimesis_pl.rollout", "mimesis_pl.users"),
+    "mimesis_pl.rollout": ("mimesis_pl.tasks", "mimesis_pl.eval"),
+    "mimesis_pl.metrics": ("mimesis_pl.eval",),
+    # The loading helpers sit below every module that loads a model (modules, rollout, eval): no Lightning there.
+    "mimesis_pl.models": ("mimesis_pl.modules", "mimesis_pl.rollout"),
+}
+CLI = "mimesis_pl.cli"  # the entry point at the top: nothing in the package imports it
+
+# Arrows that break a never today and are being moved by other work (``module -> layer``: reason). Keep it empty.
+PENDING_NEVERS: dict[str, str] = {}
+
+# The circle of the episode runner living beside the ``Expert`` protocol in ``envs/expert.py`` (expert → manager →
+# registry → every gym → expert). Slice (b) of issue #27 moves the runner into its own file and removes it; the
+# coordinator empties this after merging. Any other circle fails the test.
+PENDING_CYCLES: list[frozenset[str]] = [
+    frozenset(
+        {
+            "mimesis_pl.envs.expert",
+            "mimesis_pl.envs.manager",
+            "mimesis_pl.envs.registry",
+            "mimesis_pl.envs.gyms.cards",
+            "mimesis_pl.envs.gyms.function",
+            "mimesis_pl.envs.gyms.function.expert",
+            "mimesis_pl.envs.gyms.intention",
+            "mimesis_pl.envs.gyms.persuade",
+            "mimesis_pl.envs.gyms.telepathy",
+            "mimesis_pl.envs.gyms.turtle",
+        }
+    )
+]
+
+
+def _module_name(path: Path) -> str:
+    """``mimesis_pl.envs.base`` for envs/base.py, ``mimesis_pl.envs`` for envs/__init__.py."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _package_of(path: Path) -> str:
@@ -14,27 +64,133 @@ def _package_of(path: Path) -> str:
     return ".".join(parts[:-1])
 
 
-def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
-    """(line, absolute name) of everything ``source`` imports, relative imports resolved from ``package``.
+def _load_time_nodes(tree: ast.Module) -> Iterable[ast.AST]:
+    """Every statement that runs when the module is loaded: all but what sits inside a function body."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # an import statement cannot sit elsewhere
+            todo += list(ast.iter_child_nodes(node))
 
-    ``from a import b`` yields both ``a`` and ``a.b``: ``b`` may be a submodule.
+
+def import_statements(source: str, package: str, *, load_time_only: bool = False) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, imported names) of each import in ``source``, relative ones resolved from ``package``.
+
+    ``import a.b`` gives ``(line, "a.b", [])``; ``from a import b, c`` gives ``(line, "a", ["b", "c"])``.
+    ``load_time_only`` leaves out the imports inside function bodies.
     """
+    tree = ast.parse(source)
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in _load_time_nodes(tree) if load_time_only else ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
+            found += [(node.lineno, alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            found += [(node.lineno, module)] + [(node.lineno, f"{module}.{a.name}") for a in node.names]
+            found.append((node.lineno, module, [alias.name for alias in node.names]))
+    return sorted(found, key=lambda statement: statement[0])
+
+
+def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
+    """(line, absolute name) of everything ``source`` imports, function bodies included.
+
+    ``from a import b`` yields both ``a`` and ``a.b``: ``b`` may be a submodule.
+    """
+    return [
+        (line, name)
+        for line, module, names in import_statements(source, package)
+        for name in [module, *(f"{module}.{n}" for n in names)]
+    ]
+
+
+def _within(name: str, layer: str) -> bool:
+    return name == layer or name.startswith(layer + ".")
+
+
+def _sources() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def import_graph(sources: dict[str, str], packages: dict[str, str]) -> dict[str, set[str]]:
+    """Module → the package modules it imports at load time (names that are not package modules are dropped).
+
+    ``from a import b`` is an arrow to the submodule ``a.b`` where there is one (Python then needs ``a`` only as the
+    package being loaded), else to ``a``, whose namespace holds ``b``.
+    """
+    graph: dict[str, set[str]] = {}
+    for name, text in sources.items():
+        targets = set()
+        for _, module, names in import_statements(text, packages[name], load_time_only=True):
+            targets |= {f"{module}.{n}" if f"{module}.{n}" in sources else module for n in names} if names else {module}
+        graph[name] = {target for target in targets if target in sources and target != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
     return found
 
 
-def _is_users(name: str) -> bool:
-    return name == "mimesis_pl.users" or name.startswith("mimesis_pl.users.")
+def never_violations(sources: dict[str, str], packages: dict[str, str]) -> list[str]:
+    """``module:line imports name`` for every import (function bodies included) that breaks a never."""
+    offenders = []
+    for module, text in sorted(sources.items()):
+        forbidden = [bad for layer, bads in NEVERS.items() if _within(module, layer) for bad in bads]
+        if module != CLI:
+            forbidden.append(CLI)
+        for line, name in imported_modules(text, packages[module]):
+            for bad in forbidden:
+                if _within(name, bad) and f"{module} -> {bad}" not in PENDING_NEVERS:
+                    offenders.append(f"{module}:{line} imports {name}")
+    return sorted(set(offenders))
+
+
+def _package_texts() -> tuple[dict[str, str], dict[str, str]]:
+    paths = _sources()
+    return {name: path.read_text() for name, path in paths.items()}, {
+        name: _package_of(path) for name, path in paths.items()
+    }
 
 
 def test_imported_modules_resolves_relative_imports():
@@ -42,19 +198,83 @@ def test_imported_modules_resolves_relative_imports():
         "mimesis_pl.users",
         "mimesis_pl.users.x",
     }
-    assert any(_is_users(n) for _, n in imported_modules("from .. import users", "mimesis_pl.envs"))
-    assert any(_is_users(n) for _, n in imported_modules("def f():\n    import mimesis_pl.users.scripted", "x"))
-    assert not any(_is_users(n) for _, n in imported_modules("from .user_protocol import UserReply", "mimesis_pl.envs"))
+    assert any(_within(n, "mimesis_pl.users") for _, n in imported_modules("from .. import users", "mimesis_pl.envs"))
+    lazy = "def f():\n    import mimesis_pl.users.scripted"
+    assert any(_within(n, "mimesis_pl.users") for _, n in imported_modules(lazy, "x"))
+    assert import_statements(lazy, "x", load_time_only=True) == []
+    assert not any(
+        _within(n, "mimesis_pl.users")
+        for _, n in imported_modules("from .user_protocol import UserReply", "mimesis_pl.envs")
+    )
 
 
-def test_envs_never_imports_users():
-    offenders = [
-        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
-        for path in sorted((PACKAGE / "envs").rglob("*.py"))
-        for line, name in imported_modules(path.read_text(), _package_of(path))
-        if _is_users(name)
+def test_load_time_imports_keep_type_checking_blocks_and_class_bodies():
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from a import B\n"
+        "class C:\n    import d\n"
+        "def f():\n    import g\n"
+    )
+    assert import_statements(source, "p", load_time_only=True) == [
+        (1, "typing", ["TYPE_CHECKING"]),
+        (3, "a", ["B"]),
+        (5, "d", []),
     ]
-    assert offenders == [], "envs/ must not import users/ (move the shared piece into envs/):\n" + "\n".join(offenders)
+
+
+def test_circles_finds_every_strongly_connected_component():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}, "g": set()}
+    assert sorted(sorted(c) for c in circles(graph)) == [["a", "b", "c"], ["d", "e"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_graph_from_sources_sees_a_circle_through_a_type_checking_import():
+    sources = {
+        "p.base": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.tasks import GymTask\n",
+        "p.tasks": "from p.base import TaskDataError\n",
+        "p.cli": "def main():\n    from p.show import x\n",
+        "p.show": "def load():\n    from .cli import DataOnlyCLI\n",
+    }
+    packages = dict.fromkeys(sources, "p")
+    assert circles(import_graph(sources, packages)) == [frozenset({"p.base", "p.tasks"})]
+
+
+def test_never_violations_counts_imports_inside_functions():
+    sources = {
+        "mimesis_pl.rollout.loop": "def f():\n    from ..tasks.base import RowError\n",
+        "mimesis_pl.data.show": "def load():\n    from ..cli import DataOnlyCLI\n",
+        "mimesis_pl.cli": "from .data.show import load\n",
+    }
+    packages = {"mimesis_pl.rollout.loop": "mimesis_pl.rollout", "mimesis_pl.data.show": "mimesis_pl.data"}
+    packages["mimesis_pl.cli"] = "mimesis_pl"
+    assert never_violations(sources, packages) == [
+        "mimesis_pl.data.show:2 imports mimesis_pl.cli",
+        "mimesis_pl.data.show:2 imports mimesis_pl.cli.DataOnlyCLI",
+        "mimesis_pl.rollout.loop:2 imports mimesis_pl.tasks.base",
+        "mimesis_pl.rollout.loop:2 imports mimesis_pl.tasks.base.RowError",
+    ]
+
+
+def test_the_package_breaks_no_never():
+    offenders = never_violations(*_package_texts())
+    assert offenders == [], (
+        "forbidden arrows (move the shared piece down into the lower layer; a lazy import does not fix one):\n"
+        + "\n".join(offenders)
+    )
+
+
+def test_the_package_has_no_import_circle():
+    found = circles(import_graph(*_package_texts()))
+    new = [sorted(c) for c in found if c not in PENDING_CYCLES]
+    assert new == [], "import circles (move the shared piece into a module both can import):\n" + "\n".join(
+        " <-> ".join(c) for c in new
+    )
+
+
+def test_pending_cycles_are_still_there():
+    """An allowance that no longer matches a circle is stale: empty it so a circle cannot come back unseen."""
+    found = circles(import_graph(*_package_texts()))
+    assert [c for c in PENDING_CYCLES if c not in found] == []
 
 
 def test_no_package_hides_imports_behind_module_getattr():

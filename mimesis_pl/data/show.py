@@ -30,7 +30,7 @@ def format_segments(segs: list[dict[str, Any]], colour: bool) -> str:
 def load_datamodule(config_paths: list[str], overrides: list[str] | None = None):
     """The DataModule exactly as ``mimesis-pl fit`` builds it (same parser, same merge of stacked
     ``--config`` files and ``--data.…`` overrides), without loading the model or building a trainer."""
-    from ..cli import DataOnlyCLI
+    from ..cli_base import DataOnlyCLI
 
     args = [arg for path in config_paths for arg in ("--config", path)] + list(overrides or [])
     return DataOnlyCLI(args=args, run=False).datamodule

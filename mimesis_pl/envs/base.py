@@ -14,14 +14,12 @@ import abc
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.checks import check_choice
+from mimesis_pl.envs.tasks import GymTask, TaskDataError  # TaskDataError's home is beside GymTask, in tasks.py
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator, UserSimulatorError
-
-if TYPE_CHECKING:
-    from mimesis_pl.envs.tasks import GymTask
 
 ACTION_CHOICES: tuple[str, ...] = ("action", "answer", "search")
 
@@ -77,10 +75,6 @@ class Termination(enum.StrEnum):
     @property
     def is_failure(self) -> bool:
         return self in (Termination.ENV_ERROR, Termination.USER_ERROR, Termination.JUDGE_ERROR, Termination.TIMEOUT)
-
-
-class TaskDataError(ValueError):
-    """A task row or gym data file is unusable (missing id, bad field). Names the task and the field."""
 
 
 class EpisodeOverError(RuntimeError):

@@ -15,9 +15,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from mimesis_pl.envs.base import TaskDataError
-
 TOOL_NAME_IN_ROWS = "interact_with_env"
+
+
+class TaskDataError(ValueError):
+    """A task row or gym data file is unusable (missing id, bad field). Names the task and the field."""
 
 
 @dataclass(frozen=True, repr=False)
