@@ -14,19 +14,21 @@ from mimesis_pl.envs.tasks import GymTask
 
 
 @dataclass(frozen=True)
-class ExpertTurn:
-    move: ExpertMove
-    observation: str
-    reward: float
-
-
-@dataclass(frozen=True)
 class ExpertTrace:
     """A played episode: the expert's turns, the episode summary and the simulator's privileged records."""
 
     turns: list[ExpertTurn]
     summary: EpisodeSummary
     privileged: list[PrivilegedTurn]
+
+
+@dataclass(frozen=True)
+class ExpertTurn:
+    """One played turn: the expert's move, the observation it got back and the step's reward."""
+
+    move: ExpertMove
+    observation: str
+    reward: float
 
 
 async def run_expert_episode(
