@@ -27,32 +27,18 @@ from ..csd.prompts import NOTE_FRAMINGS, NoteFraming, build_request, frame_note
 from ..csd.scripted_coach import ScriptedCoach
 from ..envs import EnvironmentManager, Expert, GymTask, interact_tool_schema, read_gym_tasks, run_expert_episode
 from ..envs.expert import LapsingExpert, NoteFollowingExpert
-from ..envs.gyms.function import FunctionExpert
-from ..envs.gyms.intention import IntentionExpert
-from ..envs.gyms.persuade import PersuadeExpert
-from ..envs.gyms.telepathy import TelepathyExpert
-from ..envs.gyms.travel.expert import TravelExpert
-from ..envs.gyms.turtle import TurtleExpert
-from ..envs.registry import default_registry
+from ..envs.registry import GymRegistry, default_registry
 from ..users.scripted import ScriptedUser
 
 
-def make_expert(task: GymTask, knowledge: Sequence[GymTask]) -> Expert:
-    """The scripted expert of ``task``'s gym; guessing experts know the cards of ``knowledge``."""
-    same_gym = [t for t in knowledge if t.env_name == task.env_name]
-    if task.env_name == "FunctionGym":
-        return FunctionExpert()
-    if task.env_name == "TelepathyGym":
-        return TelepathyExpert.from_tasks(same_gym)
-    if task.env_name == "TurtleGym":
-        return TurtleExpert.from_tasks(same_gym)
-    if task.env_name == "IntentionGym":
-        return IntentionExpert.for_task(task)
-    if task.env_name == "PersuadeGym":
-        return PersuadeExpert()
-    if task.env_name == "TravelGym":
-        return TravelExpert()
-    raise ValueError(f"no scripted expert for gym {task.env_name!r}")
+def make_expert(task: GymTask, knowledge: Sequence[GymTask], registry: GymRegistry | None = None) -> Expert:
+    """The scripted expert of ``task``'s gym (``GymSpec.expert``); guessing experts know the cards of ``knowledge``."""
+    registry = registry or default_registry()
+    spec = registry.spec(task.env_name)
+    if spec.expert is None:
+        with_expert = sorted(s.name for s in registry.specs() if s.expert is not None)
+        raise ValueError(f"no scripted expert for gym {task.env_name!r}; gyms with one: {with_expert}")
+    return spec.expert(task, [t for t in knowledge if t.env_name == task.env_name])
 
 
 def trace_record(task: GymTask, turns, choices: Sequence[str]) -> dict[str, Any]:
@@ -143,7 +129,7 @@ async def record_expert_traces(
 
     async def play(i: int, task: GymTask):
         key = f"{task.env_name}/{task.key}"
-        expert = make_expert(task, tasks)
+        expert = make_expert(task, tasks, registry)
         noted: frozenset[int] = frozenset()
         if lapse_rate > 0:
             expert = LapsingExpert(expert, rate=lapse_rate, key=key, seed=seed)

@@ -10,8 +10,8 @@ gym file is left for a config's glob to pick up; a file there that this command 
 never touched: the run stops and names it.
 
 ``compact_prompts=True`` replaces each row's system message by a short one of the same task and tool
-(:data:`COMPACT_SYSTEM_PROMPTS`): UserRL's ~700-token instructions dominate the cost of every
-sequence of a CPU-sized agent, which cannot read them anyway. Hidden fields are untouched.
+(the gym's ``GymSpec.compact_prompt``, :data:`COMPACT_SYSTEM_PROMPTS`): UserRL's ~700-token instructions
+dominate the cost of every sequence of a CPU-sized agent, which cannot read them anyway. Hidden fields are untouched.
 """
 
 from __future__ import annotations
@@ -33,17 +33,8 @@ from .mixture import open_parquet
 
 MANIFEST = "prepare-gyms.json"
 
-COMPACT_SYSTEM_PROMPTS: dict[str, str] = {
-    "PersuadeGym": (
-        "You argue against a claim that the environment holds. Call the tool `interact_with_env` with choice "
-        "`answer` and your argument as content. The environment says which of its points you have not answered "
-        "yet: answer that point. Think first, between <think> and </think>."
-    ),
-    "IntentionGym": (
-        "The user gave a vague task. Call the tool `interact_with_env` with choice `action` and one clarifying "
-        "question as content, about one missing detail at a time. Think first, between <think> and </think>."
-    ),
-}
+# The compact system prompt of every built-in gym that declares one, by env_name.
+COMPACT_SYSTEM_PROMPTS: dict[str, str] = default_registry().compact_prompts()
 
 
 def compact_prompt_row(row: dict[str, Any], gym: str) -> dict[str, Any]:

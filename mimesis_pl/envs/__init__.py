@@ -1,12 +1,14 @@
 """Gyms the agent learns in: the gym and user-simulator protocols, the ``interact_with_env`` tool, the
-EnvironmentManager, scripted experts and the built-in offline gyms (Function, Telepathy, Turtle,
-Intention, Persuade, Search, Tau, Travel) over UserRL task rows, one home each in :mod:`mimesis_pl.envs.gyms`.
+EnvironmentManager, scripted experts and their runner, and the built-in offline gyms (Function, Telepathy,
+Turtle, Intention, Persuade, Search, Tau, Travel) over UserRL task rows, one home each in
+:mod:`mimesis_pl.envs.gyms`, each declared by one :class:`GymSpec` listed in :mod:`mimesis_pl.envs.catalog`.
 
 Nothing here imports :mod:`mimesis_pl.users` (which implements the user protocol and imports this package).
 """
 
 from mimesis_pl.envs.base import Action, EpisodeOverError, Gym, StepResult, TaskDataError, Termination
-from mimesis_pl.envs.expert import Expert, ExpertMove, ExpertTrace, ExpertTurn, run_expert_episode
+from mimesis_pl.envs.expert import Expert, ExpertMove
+from mimesis_pl.envs.expert_runner import ExpertTrace, ExpertTurn, run_expert_episode
 from mimesis_pl.envs.manager import (
     EnvironmentManager,
     Episode,
@@ -16,6 +18,7 @@ from mimesis_pl.envs.manager import (
     episode_base_url,
 )
 from mimesis_pl.envs.registry import BUILTIN_GYMS, GymRegistry, default_registry
+from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask, read_gym_tasks
 from mimesis_pl.envs.tool import (
     INTERACT_TOOL_NAME,
@@ -40,6 +43,7 @@ __all__ = [
     "ExpertTurn",
     "Gym",
     "GymRegistry",
+    "GymSpec",
     "GymTask",
     "INTERACT_TOOL_NAME",
     "INTERACT_TOOL_SCHEMA",
@@ -50,6 +54,7 @@ __all__ = [
     "ToolError",
     "TurnResult",
     "UserProvider",
+    "UserRLPackage",
     "UserReply",
     "UserSimulator",
     "UserSimulatorError",

@@ -1,10 +1,12 @@
-"""Scripted experts: what an expert sees and returns, and a runner that records its episodes.
+"""Scripted experts: what an expert sees and returns, and the wrappers that change how it plays.
 
 Each built-in gym keeps its expert next to its environment (:mod:`mimesis_pl.envs.gyms`). An expert
 sees what an agent sees — the public prompt and the (action, observation) history — and returns an
 :class:`ExpertMove`: a natural :class:`Action` plus a short thought for the ``<think>`` block. Experts
 recompute everything from the history on every call (no hidden state), so a trace can be resumed
-anywhere. What each expert knows beyond the conversation is stated on its class.
+anywhere. What each expert knows beyond the conversation is stated on its class. The runner that plays
+an expert through the EnvironmentManager is :mod:`mimesis_pl.envs.expert_runner` (kept apart so that this
+module, which every gym imports, imports neither the manager nor the gym registry).
 """
 
 from __future__ import annotations
@@ -13,16 +15,10 @@ import abc
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mimesis_pl.chat.think import join_think
 from mimesis_pl.envs.base import Action
 from mimesis_pl.envs.tool import action_to_tool_call
-
-if TYPE_CHECKING:
-    # Annotations only: the manager imports the gym registry, whose gyms import this module.
-    from mimesis_pl.envs.manager import EnvironmentManager, EpisodeSummary, PrivilegedTurn
-    from mimesis_pl.envs.tasks import GymTask
 
 Turn = tuple[Action, str]  # (what the agent did, what it observed)
 
@@ -98,34 +94,11 @@ def opening_text(prompt: Sequence[Mapping[str, str]]) -> str:
     return next((str(m["content"]) for m in reversed(prompt) if m.get("role") == "user"), "")
 
 
-@dataclass(frozen=True)
-class ExpertTurn:
-    move: ExpertMove
-    observation: str
-    reward: float
+# Moved to expert_runner; a re-export here would bring back the circle expert -> manager -> registry -> gyms.
+_MOVED = {"ExpertTurn", "ExpertTrace", "run_expert_episode"}
 
 
-@dataclass(frozen=True)
-class ExpertTrace:
-    """A played episode: the expert's turns, the episode summary and the simulator's privileged records."""
-
-    turns: list[ExpertTurn]
-    summary: EpisodeSummary
-    privileged: list[PrivilegedTurn]
-
-
-async def run_expert_episode(
-    manager: EnvironmentManager, task: GymTask, expert: Expert, *, episode_id: str
-) -> ExpertTrace:
-    """Play ``task`` with ``expert`` through the manager, exactly as an agent's turns would be run."""
-    episode = await manager.start(task, episode_id)
-    turns: list[ExpertTurn] = []
-    history: list[Turn] = []
-    prompt = task.public_messages()
-    while not episode.done:
-        move = expert.act(prompt, history)
-        observation, reward, _ = await episode.step(move.assistant_text())
-        turns.append(ExpertTurn(move, observation, reward))
-        history.append((move.action, observation))
-    summary = await episode.finish()
-    return ExpertTrace(turns, summary, list(episode.privileged))
+def __getattr__(name: str):
+    if name in _MOVED:
+        raise ImportError(f"mimesis_pl.envs.expert.{name} moved: import it from mimesis_pl.envs.expert_runner")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,9 +2,11 @@
 (``interact_telepathygym``).
 
 One registry holds both kinds of gym (docs/decisions.md A46): the built-in ones, and UserRL's installed
-packages run through :mod:`mimesis_pl.envs.userrl_adapter`. Both are named the same way in YAML, by
-``env_name`` under ``episode.gym_options``; a gym's options holding ``userrl: {...}`` (the UserRL config
-fields, may be empty) select the adapter for that name::
+packages run through :mod:`mimesis_pl.envs.userrl_adapter`. It holds each built-in gym's
+:class:`~mimesis_pl.envs.spec.GymSpec` (listed in :mod:`mimesis_pl.envs.catalog`), so the scripted user, the
+expert recorder, ``prepare-gyms`` and the adapter find a gym's parts in one place. Both kinds are named the
+same way in YAML, by ``env_name`` under ``episode.gym_options``; a gym's options holding ``userrl: {...}``
+(the UserRL config fields, may be empty) select the adapter for that name::
 
     gym_options:
       TravelGym: {preference_correct_reward: 0.6}      # built in
@@ -13,44 +15,45 @@ fields, may be empty) select the adapter for that name::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mimesis_pl.envs.base import Gym
-from mimesis_pl.envs.gyms.function import FunctionGym
-from mimesis_pl.envs.gyms.intention import IntentionGym
-from mimesis_pl.envs.gyms.persuade import PersuadeGym
-from mimesis_pl.envs.gyms.search import SearchGym
-from mimesis_pl.envs.gyms.tau import TauGym
-from mimesis_pl.envs.gyms.telepathy import TelepathyGym
-from mimesis_pl.envs.gyms.travel import TravelGym
-from mimesis_pl.envs.gyms.turtle import TurtleGym
-from mimesis_pl.envs.userrl_adapter import ADAPTER_OPTION, USERRL_PACKAGES, userrl_gym_class
+from mimesis_pl.envs.catalog import BUILTIN_SPECS
+from mimesis_pl.envs.gyms.rules import Rule
+from mimesis_pl.envs.spec import GymSpec
+from mimesis_pl.envs.userrl_adapter import ADAPTER_OPTION, userrl_gym_class
 
 
 class GymRegistry:
-    """A name → gym class table; lookups accept ``env_name`` or any of the class's ``data_sources``.
+    """A name → gym table; lookups accept ``env_name`` or any of the class's ``data_sources``.
 
-    ``adapters`` (default: every UserRL package the adapter knows) are the names that may also run
+    ``gyms`` are specs, or bare gym classes (a spec with no parts: tests register their own gyms so).
+    ``adapters`` (default: every built-in spec with a UserRL package) are the gyms that may also run
     through the UserRL adapter; :meth:`resolve` picks the adapter when a gym's options ask for it.
     """
 
-    def __init__(self, classes: tuple[type[Gym], ...] = (), adapters: Mapping[str, Any] | None = None) -> None:
-        self._by_name: dict[str, type[Gym]] = {}
+    def __init__(self, gyms: Iterable[GymSpec | type[Gym]] = (), adapters: Iterable[GymSpec] | None = None) -> None:
+        self._by_name: dict[str, GymSpec] = {}
         self._aliases: dict[str, str] = {}
         self._adapters: dict[str, type[Gym]] = {}
-        for name, (_, _, _, data_source) in (USERRL_PACKAGES if adapters is None else adapters).items():
-            self._adapters[name] = userrl_gym_class(name, data_sources=(data_source,))
-            self._aliases[data_source] = name
-        for cls in classes:
-            self.register(cls)
+        for spec in BUILTIN_SPECS if adapters is None else adapters:
+            if spec.userrl is None:
+                continue
+            self._adapters[spec.name] = userrl_gym_class(spec.name, spec.userrl, data_sources=spec.gym.data_sources)
+            self._aliases.update(dict.fromkeys(spec.gym.data_sources, spec.name))
+        for gym in gyms:
+            self.register(gym)
 
-    def register(self, cls: type[Gym]) -> type[Gym]:
-        name = cls.env_name
+    def register(self, gym: GymSpec | type[Gym]) -> type[Gym]:
+        spec = gym if isinstance(gym, GymSpec) else GymSpec(gym=gym)
+        cls, name = spec.gym, spec.name
         known = self._by_name.get(name)
-        if known is not None and known is not cls:
-            raise ValueError(f"gym name {name!r} is already registered to {known.__qualname__}")
-        self._by_name[name] = cls
+        if known is not None and known.gym is cls and not isinstance(gym, GymSpec):
+            return cls  # the bare class again: keep the parts its spec declared
+        if known is not None and known.gym is not cls:
+            raise ValueError(f"gym name {name!r} is already registered to {known.gym.__qualname__}")
+        self._by_name[name] = spec
         for alias in cls.data_sources:
             self._aliases[alias] = name
         return cls
@@ -64,8 +67,8 @@ class GymRegistry:
             )
         return key
 
-    def get(self, name: str) -> type[Gym]:
-        """The built-in class of ``name``; an adapter-only name says how to select the adapter."""
+    def spec(self, name: str) -> GymSpec:
+        """The spec of built-in gym ``name``; an adapter-only name says how to select the adapter."""
         key = self._key(name)
         if key not in self._by_name:
             raise ValueError(
@@ -73,6 +76,10 @@ class GymRegistry:
                 f"episode.gym_options.{key}.{ADAPTER_OPTION}: {{...UserRL config fields...}}"
             )
         return self._by_name[key]
+
+    def get(self, name: str) -> type[Gym]:
+        """The built-in class of ``name``; an adapter-only name says how to select the adapter."""
+        return self.spec(name).gym
 
     def resolve(self, name: str, options: Mapping[str, Any] | None = None) -> tuple[type[Gym], dict[str, Any]]:
         """The class that runs ``name`` under ``options`` and the constructor options to pass it."""
@@ -91,19 +98,21 @@ class GymRegistry:
     def names(self) -> list[str]:
         return sorted(self._by_name)
 
+    def specs(self) -> list[GymSpec]:
+        return [self._by_name[name] for name in self.names()]
 
-BUILTIN_GYMS: tuple[type[Gym], ...] = (
-    FunctionGym,
-    TelepathyGym,
-    TurtleGym,
-    IntentionGym,
-    PersuadeGym,
-    TravelGym,
-    SearchGym,
-    TauGym,
-)
+    def user_rules(self) -> dict[str, Rule]:
+        """The scripted user's rule of every gym that has one, by ``env_name``."""
+        return {s.name: s.user_rule for s in self.specs() if s.user_rule is not None}
+
+    def compact_prompts(self) -> dict[str, str]:
+        """The compact system prompt of every gym that has one, by ``env_name``."""
+        return {s.name: s.compact_prompt for s in self.specs() if s.compact_prompt is not None}
+
+
+BUILTIN_GYMS: tuple[type[Gym], ...] = tuple(spec.gym for spec in BUILTIN_SPECS)
 
 
 def default_registry() -> GymRegistry:
     """A fresh registry holding the built-in offline gyms (and every UserRL package, for the adapter)."""
-    return GymRegistry(BUILTIN_GYMS)
+    return GymRegistry(BUILTIN_SPECS)

@@ -6,11 +6,13 @@ config fields; :mod:`mimesis_pl.envs.registry`). The adapter converts an :class:
 action string (``"[action] …"``), takes the observation's ``feedback`` text, ends the episode on
 ``terminated or truncated`` and passes UserRL's rewards through unchanged (``reward_bounds = "none"``:
 no episode-sum clip, so a correct Travel answer after two elicited preferences still earns its 1.0;
-docs/decisions.md A40).
+docs/decisions.md A40). Which package plays a gym, and which row field names its task, the gym declares
+itself (``SPEC.userrl``, a :class:`~mimesis_pl.envs.spec.UserRLPackage`).
 
 **Through the shim** (A47): when the manager has a shim, the gym's ``base_url`` is bound to the
-episode, ``{shim}/ep/{episode_id}/v1``, as the reference's episode scoping does (not for TauGym, whose
-config writes the URL into the process environment, nor FunctionGym, which has no LLM). After each
+episode, ``{shim}/ep/{episode_id}/v1``, as the reference's episode scoping does (not where the package
+says ``scoped_base_url=False``: TauGym, whose config writes the URL into the process environment, and
+FunctionGym, which has no LLM). After each
 step the adapter reads the episode's new privileged entries from the shim and reports the last one as
 the user's reply (``info["user"]``), so CSD gets evidence. UserRL's gyms send their judge calls
 through the same URL; like the reference, the last entry of a step is taken as the user's.
@@ -24,6 +26,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from mimesis_pl.envs.base import Action, Gym, StepResult
+from mimesis_pl.envs.catalog import BUILTIN_SPECS, builtin_spec
+from mimesis_pl.envs.spec import UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 from mimesis_pl.shim.client import AsyncShimClient
@@ -33,43 +37,37 @@ log = logging.getLogger(__name__)
 # The option key that selects the adapter for a gym name.
 ADAPTER_OPTION = "userrl"
 
-# env_name → (module, class, row field naming the task, parquet data_source)
-USERRL_PACKAGES: dict[str, tuple[str, str, str, str]] = {
-    "TravelGym": ("travelgym", "TravelEnv", "id", "interact_travelgym"),
-    "TurtleGym": ("turtlegym", "StoryEnv", "title", "interact_turtlegym"),
-    "TelepathyGym": ("telepathygym", "TelepathyEnv", "title", "interact_telepathygym"),
-    "IntentionGym": ("intentiongym", "IntentionEnv", "id", "interact_intention"),
-    "PersuadeGym": ("persuadegym", "PersuadeEnv", "id", "interact_persuade"),
-    "FunctionGym": ("functiongym", "FunctionEnv", "id", "interact_function"),
-    "TauGym": ("taugym", "TauEnv", "id", "interact_taugym"),
-    "SearchGym": ("searchgym", "SearchEnv", "id", "interact_searchgym"),
-}
-# Not bound per episode, as in the reference (Tau writes its URL into the process environment; Function has no LLM).
-NO_EPISODE_SCOPE = frozenset({"TauGym", "FunctionGym"})
-
 EnvFactory = Callable[[GymTask, Mapping[str, Any]], Any]
 
 
 def userrl_env_factory(env_name: str, config: Mapping[str, Any] | None = None) -> EnvFactory:
-    """A factory building the installed UserRL env for one task (``data_mode="single"``).
+    """A factory building the installed UserRL env of built-in gym ``env_name`` for one task."""
+    spec = builtin_spec(env_name)
+    if spec is None or spec.userrl is None:
+        known = sorted(s.name for s in BUILTIN_SPECS if s.userrl is not None)
+        raise ValueError(f"no UserRL package known for {env_name!r}; known: {known}")
+    return package_env_factory(env_name, spec.userrl, config)
+
+
+def package_env_factory(env_name: str, package: UserRLPackage, config: Mapping[str, Any] | None = None) -> EnvFactory:
+    """A factory building ``package``'s env for one task (``data_mode="single"``).
 
     The factory takes the task and per-episode overrides (the episode's ``base_url``) applied last.
     """
-    if env_name not in USERRL_PACKAGES:
-        raise ValueError(f"no UserRL package known for {env_name!r}; known: {sorted(USERRL_PACKAGES)}")
-    module_name, class_name, key, _ = USERRL_PACKAGES[env_name]
 
     def build(task: GymTask, overrides: Mapping[str, Any]) -> Any:
         try:
-            module = importlib.import_module(module_name)
+            module = importlib.import_module(package.module)
         except ImportError as err:
-            raise ImportError(f"{env_name} adapter needs the UserRL package {module_name!r} installed: {err}") from None
+            raise ImportError(
+                f"{env_name} adapter needs the UserRL package {package.module!r} installed: {err}"
+            ) from None
         cfg = module.get_default_config()
         cfg.data_mode = "single"
-        cfg.data_source = task.hidden.get(key)
+        cfg.data_source = task.hidden.get(package.task_field)
         for name, value in {**(config or {}), **overrides}.items():
             setattr(cfg, name, value)
-        return getattr(module, class_name)(cfg)
+        return getattr(module, package.env_class)(cfg)
 
     return build
 
@@ -82,6 +80,8 @@ class UserRLGym(Gym):
     needs_user = False
     reward_bounds = "none"
     takes_shim_url: ClassVar[bool] = True
+    # The package this class runs (set by :func:`userrl_gym_class`); without one, pass ``env_factory``.
+    package: ClassVar[UserRLPackage | None] = None
 
     def __init__(
         self,
@@ -92,9 +92,16 @@ class UserRLGym(Gym):
         shim_url: str | None = None,
     ) -> None:
         super().__init__(user=user)
-        self._factory = env_factory or userrl_env_factory(self.env_name, config)
+        if env_factory is None:
+            package = self.package
+            env_factory = (
+                userrl_env_factory(self.env_name, config)
+                if package is None
+                else package_env_factory(self.env_name, package, config)
+            )
+        self._factory = env_factory
         self._env: Any = None
-        scoped = shim_url is not None and self.env_name not in NO_EPISODE_SCOPE
+        scoped = shim_url is not None and (self.package is None or self.package.scoped_base_url)
         self._shim = AsyncShimClient(shim_url) if scoped and shim_url else None
         self._next_entry = 0
 
@@ -142,9 +149,12 @@ class UserRLGym(Gym):
 
 
 def userrl_gym_class(
-    env_name: str, *, data_sources: tuple[str, ...] = (), choices: tuple[str, ...] = ("action", "answer", "search")
+    env_name: str,
+    package: UserRLPackage,
+    *,
+    data_sources: tuple[str, ...] = (),
+    choices: tuple[str, ...] = ("action", "answer", "search"),
 ) -> type[UserRLGym]:
-    """A :class:`UserRLGym` subclass named ``env_name`` (the registry makes one per UserRL package)."""
-    return type(
-        f"UserRL{env_name}", (UserRLGym,), {"env_name": env_name, "data_sources": data_sources, "choices": choices}
-    )
+    """A :class:`UserRLGym` subclass named ``env_name`` running ``package`` (the registry makes one per gym)."""
+    attrs = {"env_name": env_name, "data_sources": data_sources, "choices": choices, "package": package}
+    return type(f"UserRL{env_name}", (UserRLGym,), attrs)

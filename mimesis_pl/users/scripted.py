@@ -3,7 +3,8 @@
 Gyms put the hidden data in a ``<persona>{json}</persona>`` block of the system message they send to
 any simulator (an LLM reads it as part of its instructions); the scripted user parses that block
 and answers with the rule of the persona's gym: each built-in gym keeps its rule, ``scripted_reply``,
-next to its environment (:mod:`mimesis_pl.envs.gyms`; keywords as in :mod:`mimesis_pl.envs.text`).
+next to its environment and declares it in its spec (:mod:`mimesis_pl.envs.gyms`, looked up through the
+gym registry; keywords as in :mod:`mimesis_pl.envs.text`).
 Every reply carries a private reasoning text naming the hidden facts it used, as a served MIMESIS
 simulator's ``<think>`` block would — the material the privileged channel and the leak tests need.
 
@@ -19,19 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mimesis_pl.chat.think import join_think
-from mimesis_pl.envs.gyms import intention, persuade, telepathy, travel, turtle
 from mimesis_pl.envs.gyms.rules import Rule
-from mimesis_pl.envs.gyms.tau import gym as tau
+from mimesis_pl.envs.registry import default_registry
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
 
-RULES: dict[str, Rule] = {
-    telepathy.TelepathyGym.env_name: telepathy.scripted_reply,
-    turtle.TurtleGym.env_name: turtle.scripted_reply,
-    intention.IntentionGym.env_name: intention.scripted_reply,
-    persuade.PersuadeGym.env_name: persuade.scripted_reply,
-    travel.TravelGym.env_name: travel.scripted_reply,
-    tau.TauGym.env_name: tau.scripted_reply,
-}
+# The rule of every built-in gym that declares one (GymSpec.user_rule), by env_name.
+RULES: dict[str, Rule] = default_registry().user_rules()
 
 _PERSONA = re.compile(r"<persona>\s*(\{.*?\})\s*</persona>", re.DOTALL)
 

@@ -8,6 +8,7 @@
   our own offline retail environment),
 - :mod:`.judging`: the served judges of the judged gyms (the rule graders stay the offline default).
 
-What the scripted rules share is in :mod:`.rules`; the registry of gym classes is
-:mod:`mimesis_pl.envs.registry`, the user that applies the rules :class:`mimesis_pl.users.ScriptedUser`.
+Each gym declares its parts in its module's ``SPEC`` (a :class:`mimesis_pl.envs.spec.GymSpec`), listed in
+:mod:`mimesis_pl.envs.catalog` and served by the registry (:mod:`mimesis_pl.envs.registry`). What the scripted
+rules share is in :mod:`.rules`; the user that applies them is :class:`mimesis_pl.users.ScriptedUser`.
 """

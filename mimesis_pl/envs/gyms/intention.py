@@ -44,6 +44,7 @@ from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import persona_field
+from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import QUESTION_FILLER, content_words, question_keywords, stem
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
@@ -403,3 +404,15 @@ def _aspect_phrase(description: str) -> str:
         if text.startswith(prefix):
             return "your " + text[len(prefix) :]
     return "the " + text[:1].lower() + text[1:]
+
+
+SPEC = GymSpec(
+    gym=IntentionGym,
+    user_rule=scripted_reply,
+    expert=lambda task, same_gym: IntentionExpert.for_task(task),
+    compact_prompt=(
+        "The user gave a vague task. Call the tool `interact_with_env` with choice `action` and one clarifying "
+        "question as content, about one missing detail at a time. Think first, between <think> and </think>."
+    ),
+    userrl=UserRLPackage("intentiongym", "IntentionEnv"),
+)

@@ -37,6 +37,7 @@ from mimesis_pl.envs.base import Action, Gym, StepResult, require
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn
 from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import persona_field
+from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import content_words, is_vague, sentences, stem, surface_forms, words
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
@@ -289,3 +290,16 @@ class PersuadeExpert(Expert):
         return ExpertMove(
             Action("answer", f"On your point about {terms}: {rebuttal}"), f"The open point is about {terms}."
         )
+
+
+SPEC = GymSpec(
+    gym=PersuadeGym,
+    user_rule=scripted_reply,
+    expert=lambda task, same_gym: PersuadeExpert(),
+    compact_prompt=(
+        "You argue against a claim that the environment holds. Call the tool `interact_with_env` with choice "
+        "`answer` and your argument as content. The environment says which of its points you have not answered "
+        "yet: answer that point. Think first, between <think> and </think>."
+    ),
+    userrl=UserRLPackage("persuadegym", "PersuadeEnv"),
+)

@@ -32,6 +32,7 @@ from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.cards import CardExpert, make_card
 from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
+from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import STOPWORDS, content_words, overlap_fraction, question_keywords, stem, words
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
@@ -250,3 +251,11 @@ class TelepathyExpert(CardExpert):
                 f"I have a strong guess; asking about {confirm[0]} will confirm it.",
             )
         return ExpertMove(Action("answer", card.title), f"Every answer so far fits {card.title}.")
+
+
+SPEC = GymSpec(
+    gym=TelepathyGym,
+    user_rule=scripted_reply,
+    expert=lambda task, same_gym: TelepathyExpert.from_tasks(same_gym),
+    userrl=UserRLPackage("telepathygym", "TelepathyEnv", task_field="title"),
+)

@@ -40,6 +40,7 @@ from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.cards import CardExpert, make_card
 from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
 from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
+from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import content_words, overlap_fraction, question_keywords, sentences
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
@@ -341,3 +342,11 @@ class TurtleExpert(CardExpert):
                 f"I suspect what happened; checking whether {confirm[0]} and {confirm[1]} matter.",
             )
         return ExpertMove(Action("answer", card.text), "The answers fit together; I tell the whole story.")
+
+
+SPEC = GymSpec(
+    gym=TurtleGym,
+    user_rule=scripted_reply,
+    expert=lambda task, same_gym: TurtleExpert.from_tasks(same_gym),
+    userrl=UserRLPackage("turtlegym", "StoryEnv", task_field="title"),
+)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+import mimesis_pl.envs.gyms.function.solver as fs
 from mimesis_pl.envs.base import Action
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn
-from mimesis_pl.envs.gyms.function import solver as fs
 from mimesis_pl.envs.gyms.function.gym import format_number
 
 _TEST_CASE = re.compile(r"The test case is f\(([-\d, ]+)\)")

@@ -1,4 +1,5 @@
-"""SearchGym (Bamboogle questions) and its pluggable search backends."""
+"""SearchGym (Bamboogle questions) and its pluggable search backends, declared by :data:`SPEC` (no user, no
+scripted expert)."""
 
 from mimesis_pl.envs.gyms.search.backends import (
     BM25Backend,
@@ -8,10 +9,14 @@ from mimesis_pl.envs.gyms.search.backends import (
     read_corpus,
 )
 from mimesis_pl.envs.gyms.search.gym import SearchGym, answers_match, normalize_answer
+from mimesis_pl.envs.spec import GymSpec, UserRLPackage
+
+SPEC = GymSpec(gym=SearchGym, userrl=UserRLPackage("searchgym", "SearchEnv"))
 
 __all__ = [
     "BM25Backend",
     "HttpSearchBackend",
+    "SPEC",
     "SearchGym",
     "SearchHit",
     "SearchSettings",

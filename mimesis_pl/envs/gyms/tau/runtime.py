@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from mimesis_pl.envs.gyms.tau import retail
+import mimesis_pl.envs.gyms.tau.retail as retail
 from mimesis_pl.eval.failures import EnvironmentFailure
 from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, make_runtime_app, serve_tool_runtime
 
