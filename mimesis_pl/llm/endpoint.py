@@ -17,7 +17,7 @@ def api_key(env_name: str | None, *, where: str, error: type[Exception] = ValueE
     """The key held by environment variable ``env_name``; ``None`` when no variable is named.
 
     A named variable that is unset or empty raises ``error`` with ``where`` (the setting or flag that names
-    it), never an unauthenticated request.
+    it), never an unauthenticated request (docs/decisions.md D12).
     """
     if env_name is None:
         return None

@@ -89,34 +89,33 @@ class _FakeSGLangEngine:
         pass
 
 
-def test_vllm_settings_build_the_engine_they_describe(monkeypatch):
+@pytest.fixture
+def fake_backends(monkeypatch):
+    """Fake ``vllm`` and ``sglang`` modules whose engines record the arguments they were started with."""
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=_FakeLLM))
+    monkeypatch.setitem(sys.modules, "sglang", types.SimpleNamespace(Engine=_FakeSGLangEngine))
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    monkeypatch.setenv("SGLANG_RETURN_ORIGINAL_LOGPROB", "1")
     _FakeLLM.started.clear()
+    _FakeSGLangEngine.started.clear()
+
+
+def test_vllm_settings_build_the_engine_they_describe(fake_backends):
     engine = VLLM.build(EngineTarget(model_path="policy", ranks_per_device=2))
-    try:
-        assert (engine.sleep_enabled, engine.sleep_level, engine.max_model_len) == (True, 2, 256)
-        assert _FakeLLM.started[0]["model"] == "policy" and _FakeLLM.started[0]["gpu_memory_utilization"] == 0.2
-    finally:
-        engine.close()
-    own = VLLMEngineSettings(model_path="own")
-    own.build(EngineTarget(model_path="policy")).close()
+    engine.close()
+    assert (engine.sleep_enabled, engine.sleep_level, engine.max_model_len) == (True, 2, 256)
+    assert _FakeLLM.started == [vllm_llm_kwargs(VLLM, "policy", ranks_per_device=2)]
+    VLLMEngineSettings(model_path="own").build(EngineTarget(model_path="policy")).close()
     assert _FakeLLM.started[1]["model"] == "own"  # its own model_path wins over the policy's
 
 
-def test_sglang_settings_build_the_engine_they_describe(monkeypatch):
-    monkeypatch.setitem(sys.modules, "sglang", types.SimpleNamespace(Engine=_FakeSGLangEngine))
-    monkeypatch.setenv("SGLANG_RETURN_ORIGINAL_LOGPROB", "1")
-    _FakeSGLangEngine.started.clear()
+def test_sglang_settings_build_the_engine_they_describe(fake_backends):
     engine = SGLANG.build(EngineTarget(model_path="policy", ranks_per_device=2))
-    try:
-        assert (engine.memory_saver, engine.weight_chunk_bytes) == (True, 1024)
-        assert _FakeSGLangEngine.started == [sglang_engine_kwargs(SGLANG, "policy", ranks_per_device=2)]
-    finally:
-        engine.close()
+    engine.close()
+    assert (engine.memory_saver, engine.weight_chunk_bytes, engine._batcher.max_batch_size) == (True, 1024, 8)
+    assert _FakeSGLangEngine.started == [sglang_engine_kwargs(SGLANG, "policy", ranks_per_device=2)]
 
 
-def test_a_bad_sleep_level_is_refused_by_the_engine(monkeypatch):
-    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=_FakeLLM))
+def test_a_bad_sleep_level_is_refused_by_the_engine(fake_backends):
     with pytest.raises(ValueError, match="sleep_level"):
         VLLMEngineSettings(sleep_level=3).build(EngineTarget(model_path="m"))  # type: ignore[arg-type]

@@ -43,7 +43,7 @@ def sglang_engine_kwargs(
     settings: SGLangEngineSettings, model_path: str | Path, ranks_per_device: int = 1
 ) -> dict[str, Any]:
     """``sglang.Engine`` arguments of ``settings`` for the weights at ``model_path`` — the one place an
-    :class:`SGLangEngineSettings` becomes them; ``engine_kwargs`` are passed as given, last."""
+    :class:`SGLangEngineSettings` becomes them (docs/decisions.md D11); ``engine_kwargs`` are passed as given, last."""
     s = settings
     kwargs: dict[str, Any] = {
         "model_path": str(model_path),

@@ -42,7 +42,7 @@ def vllm_llm_kwargs(
     settings: VLLMEngineSettings, model_path: str | Path, ranks_per_device: int = 1, on_cpu: bool = False
 ) -> dict[str, Any]:
     """``vllm.LLM`` arguments of ``settings`` for the weights at ``model_path`` — the one place a
-    :class:`VLLMEngineSettings` becomes them — with the device's memory split between the
+    :class:`VLLMEngineSettings` becomes them (docs/decisions.md D11) — with the device's memory split between the
     ``ranks_per_device`` engines that share it: ``gpu_memory_utilization`` and ``kv_cache_memory_bytes``
     are divided by it, and on CPU with several ranks an unset KV cache gets ``CPU_KV_CACHE_BYTES`` divided
     by it. ``engine_kwargs`` are passed as given (not divided)."""
