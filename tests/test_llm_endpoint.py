@@ -14,6 +14,7 @@ from mimesis_pl.eval.episodes import OpenAIChatEpisodeRunner
 from mimesis_pl.eval.replay import OpenAIChatAgent
 from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings
 from mimesis_pl.eval.simulator.models import ChatModelSettings
+from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint, api_key, http_url, openai_sdk_client
 from mimesis_pl.rollout.engines import OpenAIEngine
 from mimesis_pl.rollout.services import OpenAIUserSettings, SimulatorServices
@@ -99,6 +100,11 @@ def test_served_clients_post_where_their_endpoint_says():
     assert OpenAICoach("http://c:1", "coach")._client.url == "http://c:1/v1/chat/completions"
     search = HttpSearchBackend(SearchSettings(kind="http", url="http://q/search"))
     assert search._client.url == "http://q/search"
+    runtime = HttpToolRuntime("http://t:5/", timeout_s=4.0, max_retries=1)
+    assert {route: c.url for route, c in runtime._clients.items()} == {
+        route: f"http://t:5/{route}" for route in ("reset", "step", "reward", "close")
+    }
+    assert runtime._clients["step"].endpoint == Endpoint("http://t:5", timeout_s=4.0, max_retries=1)
 
 
 def test_the_sdk_client_takes_the_endpoint_deadline_and_retries(monkeypatch):
