@@ -27,7 +27,7 @@ UNSET = "MIMESIS_TEST_UNSET_KEY"
 
 def test_api_key_reads_the_named_variable_or_names_the_setting(monkeypatch):
     monkeypatch.setenv("MIMESIS_TEST_KEY", "sk-1")
-    assert api_key(None, where="x") is None
+    assert api_key(None, where="x") is None and api_key("", where="x") is None
     assert api_key("MIMESIS_TEST_KEY", where="x") == "sk-1"
     monkeypatch.setenv("MIMESIS_TEST_KEY", "")
     with pytest.raises(KeyError, match="judge.api_key_env names environment variable 'MIMESIS_TEST_KEY'"):

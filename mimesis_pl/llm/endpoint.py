@@ -14,12 +14,12 @@ from typing import Any
 
 
 def api_key(env_name: str | None, *, where: str, error: type[Exception] = ValueError) -> str | None:
-    """The key held by environment variable ``env_name``; ``None`` when no variable is named.
+    """The key held by environment variable ``env_name``; ``None`` when no variable is named (``None`` or ``""``).
 
     A named variable that is unset or empty raises ``error`` with ``where`` (the setting or flag that names
     it), never an unauthenticated request (docs/decisions.md D12).
     """
-    if env_name is None:
+    if not env_name:
         return None
     value = os.environ.get(env_name)
     if not value:
