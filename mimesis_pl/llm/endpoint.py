@@ -2,8 +2,9 @@
 
 Every served role — the simulator-RL judge and partners, the fidelity suites' models, the served users, the
 coach, the evaluation agents, the served rollout engines, the search API — reaches its server through an
-:class:`Endpoint` built from its own YAML settings (``endpoint()``), so address, model, key, deadline and
-retries mean the same everywhere (docs/decisions.md D10). A key is only ever read by :func:`api_key`.
+:class:`Endpoint` built from its own YAML settings (their ``endpoint()``, or :meth:`Endpoint.of`), so
+address, model, key, deadline and retries mean the same everywhere (docs/decisions.md D10). A key is only
+ever read by :func:`api_key`.
 """
 
 from __future__ import annotations
