@@ -116,9 +116,12 @@ def measure_vllm(requests, rounds: int) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_HOST_IP", "127.0.0.1")
     os.environ.setdefault("VLLM_CACHE_ROOT", tempfile.mkdtemp(prefix="mimesis-vllm-cache-"))
-    from mimesis_pl.rollout.engines import VLLMEngine
+    from mimesis_pl.rollout.engines import VLLMEngine, VLLMEngineSettings
 
-    engine = VLLMEngine(TINY, dtype="float32", max_model_len=1024, kv_cache_memory_bytes=64 << 20, enforce_eager=True)
+    settings = VLLMEngineSettings(
+        dtype="float32", max_model_len=1024, kv_cache_memory_bytes=64 << 20, enforce_eager=True
+    )
+    engine = VLLMEngine(TINY, settings)
     try:
         timed(batched, engine, requests[:4])
         rates = [tokens / seconds for seconds, tokens in (timed(batched, engine, requests) for _ in range(rounds))]

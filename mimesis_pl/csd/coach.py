@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from mimesis_pl.chat.think import split_think
 from mimesis_pl.checks import check_choice
 from mimesis_pl.csd.leaks import find_leaks
 from mimesis_pl.csd.prompts import CoachRequest
-from mimesis_pl.llm import ChatCompletionsClient
+from mimesis_pl.llm import ChatCompletionsClient, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -145,11 +144,9 @@ class OpenAICoach:
         self.url = chat_completions_url(self.base_url)
         if self.max_retries < 0 or self.max_tokens < 1 or self.max_chars < 1:
             raise ValueError("OpenAICoach: max_retries must be >= 0, max_tokens and max_chars >= 1")
-        if self.api_key_env and not os.environ.get(self.api_key_env):
-            raise ValueError(f"OpenAICoach: environment variable {self.api_key_env!r} (api_key_env) is not set")
-        self._client = ChatCompletionsClient(
-            self.url, self.api_key_env, self.timeout_s, self.max_retries, self.retry_backoff_s, RuntimeError
-        )
+        endpoint = Endpoint.of(self, self.url)
+        endpoint.key(where="OpenAICoach api_key_env")  # a missing key fails here, not at the first note
+        self._client = ChatCompletionsClient(endpoint, RuntimeError, path="")
 
     async def note(self, request: CoachRequest) -> CoachResult:
         body: dict[str, Any] = {

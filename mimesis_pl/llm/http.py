@@ -1,19 +1,20 @@
 """One HTTP client for ``/chat/completions`` calls: retries, API keys from a named env var, loop-safe sessions.
 
-Used by the OpenAI-compatible user simulator and the coach, which differ only in how they read a reply
-and which error they raise.
+Built from an :class:`~mimesis_pl.llm.Endpoint`; used by the served users, the coach, the judge and partners,
+the fidelity suites' models and the search API, which differ only in how they read a reply and which error
+they raise.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import aiohttp
 
+from .endpoint import Endpoint, bearer_headers
 from .redact import redacted_excerpt
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -25,33 +26,23 @@ class RetryableError(Exception):
 
 
 class ChatCompletionsClient:
-    """POSTs chat-completion bodies to ``url``.
+    """POSTs chat-completion bodies to ``endpoint.route(path)``.
 
     Args:
-        url: the full ``…/v1/chat/completions`` address.
-        api_key_env: name of the environment variable holding the key (``None``: no auth header).
-        timeout_s: per request.
-        max_retries: extra attempts after a :class:`RetryableError`, with backoff
+        endpoint: the server, its key variable, deadline and retries (:class:`~mimesis_pl.llm.Endpoint`);
+            after a :class:`RetryableError` it tries ``max_retries`` more times, with backoff
             ``retry_backoff_s * 2**attempt``.
         error: the exception type raised for failures that are not retried (and after the last attempt).
+        path: appended to ``endpoint.url`` (``""`` posts to the URL itself).
     """
 
     def __init__(
-        self,
-        url: str,
-        api_key_env: str | None = None,
-        timeout_s: float = 120.0,
-        max_retries: int = 2,
-        retry_backoff_s: float = 0.5,
-        error: type[Exception] = RuntimeError,
+        self, endpoint: Endpoint, error: type[Exception] = RuntimeError, path: str = "/chat/completions"
     ) -> None:
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.url = url
-        self.api_key_env = api_key_env
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.retry_backoff_s = retry_backoff_s
+        self.endpoint = endpoint
+        self.url = endpoint.route(path)
+        self.max_retries = endpoint.max_retries
+        self.retry_backoff_s = endpoint.retry_backoff_s
         self.error = error
         self._session: aiohttp.ClientSession | None = None
 
@@ -92,16 +83,11 @@ class ChatCompletionsClient:
         loop = asyncio.get_running_loop()
         # A session belongs to the loop that made it; a fresh asyncio.run needs a fresh session.
         if self._session is None or self._session.closed or getattr(self._session, "_loop", loop) is not loop:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.endpoint.timeout_s))
         return self._session
 
     def _headers(self) -> dict[str, str]:
-        if not self.api_key_env:
-            return {}
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise self.error(f"environment variable {self.api_key_env!r} (api_key_env) is not set")
-        return {"Authorization": f"Bearer {key}"}
+        return bearer_headers(self.endpoint.key(self.error))
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:

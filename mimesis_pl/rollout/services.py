@@ -15,11 +15,11 @@ stage or the evaluation module — calls ``start`` in its setup and ``stop`` in 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..llm import api_key
 from ..shim.background import ServerThread
 from ..shim.service import PrivilegedShim
 from ..users import OpenAIUser, ScriptedUser
@@ -146,7 +146,7 @@ class SimulatorServices:
     @property
     def shim_token(self) -> str | None:
         """The shim's bearer token, read from ``shim_token_env`` (``None`` when unset)."""
-        return _secret(getattr(self.settings, "shim_token_env", None), "shim_token_env")
+        return api_key(getattr(self.settings, "shim_token_env", None), where="users.shim_token_env")
 
     def start(self) -> SimulatorServices:
         s = self.settings
@@ -161,7 +161,7 @@ class SimulatorServices:
         if getattr(s, "shim_url", None) is not None:
             self.shim_url = s.shim_url
         elif s.shim:
-            upstream_key = _secret(api_key_env, "api_key_env")
+            upstream_key = api_key(api_key_env, where="users.api_key_env")
             self.shim_url = self._start(
                 PrivilegedShim(upstream, token=self.shim_token, upstream_api_key=upstream_key), "mimesis-user-shim"
             )
@@ -194,15 +194,6 @@ class SimulatorServices:
     def stop(self) -> None:
         while self._threads:
             self._threads.pop().stop()
-
-
-def _secret(env_name: str | None, field: str) -> str | None:
-    if env_name is None:
-        return None
-    value = os.environ.get(env_name)
-    if not value:
-        raise ValueError(f"users.{field}: environment variable {env_name!r} is not set or empty")
-    return value
 
 
 def _v1(url: str) -> str:

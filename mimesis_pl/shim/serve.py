@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
 
+from mimesis_pl.llm import api_key
 from mimesis_pl.shim.service import PrivilegedShim
 from mimesis_pl.shim.store import StoreLimits
 
@@ -84,12 +84,10 @@ def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
 
 
 def _secret(parser: argparse.ArgumentParser, flag: str, name: str | None) -> str | None:
-    if name is None:
-        return None
-    value = os.environ.get(name)
-    if not value:
-        parser.error(f"{flag} {name}: environment variable {name} is not set or empty")
-    return value
+    try:
+        return api_key(name, where=flag)
+    except ValueError as err:
+        parser.error(str(err))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
-from ..llm import ChatCompletionsClient, RetryableError
+from ..llm import ChatCompletionsClient, Endpoint, RetryableError
 
 V = TypeVar("V")
 Messages = Sequence[Mapping[str, str]]
@@ -37,7 +37,7 @@ def request_log() -> deque[list[dict[str, str]]]:
 
 @dataclass
 class EndpointSettings:
-    """One role's model.
+    """One role's model: its :class:`~mimesis_pl.llm.Endpoint` (:meth:`endpoint`) and its sampling.
 
     Args:
         kind: ``scripted`` (offline stand-in) or ``openai`` (an OpenAI-compatible server).
@@ -65,6 +65,12 @@ class EndpointSettings:
     max_retries: int = 5
     retry_backoff_s: float = 1.0
     failure_rate: float = 0.0
+
+    def endpoint(self, role: str) -> Endpoint:
+        """The served endpoint (kind ``openai``); a ``ValueError`` naming ``role`` without an http(s) ``url``."""
+        if not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError(f"{role}: kind 'openai' needs url: http(s)://HOST/v1, got {self.url!r}")
+        return Endpoint.of(self, self.url)
 
 
 @dataclass
@@ -189,29 +195,21 @@ def reply_text(payload: Mapping[str, Any], who: str, keep_reasoning: bool = Fals
 
 
 class OpenAIChatModel:
-    """A role served behind ``{url}/chat/completions``: the package's one served chat client for judges and
-    partners (simulator RL, and the fidelity suites through ``eval.simulator.models.ServedChatModel``).
+    """A role served behind ``{url}/chat/completions``: the served chat client of the judges, partners and
+    support agents of simulator RL and of the gyms' judges (the fidelity suites' ``ServedChatModel`` posts
+    through the same :class:`~mimesis_pl.llm.ChatCompletionsClient` and :func:`reply_text`).
 
     :meth:`request` sends a body and raises ``error`` once retries are spent; :meth:`complete` and
     :meth:`complete_json` return ``None`` instead (and count the failure), as the tasks expect.
     """
 
     def __init__(self, settings: EndpointSettings, role: str, error: type[Exception] = _ClientError) -> None:
-        if not settings.url or not settings.url.startswith(("http://", "https://")):
-            raise ValueError(f"{role}: kind 'openai' needs url: http(s)://HOST/v1, got {settings.url!r}")
         self.settings = settings
         self.role = role
         self.failures = 0
         self.requests = request_log()
         self._error = error
-        self._client = ChatCompletionsClient(
-            settings.url.rstrip("/") + "/chat/completions",
-            settings.api_key_env,
-            settings.timeout_s,
-            settings.max_retries,
-            settings.retry_backoff_s,
-            error,
-        )
+        self._client = ChatCompletionsClient(settings.endpoint(role), error)
 
     def body(self, messages: Messages, json_mode: bool = False) -> dict[str, Any]:
         s = self.settings

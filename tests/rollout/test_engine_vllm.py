@@ -50,16 +50,12 @@ def vllm_env():
 
 @pytest.fixture(scope="module")
 def vllm_engine(vllm_env, tiny_model_path):
-    from mimesis_pl.rollout.engines import VLLMEngine
+    from mimesis_pl.rollout.engines import VLLMEngine, VLLMEngineSettings
 
-    engine = VLLMEngine(
-        tiny_model_path,
-        dtype="float32",
-        max_model_len=512,
-        kv_cache_memory_bytes=64 * 1024 * 1024,
-        enforce_eager=True,
-        seed=0,
+    settings = VLLMEngineSettings(
+        dtype="float32", max_model_len=512, kv_cache_memory_bytes=64 * 1024 * 1024, enforce_eager=True, seed=0
     )
+    engine = VLLMEngine(tiny_model_path, settings)
     yield engine
     engine.close()
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from mimesis_pl.rollout.engines import VLLMEngineSettings
 from mimesis_pl.rollout.engines.sglang import sglang_mem_fraction
 from mimesis_pl.rollout.engines.vllm import CPU_KV_CACHE_BYTES, vllm_llm_kwargs
 from mimesis_pl.rollout.validation import (
@@ -95,21 +96,21 @@ def test_best_checkpoint_keeps_only_the_best(tmp_path):
 
 
 def test_engines_split_device_memory_between_the_ranks_on_it():
-    one = vllm_llm_kwargs("m", gpu_memory_utilization=0.5, kv_cache_memory_bytes=1 << 30)
+    sized = VLLMEngineSettings(gpu_memory_utilization=0.5, kv_cache_memory_bytes=1 << 30)
+    one = vllm_llm_kwargs(sized, "m")
     assert (one["gpu_memory_utilization"], one["kv_cache_memory_bytes"]) == (0.5, 1 << 30)
-    two = vllm_llm_kwargs("m", gpu_memory_utilization=0.5, kv_cache_memory_bytes=1 << 30, ranks_per_device=2)
+    two = vllm_llm_kwargs(sized, "m", ranks_per_device=2)
     assert (two["gpu_memory_utilization"], two["kv_cache_memory_bytes"]) == (0.25, 1 << 29)
     # on CPU, several ranks get a bounded default instead of vLLM's per-engine share of host memory
-    cpu = vllm_llm_kwargs("m", ranks_per_device=4, on_cpu=True)
+    cpu = vllm_llm_kwargs(VLLMEngineSettings(), "m", ranks_per_device=4, on_cpu=True)
     assert cpu["kv_cache_memory_bytes"] == CPU_KV_CACHE_BYTES // 4
-    assert "kv_cache_memory_bytes" not in vllm_llm_kwargs("m", on_cpu=True)  # one process: vLLM's own default
-    assert (
-        vllm_llm_kwargs("m", ranks_per_device=2, engine_kwargs={"kv_cache_memory_bytes": 7})["kv_cache_memory_bytes"]
-        == 7
-    )
+    # one process: vLLM's own default
+    assert "kv_cache_memory_bytes" not in vllm_llm_kwargs(VLLMEngineSettings(), "m", on_cpu=True)
+    passed = VLLMEngineSettings(engine_kwargs={"kv_cache_memory_bytes": 7})
+    assert vllm_llm_kwargs(passed, "m", ranks_per_device=2)["kv_cache_memory_bytes"] == 7
     assert sglang_mem_fraction(0.5, 2) == 0.25
     with pytest.raises(ValueError, match="ranks_per_device"):
-        vllm_llm_kwargs("m", ranks_per_device=0)
+        vllm_llm_kwargs(VLLMEngineSettings(), "m", ranks_per_device=0)
 
 
 def test_training_validation_and_evaluation_share_one_turn_budget_and_reference_optimisers():

@@ -11,7 +11,6 @@ and the episode goes on (the reference aborted the episode there).
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from mimesis_pl.envs.base import Termination
 from mimesis_pl.eval.episodes.records import EpisodeRecord, EpisodeStep
 from mimesis_pl.eval.episodes.runners import step_record
 from mimesis_pl.eval.failures import AgentTransportFailure
+from mimesis_pl.llm import Endpoint, openai_sdk_client
 
 
 def turn_text(message: Mapping[str, Any]) -> str:
@@ -78,21 +78,14 @@ class OpenAIChatEpisodeRunner:
         timeout_s: float = 120.0,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        if api_key is None and api_key_env is not None:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ValueError(
-                    f"OpenAIChatEpisodeRunner: environment variable {api_key_env!r} (api_key_env) is not set"
-                )
         check_choice("tool_choice", tool_choice, ("auto", "required"))
         self.manager = manager
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.tool_choice = tool_choice
         self.extra_body = dict(extra_body or {})
         # Retries belong to the trial runner's policy, so the client makes one attempt per request.
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
-        )
+        endpoint = Endpoint(base_url, model, api_key_env, timeout_s=timeout_s, max_retries=0)
+        self._client = openai_sdk_client(endpoint, api_key, where="OpenAIChatEpisodeRunner api_key_env")
 
     def settings(self) -> dict[str, Any]:
         return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ from mimesis_pl.eval.failures import AgentTransportFailure
 from mimesis_pl.eval.replay.agent import AgentDecision, decision_from_text
 from mimesis_pl.eval.replay.plan import ReplayRequest
 from mimesis_pl.eval.replay.values import canonical_json
+from mimesis_pl.llm import Endpoint, openai_sdk_client
 
 
 def render_context_message(context: Mapping[str, Any]) -> dict[str, str]:
@@ -110,17 +110,12 @@ class OpenAIChatAgent:
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         check_choice("context_mode", context_mode, ("system", "none"))
-        if api_key is None and api_key_env is not None:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ValueError(f"OpenAIChatAgent: environment variable {api_key_env!r} (api_key_env) is not set")
+        # Retries belong to the executor's policy, so the client itself makes one attempt.
+        endpoint = Endpoint(base_url, model, api_key_env, timeout_s=timeout_s, max_retries=0)
+        self._client = openai_sdk_client(endpoint, api_key, where="OpenAIChatAgent api_key_env")
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.tool_choice, self.context_mode = tool_choice, context_mode
         self.extra_body = dict(extra_body or {})
-        # Retries belong to the executor's policy, so the client itself makes one attempt.
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0
-        )
 
     def build_messages(self, request: ReplayRequest) -> list[dict[str, Any]]:
         return request_messages(request, self.context_mode)

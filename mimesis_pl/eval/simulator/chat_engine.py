@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from mimesis_pl.eval.failures import SimulatorFailure
-from mimesis_pl.llm import ChatCompletionsClient
+from mimesis_pl.llm import ChatCompletionsClient, Endpoint, http_url
 from mimesis_pl.rollout.engines.base import GenerationResult, SamplingParams, check_prompt
 from mimesis_pl.rollout.engines.settings import EngineSettings, EngineTarget
 from mimesis_pl.tasks.clients import reply_text
@@ -75,8 +75,11 @@ class ChatCompletionsEngineSettings(EngineSettings):
     served: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"simulator.engine.base_url must be an http(s) URL, got {self.base_url!r}")
+        http_url(self.base_url, "simulator.engine.base_url")
+
+    def endpoint(self) -> Endpoint:
+        """Where the simulator's requests go (:class:`~mimesis_pl.llm.Endpoint`)."""
+        return Endpoint.of(self, self.base_url)
 
     def build(self, target: EngineTarget) -> ChatCompletionsEngine:
         if target.tokenizer is None:
@@ -92,14 +95,7 @@ class ChatCompletionsEngine:
         self.eot_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
         if self.eot_id is None or self.eot_id == getattr(tokenizer, "unk_token_id", None):
             raise ValueError("the chat simulator engine needs a ChatML tokenizer (no '<|im_end|>' token)")
-        self.client = ChatCompletionsClient(
-            settings.base_url.rstrip("/") + "/chat/completions",
-            api_key_env=settings.api_key_env,
-            timeout_s=settings.timeout_s,
-            max_retries=settings.max_retries,
-            retry_backoff_s=settings.retry_backoff_s,
-            error=SimulatorFailure,
-        )
+        self.client = ChatCompletionsClient(settings.endpoint(), SimulatorFailure)
         self.requests: list[dict[str, Any]] = []
 
     def body(self, messages: list[dict[str, str]], params: SamplingParams) -> dict[str, Any]:

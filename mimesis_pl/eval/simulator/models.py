@@ -1,11 +1,12 @@
 """Model access of the simulator-fidelity suites: one small Protocol, a served and a scripted implementation.
 
 Every role a suite talks to — the simulator under test, the fixed assistant/agent, the judge — is a
-:class:`ChatModel`. The served implementation is a thin adapter over the package's one served chat client,
-:class:`mimesis_pl.tasks.clients.OpenAIChatModel` (the simulator-RL judge/partner client: retries, API key,
-reply reading); it adds only the suites' per-call sampling fields and raises the role's failure instead of
-returning ``None``. The scripted one answers from a deterministic Python function, so the tiny configs run
-offline.
+:class:`ChatModel`. The served implementation posts through the package's one chat-completions client
+(:class:`mimesis_pl.llm.ChatCompletionsClient`, built from the role's :class:`~mimesis_pl.llm.Endpoint`:
+retries, API key) and reads replies as the simulator-RL judge/partner client does
+(:func:`mimesis_pl.tasks.clients.reply_text`); it adds only the suites' per-call sampling fields and raises
+the role's failure instead of returning ``None``. The scripted one answers from a deterministic Python
+function, so the tiny configs run offline.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from mimesis_pl.eval.failures import InfrastructureFailure
-from mimesis_pl.tasks.clients import EndpointSettings, OpenAIChatModel
+from mimesis_pl.llm import ChatCompletionsClient, Endpoint
+from mimesis_pl.tasks.clients import reply_text
 
 Message = Mapping[str, str]
 
@@ -84,6 +86,10 @@ class ChatModelSettings:
     def label(self) -> str:
         return f"{self.kind}:{self.model}"
 
+    def endpoint(self) -> Endpoint:
+        """Where a served (``openai``) role's requests go (:class:`~mimesis_pl.llm.Endpoint`)."""
+        return Endpoint.of(self, str(self.base_url))
+
 
 class ServedChatModel:
     """A :class:`ChatModel` on an OpenAI-compatible endpoint; failures raise ``failure`` (after retries)."""
@@ -92,16 +98,7 @@ class ServedChatModel:
         settings.check(failure.__name__)
         self.settings = settings
         self.name, self.revision = settings.label, settings.revision
-        endpoint = EndpointSettings(
-            kind="openai",
-            url=settings.base_url,
-            model=settings.model,
-            api_key_env=settings.api_key_env,
-            timeout_s=settings.timeout_s,
-            max_retries=settings.max_retries,
-            retry_backoff_s=settings.retry_backoff_s,
-        )
-        self._client = OpenAIChatModel(endpoint, self.name, error=failure)
+        self._client = ChatCompletionsClient(settings.endpoint(), failure)
 
     def body(
         self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
@@ -126,7 +123,8 @@ class ServedChatModel:
         self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
     ) -> str:
         body = self.body(messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
-        return await self._client.request(body, keep_reasoning=True)
+        who = f"{self.name} ({self.settings.model})"
+        return await self._client.call(body, lambda payload: reply_text(payload, who, keep_reasoning=True), what=who)
 
     async def aclose(self) -> None:
         await self._client.aclose()

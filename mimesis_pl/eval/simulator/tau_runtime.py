@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from mimesis_pl.eval.failures import EnvironmentFailure
-from mimesis_pl.llm import ChatCompletionsClient
+from mimesis_pl.llm import ChatCompletionsClient, Endpoint
 
 
 class ToolRuntime(Protocol):
@@ -49,10 +49,9 @@ class HttpToolRuntime:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"runtime url must be http(s), got {base_url!r}")
         self.base_url = base_url.rstrip("/")
+        endpoint = Endpoint(self.base_url, timeout_s=timeout_s, max_retries=max_retries)
         self._clients = {
-            route: ChatCompletionsClient(
-                f"{self.base_url}/{route}", None, timeout_s, max_retries, error=EnvironmentFailure
-            )
+            route: ChatCompletionsClient(endpoint, EnvironmentFailure, path=f"/{route}")
             for route in ("reset", "step", "reward", "close")
         }
 

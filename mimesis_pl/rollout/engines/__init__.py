@@ -5,15 +5,15 @@
 optimiser step) and ``OpenAIEngine`` (a served, frozen model) all implement
 :class:`RolloutEngine`. A job chooses one in YAML by ``class_path`` (``HFEngineSettings``,
 ``VLLMEngineSettings``, ``SGLangEngineSettings``, ``OpenAIEngineSettings``), which builds it when the job
-starts; ``build_engine(name, **kwargs)`` picks one by name (tests, benchmarks).
-The vLLM and SGLang modules import their backend only when an engine is built.
+starts; each engine takes its settings object (``VLLMEngine(path, VLLMEngineSettings(...))``), so its
+arguments are spelled once, in the settings class. The vLLM and SGLang modules import their backend only when
+an engine is built.
 """
 
 from .base import FinishReason, GenerationResult, RolloutEngine, SamplingParams
 from .batching import MicroBatcher
 from .hf import HFEngine
 from .openai import OpenAIEngine, OpenAIEngineError
-from .registry import ENGINES, build_engine, engine_class
 from .settings import (
     EngineSettings,
     EngineTarget,
@@ -26,7 +26,6 @@ from .sglang import SGLangEngine
 from .vllm import VLLMEngine
 
 __all__ = [
-    "ENGINES",
     "EngineSettings",
     "EngineTarget",
     "FinishReason",
@@ -43,6 +42,4 @@ __all__ = [
     "SamplingParams",
     "VLLMEngine",
     "VLLMEngineSettings",
-    "build_engine",
-    "engine_class",
 ]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from ...llm import Endpoint, bearer_headers
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop
 
 
@@ -74,20 +74,19 @@ class OpenAIEngine:
     ) -> None:
         if api_key and api_key_env:
             raise ValueError("OpenAIEngine: give api_key or api_key_env, not both")
-        if api_key_env:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ValueError(f"OpenAIEngine: environment variable {api_key_env!r} (api_key_env) is not set")
         if max_concurrency < 1:
             raise ValueError(f"OpenAIEngine: max_concurrency must be >= 1, got {max_concurrency}")
         root = base_url.rstrip("/").removesuffix("/v1")
-        self.url = f"{root}/v1/completions"
+        # One attempt per request: this engine does not retry (max_retries=0).
+        self.endpoint = Endpoint(f"{root}/v1", model, api_key_env, timeout_s=timeout, max_retries=0)
+        api_key = api_key or self.endpoint.key(where="OpenAIEngine api_key_env")
+        self.url = self.endpoint.route("/completions")
         self.model = model
         self.timeout = timeout
         self.max_concurrency = max_concurrency
         self.ignore_eos = ignore_eos
         self.extra_body = dict(extra_body or {})
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = bearer_headers(api_key)
         self._burst: _Burst | None = None
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> GenerationResult:

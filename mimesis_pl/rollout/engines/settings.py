@@ -108,20 +108,7 @@ class VLLMEngineSettings(EngineSettings):
     def build(self, target: EngineTarget) -> RolloutEngine:
         from .vllm import VLLMEngine
 
-        return VLLMEngine(
-            self.weights_path(target.model_path),
-            dtype=self.dtype,
-            max_model_len=self.max_model_len,
-            gpu_memory_utilization=self.gpu_memory_utilization,
-            kv_cache_memory_bytes=self.kv_cache_memory_bytes,
-            enforce_eager=self.enforce_eager,
-            seed=self.seed,
-            enable_sleep_mode=self.enable_sleep_mode,
-            sleep_level=self.sleep_level,
-            tensor_parallel_size=self.tensor_parallel_size,
-            engine_kwargs=dict(self.engine_kwargs),
-            ranks_per_device=target.ranks_per_device,
-        )
+        return VLLMEngine(self.weights_path(target.model_path), self, target.ranks_per_device)
 
 
 @dataclass
@@ -157,20 +144,7 @@ class SGLangEngineSettings(EngineSettings):
     def build(self, target: EngineTarget) -> RolloutEngine:
         from .sglang import SGLangEngine
 
-        return SGLangEngine(
-            self.weights_path(target.model_path),
-            dtype=self.dtype,
-            mem_fraction_static=self.mem_fraction_static,
-            context_length=self.context_length,
-            random_seed=self.random_seed,
-            tp_size=self.tp_size,
-            enable_memory_saver=self.enable_memory_saver,
-            max_batch_size=self.max_batch_size,
-            batch_wait_ms=self.batch_wait_ms,
-            weight_chunk_bytes=self.weight_chunk_bytes,
-            engine_kwargs=dict(self.engine_kwargs),
-            ranks_per_device=target.ranks_per_device,
-        )
+        return SGLangEngine(self.weights_path(target.model_path), self, target.ranks_per_device)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
 from .batching import MicroBatcher
+from .settings import SGLangEngineSettings
 from .weights import hf_state_dict
 
 INSTALL_HINT = "pip install 'mimesis-pl[sglang]' on a CUDA machine (SGLang has no CPU build)"
@@ -38,23 +39,37 @@ def sglang_mem_fraction(mem_fraction_static: float, ranks_per_device: int = 1) -
     return mem_fraction_static / ranks_per_device
 
 
+def sglang_engine_kwargs(
+    settings: SGLangEngineSettings, model_path: str | Path, ranks_per_device: int = 1
+) -> dict[str, Any]:
+    """``sglang.Engine`` arguments of ``settings`` for the weights at ``model_path`` — the one place an
+    :class:`SGLangEngineSettings` becomes them (docs/decisions.md D11); ``engine_kwargs`` are passed as given, last."""
+    s = settings
+    kwargs: dict[str, Any] = {
+        "model_path": str(model_path),
+        "dtype": s.dtype,
+        "mem_fraction_static": sglang_mem_fraction(s.mem_fraction_static, ranks_per_device),
+        "random_seed": s.random_seed,
+        "tp_size": s.tp_size,
+        "enable_memory_saver": s.enable_memory_saver,
+        "skip_tokenizer_init": True,  # ids in, ids out: no detokenizer work, no text to misuse
+    }
+    if s.context_length is not None:
+        kwargs["context_length"] = s.context_length
+    kwargs.update(s.engine_kwargs)
+    return kwargs
+
+
 class SGLangEngine:
     """Generate with ``sglang.Engine`` in this process.
 
     Args:
-        model_path: a Hugging Face model folder (or hub id when online).
-        dtype: ``"auto"``, ``"bfloat16"``, ``"float16"`` or ``"float32"``.
-        mem_fraction_static: fraction of GPU memory for weights and KV cache.
-        context_length: longest prompt + completion; ``None`` takes the model's.
-        random_seed: engine seed. Requests without a seed get one drawn from torch's global RNG.
-        tp_size: GPUs per engine.
-        enable_memory_saver: let :meth:`sleep` release weights and KV cache
-            (``release_memory_occupation``) and :meth:`wake_up` take them back.
-        max_batch_size: most requests sent to SGLang in one call.
-        batch_wait_ms: how long a request arriving at an idle engine waits for others.
-        weight_chunk_bytes: ``update_weights`` sends tensors in chunks of about this size, so a
-            full state dict is never serialised at once.
-        engine_kwargs: further ``sglang.Engine`` (``ServerArgs``) arguments, passed as given.
+        model_path: a Hugging Face model folder (or hub id when online); a ``model_path`` in ``settings`` is
+            not read here (:meth:`SGLangEngineSettings.build` resolves it).
+        settings: the engine's arguments (:class:`~mimesis_pl.rollout.engines.SGLangEngineSettings`, documented
+            there; ``None``: its defaults). With ``enable_memory_saver`` :meth:`sleep` releases weights and KV
+            cache (``release_memory_occupation``) and :meth:`wake_up` takes them back; ``update_weights`` sends
+            tensors in chunks of about ``weight_chunk_bytes``, so a full state dict is never serialised at once.
         ranks_per_device: training processes whose engines share one GPU; each takes
             ``mem_fraction_static / ranks_per_device`` (the rollout stage sets it).
 
@@ -64,20 +79,9 @@ class SGLangEngine:
     """
 
     def __init__(
-        self,
-        model_path: str | Path,
-        dtype: str = "auto",
-        mem_fraction_static: float = 0.5,
-        context_length: int | None = None,
-        random_seed: int = 0,
-        tp_size: int = 1,
-        enable_memory_saver: bool = False,
-        max_batch_size: int = 256,
-        batch_wait_ms: float = 2.0,
-        weight_chunk_bytes: int = 1 << 30,
-        engine_kwargs: dict[str, Any] | None = None,
-        ranks_per_device: int = 1,
+        self, model_path: str | Path, settings: SGLangEngineSettings | None = None, ranks_per_device: int = 1
     ) -> None:
+        settings = settings or SGLangEngineSettings()
         try:
             import sglang
         except ImportError as error:
@@ -86,24 +90,15 @@ class SGLangEngine:
             ) from error
         # Read by the scheduler subprocess, which inherits this process's environment at launch.
         os.environ.setdefault("SGLANG_RETURN_ORIGINAL_LOGPROB", "1")
-        kwargs: dict[str, Any] = {
-            "model_path": str(model_path),
-            "dtype": dtype,
-            "mem_fraction_static": sglang_mem_fraction(mem_fraction_static, ranks_per_device),
-            "random_seed": random_seed,
-            "tp_size": tp_size,
-            "enable_memory_saver": enable_memory_saver,
-            "skip_tokenizer_init": True,  # ids in, ids out: no detokenizer work, no text to misuse
-        }
-        if context_length is not None:
-            kwargs["context_length"] = context_length
-        kwargs.update(engine_kwargs or {})
-        self.memory_saver = enable_memory_saver
-        self.weight_chunk_bytes = weight_chunk_bytes
+        kwargs = sglang_engine_kwargs(settings, model_path, ranks_per_device)
+        self.memory_saver = settings.enable_memory_saver
+        self.weight_chunk_bytes = settings.weight_chunk_bytes
         # The Engine binds the asyncio loop of the thread that builds it; all later calls run there.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mimesis-sglang")
         self._engine = self._call(lambda: sglang.Engine(**kwargs))
-        self._batcher = MicroBatcher(self._generate_batch, max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms)
+        self._batcher = MicroBatcher(
+            self._generate_batch, max_batch_size=settings.max_batch_size, batch_wait_ms=settings.batch_wait_ms
+        )
 
     @property
     def batches_run(self) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ...checks import check_choice
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
+from .settings import VLLMEngineSettings
 from .weights import hf_state_dict
 
 INSTALL_HINT = (
@@ -38,42 +39,34 @@ CPU_KV_CACHE_BYTES = 2 << 30
 
 
 def vllm_llm_kwargs(
-    model_path: str | Path,
-    dtype: str = "auto",
-    max_model_len: int | None = None,
-    gpu_memory_utilization: float = 0.5,
-    kv_cache_memory_bytes: int | None = None,
-    enforce_eager: bool = False,
-    seed: int = 0,
-    enable_sleep_mode: bool = False,
-    tensor_parallel_size: int = 1,
-    ranks_per_device: int = 1,
-    on_cpu: bool = False,
-    engine_kwargs: dict[str, Any] | None = None,
+    settings: VLLMEngineSettings, model_path: str | Path, ranks_per_device: int = 1, on_cpu: bool = False
 ) -> dict[str, Any]:
-    """``vllm.LLM`` arguments, with the device's memory split between the ``ranks_per_device``
-    engines that share it: ``gpu_memory_utilization`` and ``kv_cache_memory_bytes`` are divided by
-    it, and on CPU with several ranks an unset KV cache gets ``CPU_KV_CACHE_BYTES`` divided by it.
-    ``engine_kwargs`` are passed as given (not divided)."""
+    """``vllm.LLM`` arguments of ``settings`` for the weights at ``model_path`` — the one place a
+    :class:`VLLMEngineSettings` becomes them (docs/decisions.md D11) — with the device's memory split between the
+    ``ranks_per_device`` engines that share it: ``gpu_memory_utilization`` and ``kv_cache_memory_bytes``
+    are divided by it, and on CPU with several ranks an unset KV cache gets ``CPU_KV_CACHE_BYTES`` divided
+    by it. ``engine_kwargs`` are passed as given (not divided)."""
     if ranks_per_device < 1:
         raise ValueError(f"ranks_per_device must be >= 1, got {ranks_per_device}")
+    s = settings
     kwargs: dict[str, Any] = {
         "model": str(model_path),
-        "dtype": dtype,
-        "seed": seed,
-        "enforce_eager": enforce_eager,
-        "enable_sleep_mode": enable_sleep_mode,
-        "tensor_parallel_size": tensor_parallel_size,
-        "gpu_memory_utilization": gpu_memory_utilization / ranks_per_device,
+        "dtype": s.dtype,
+        "seed": s.seed,
+        "enforce_eager": s.enforce_eager,
+        "enable_sleep_mode": s.enable_sleep_mode,
+        "tensor_parallel_size": s.tensor_parallel_size,
+        "gpu_memory_utilization": s.gpu_memory_utilization / ranks_per_device,
         "logprobs_mode": "raw_logprobs",  # before temperature/top-p/top-k, as for every engine here
     }
-    if max_model_len is not None:
-        kwargs["max_model_len"] = max_model_len
+    if s.max_model_len is not None:
+        kwargs["max_model_len"] = s.max_model_len
+    kv_cache_memory_bytes = s.kv_cache_memory_bytes
     if kv_cache_memory_bytes is None and on_cpu and ranks_per_device > 1:
         kv_cache_memory_bytes = CPU_KV_CACHE_BYTES
     if kv_cache_memory_bytes is not None:
         kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes // ranks_per_device
-    kwargs.update(engine_kwargs or {})
+    kwargs.update(s.engine_kwargs)
     return kwargs
 
 
@@ -96,22 +89,13 @@ class VLLMEngine:
     """Generate with ``vllm.LLM`` in this process, token ids in and out.
 
     Args:
-        model_path: a Hugging Face model folder (or hub id when online).
-        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or ``"auto"`` (the checkpoint's).
-            Use ``float32`` when rollouts must match the trainer's logprobs exactly.
-        max_model_len: longest prompt + completion; ``None`` takes the model's.
-        gpu_memory_utilization: fraction of GPU memory vLLM may take (GPU only).
-        kv_cache_memory_bytes: KV-cache size in bytes; overrides ``gpu_memory_utilization`` and,
-            on CPU, vLLM's default of whole GiB.
-        enforce_eager: skip CUDA-graph capture (faster start, slower decode).
-        seed: engine seed. Requests without a seed get one drawn from torch's global RNG.
-        enable_sleep_mode: let :meth:`sleep` free accelerator memory (CUDA only; vLLM refuses it on CPU).
-        sleep_level: ``1`` offloads weights to host memory and drops the KV cache; ``2`` drops
-            both (call ``update_weights`` after ``wake_up``).
-        tensor_parallel_size: GPUs per engine.
-        engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
+        model_path: a Hugging Face model folder (or hub id when online); a ``model_path`` in ``settings`` is
+            not read here (:meth:`VLLMEngineSettings.build` resolves it).
+        settings: the engine's arguments (:class:`~mimesis_pl.rollout.engines.VLLMEngineSettings`, documented
+            there; ``None``: its defaults). Use ``dtype="float32"`` when rollouts must match the trainer's
+            logprobs exactly; ``enable_sleep_mode`` is CUDA only (vLLM refuses it on CPU).
         ranks_per_device: training processes whose engines share this device's memory (all local
-            ranks on CPU; the rollout stage sets it). Memory sizes above are the device's and
+            ranks on CPU; the rollout stage sets it). Memory sizes in ``settings`` are the device's and
             each engine takes its share (see :func:`vllm_llm_kwargs`).
 
     ``update_weights(source)`` takes an ``nn.Module`` (its ``state_dict()``) or a state dict with
@@ -125,48 +109,24 @@ class VLLMEngine:
     """
 
     def __init__(
-        self,
-        model_path: str | Path,
-        dtype: str = "auto",
-        max_model_len: int | None = None,
-        gpu_memory_utilization: float = 0.5,
-        kv_cache_memory_bytes: int | None = None,
-        enforce_eager: bool = False,
-        seed: int = 0,
-        enable_sleep_mode: bool = False,
-        sleep_level: int = 1,
-        tensor_parallel_size: int = 1,
-        engine_kwargs: dict[str, Any] | None = None,
-        ranks_per_device: int = 1,
+        self, model_path: str | Path, settings: VLLMEngineSettings | None = None, ranks_per_device: int = 1
     ) -> None:
+        settings = settings or VLLMEngineSettings()
         try:
             import vllm
         except ImportError as error:
             raise ImportError(
                 f"VLLMEngine needs vLLM, which is not importable here ({error}); {INSTALL_HINT}"
             ) from error
-        check_choice("sleep_level", sleep_level, (1, 2), where="VLLMEngine")
+        check_choice("sleep_level", settings.sleep_level, (1, 2), where="VLLMEngine")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        kwargs = vllm_llm_kwargs(
-            model_path,
-            dtype=dtype,
-            max_model_len=max_model_len,
-            gpu_memory_utilization=gpu_memory_utilization,
-            kv_cache_memory_bytes=kv_cache_memory_bytes,
-            enforce_eager=enforce_eager,
-            seed=seed,
-            enable_sleep_mode=enable_sleep_mode,
-            tensor_parallel_size=tensor_parallel_size,
-            ranks_per_device=ranks_per_device,
-            on_cpu=not _cuda_available(),
-            engine_kwargs=engine_kwargs,
-        )
+        kwargs = vllm_llm_kwargs(settings, model_path, ranks_per_device, on_cpu=not _cuda_available())
         self._vllm = vllm
         self._llm = vllm.LLM(**kwargs)
         self._engine = self._llm.llm_engine
         self.max_model_len = self._llm.model_config.max_model_len
-        self.sleep_enabled = enable_sleep_mode
-        self.sleep_level = sleep_level
+        self.sleep_enabled = settings.enable_sleep_mode
+        self.sleep_level = settings.sleep_level
         self._engine_lock = threading.Lock()  # the engine is not thread-safe: one caller at a time
         self._wake = threading.Condition()
         self._incoming: deque[_Request] = deque()

@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 
 from mimesis_pl.envs.base import TaskDataError
 from mimesis_pl.eval.failures import EnvironmentFailure
-from mimesis_pl.llm import ChatCompletionsClient, RetryableError
+from mimesis_pl.llm import ChatCompletionsClient, Endpoint, RetryableError
 
 
 @dataclass(frozen=True)
@@ -152,9 +152,7 @@ class HttpSearchBackend:
 
     def __init__(self, settings: SearchSettings) -> None:
         self.settings = settings
-        self._client = ChatCompletionsClient(
-            str(settings.url), settings.api_key_env, settings.timeout_s, settings.max_retries, error=EnvironmentFailure
-        )
+        self._client = ChatCompletionsClient(Endpoint.of(settings, str(settings.url)), EnvironmentFailure, path="")
 
     async def search(self, query: str, k: int) -> list[SearchHit]:
         def read(payload: dict[str, Any]) -> list[SearchHit]:
