@@ -31,25 +31,8 @@ CLI = "mimesis_pl.cli"  # the entry point at the top: nothing in the package imp
 # Arrows that break a never today and are being moved by other work (``module -> layer``: reason). Keep it empty.
 PENDING_NEVERS: dict[str, str] = {}
 
-# The circle of the episode runner living beside the ``Expert`` protocol in ``envs/expert.py`` (expert → manager →
-# registry → every gym → expert). Slice (b) of issue #27 moves the runner into its own file and removes it; the
-# coordinator empties this after merging. Any other circle fails the test.
-PENDING_CYCLES: list[frozenset[str]] = [
-    frozenset(
-        {
-            "mimesis_pl.envs.expert",
-            "mimesis_pl.envs.manager",
-            "mimesis_pl.envs.registry",
-            "mimesis_pl.envs.gyms.cards",
-            "mimesis_pl.envs.gyms.function",
-            "mimesis_pl.envs.gyms.function.expert",
-            "mimesis_pl.envs.gyms.intention",
-            "mimesis_pl.envs.gyms.persuade",
-            "mimesis_pl.envs.gyms.telepathy",
-            "mimesis_pl.envs.gyms.turtle",
-        }
-    )
-]
+# Circles being removed by other work (keep it empty; a stale entry fails test_pending_cycles_are_still_there).
+PENDING_CYCLES: list[frozenset[str]] = []
 
 
 def _module_name(path: Path) -> str:
