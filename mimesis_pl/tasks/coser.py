@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from .base import RowError, TaskResult, decoded, expect, extra_info, flag, require, row_name
+from .base import Rollout, RowError, TaskResult, decoded, expect, extra_info, flag, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import JudgedTask, Rollout, partner_reply, said, transcript_text, verdict_score
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 PREFIX = "coser"
 ENV = "Environment"
@@ -335,25 +335,18 @@ class CoserScene:
         return [self.run.conversation([system, {"role": "user", "content": "The scene begins."}])]
 
 
-class CoserTask(JudgedTask[CoserRow]):
-    data_source = "coser"
-    prefix = PREFIX
-
-    def parse_row(self, row: Mapping[str, Any]) -> CoserRow:
-        return parse_coser_row(row)
-
-    async def rollout(self, task: CoserRow, run: Rollout) -> TaskResult:
-        scene = CoserScene(task, run)
-        await scene.play()
-        played, lines = scene.played(), scene.lines
-        score = 0.0
-        if played[0].turns:
-            prompt = judge_prompt(task, ", ".join(scene.convs), transcript_text(lines))
-            verdict = await run.ctx.judge.judge(JudgeRequest(prompt, lines, task.scenario, "SIMULATED"), CoserVerdict)
-            score = verdict_score(verdict, coser_score)
-        sub = {"characters": float(len(scene.convs))}
-        return run.finish(played[0], score=score, sub=sub, transcript=lines, others=played[1:])
+async def coser_rollout(task: CoserRow, run: Rollout) -> TaskResult:
+    scene = CoserScene(task, run)
+    await scene.play()
+    played, lines = scene.played(), scene.lines
+    score = 0.0
+    if played[0].turns:
+        prompt = judge_prompt(task, ", ".join(scene.convs), transcript_text(lines))
+        verdict = await run.ctx.judge.judge(JudgeRequest(prompt, lines, task.scenario, "SIMULATED"), CoserVerdict)
+        score = verdict_score(verdict, coser_score)
+    sub = {"characters": float(len(scene.convs))}
+    return finish(run, played[0], score=score, sub=sub, transcript=lines, others=played[1:])
 
 
-def coser(data_source: str) -> CoserTask:
-    return CoserTask(data_source)
+def coser(data_source: str) -> JudgedTask[CoserRow]:
+    return JudgedTask(data_source, PREFIX, parse_coser_row, coser_rollout)

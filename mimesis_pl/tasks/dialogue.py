@@ -4,23 +4,23 @@ The judged families are Sotopia, CoSER, MirrorBench, Humanual, userLLM and Simul
 
 Every judged family runs the simulator through one :class:`PolicyConversation` (its own turns mask 1,
 partner / environment / replayed turns mask 0, all from the shared renderer), asks the judge for a
-typed verdict, maps it to a score in [0, 1] with a pure function, and ends in :meth:`Rollout.finish`: the
+typed verdict, maps it to a score in [0, 1] with a pure function, and ends in :func:`finish`: the
 format gate, the status (``no_turns`` when nothing was generated, ``judge_failed`` when the verdict is
 missing — never a midpoint, S3), flat float metrics (S20) and the trajectory. The reported score
 and the training reward are the same number on the same [0, 1] scale (S23); only the format gate
 may zero the training reward. (IDs are entries of docs/decisions.md.)
 
-A family is a :class:`JudgedTask`: its ``run`` reads the row (``parse_row``), then ``rollout`` plays the episode,
-asks the judge and scores it, with the row's names carried by one :class:`Rollout`.
+A family is a :class:`JudgedTask`: its ``run`` reads the row (``parse``), then ``rollout`` plays the episode,
+asks the judge and scores it, with the row's names carried by one :class:`~.base.Rollout`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .base import PartnerUnavailable, Status, TaskContext, TaskResult, row_name
+from .base import PartnerUnavailable, Rollout, Status, TaskContext, TaskResult
 from .conversation import PolicyConversation
 from .think_format import FormatCheck, GeneratedTurn, check_think_format, gated_reward, public_text
 
@@ -48,77 +48,38 @@ def transcript_text(lines: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"{who}: {text}" for who, text in lines)
 
 
-@dataclass(frozen=True)
-class Rollout:
-    """One rollout of one row of a judged family: the row, its context and the names its result carries."""
+def finish(
+    run: Rollout,
+    conv: PolicyConversation,
+    *,
+    score: float | None,
+    sub: Mapping[str, float] | None = None,
+    transcript: Sequence[tuple[str, str]] = (),
+    others: Sequence[PolicyConversation] = (),
+) -> TaskResult:
+    """The :class:`TaskResult` of a judged rollout (``score`` ``None`` = the judge failed).
 
-    row: Mapping[str, Any]
-    ctx: TaskContext
-    data_source: str
-    prefix: str  # of the family's metric keys (``sotopia/reward``)
-    group_id: str
-    gen_uid: str
-
-    def option(self, name: str, default: Any) -> Any:
-        """This family's setting ``name`` from ``task_options`` (e.g. ``{sotopia: {max_turns: 4}}``)."""
-        return self.ctx.options.get(self.data_source, {}).get(name, default)
-
-    def conversation(self, messages: Sequence[Mapping[str, Any]], who: str | None = None) -> PolicyConversation:
-        """A new conversation of the policy, named after the row, the rollout and ``who`` plays in it (if any)."""
-        sample = f"{row_name(self.row)} {self.gen_uid}" + ("" if who is None else f" {who}")
-        return PolicyConversation(self.ctx.policy, messages, self.ctx.enable_think, sample=sample)
-
-    def finish(
-        self,
-        conv: PolicyConversation,
-        *,
-        score: float | None,
-        sub: Mapping[str, float] | None = None,
-        transcript: Sequence[tuple[str, str]] = (),
-        others: Sequence[PolicyConversation] = (),
-    ) -> TaskResult:
-        """The :class:`TaskResult` of this rollout (``score`` ``None`` = the judge failed).
-
-        ``others``: further conversations of the same rollout (CoSER's other characters); their turns count in the
-        status, the format gate and the metrics, and each with a turn becomes an extra trajectory.
-        """
-        ctx = self.ctx
-        convs = [conv, *(c for c in others if c.turns)]
-        turns = [t for c in convs for t in c.turns]
-        status, value = judged_status(turns, score)
-        fmt = check_think_format(turns, bool(conv.enable_think), ctx.policy.count_tokens, ctx.min_think_tokens)
-        reward = gated_reward(value, fmt, is_train=ctx.is_train)
-        metrics = judged_metrics(
-            self.prefix,
-            value,
-            fmt,
-            turn_tokens=[s.end - s.start for c in convs for s in c.spans],
-            turn_words=[len(said(conv, t.text).split()) for t in turns],
-            sub=sub or {},
-        )
-        trajectories = [
-            c.trajectory(
-                group_id=self.group_id,
-                gen_uid=self.gen_uid,
-                status=status,
-                reward=reward,
-                data_source=self.data_source,
-                key=row_name(self.row),
-            )
-            for c in convs
-        ]
-        extra = [{"role": "public_transcript", "content": transcript_text(transcript)}] if transcript else []
-        return TaskResult(
-            data_source=self.data_source,
-            gen_uid=self.gen_uid,
-            status=status,
-            reward=reward,
-            score=value,
-            metrics=metrics,
-            trajectory=trajectories[0],
-            transcript=conv.messages + extra,
-            extra_trajectories=trajectories[1:],
-        )
+    ``others``: further conversations of the same rollout (CoSER's other characters); their turns count in the
+    status, the format gate and the metrics, and each with a turn becomes an extra trajectory.
+    """
+    ctx = run.ctx
+    convs = [conv, *(c for c in others if c.turns)]
+    turns = [t for c in convs for t in c.turns]
+    status, value = judged_status(turns, score)
+    fmt = check_think_format(turns, bool(conv.enable_think), ctx.policy.count_tokens, ctx.min_think_tokens)
+    reward = gated_reward(value, fmt, is_train=ctx.is_train)
+    metrics = judged_metrics(
+        run.prefix,
+        value,
+        fmt,
+        turn_tokens=[s.end - s.start for c in convs for s in c.spans],
+        turn_words=[len(said(conv, t.text).split()) for t in turns],
+        sub=sub or {},
+    )
+    extra = [{"role": "public_transcript", "content": transcript_text(transcript)}] if transcript else []
+    return run.result(
+        convs, status=status, reward=reward, score=value, metrics=metrics, transcript=conv.messages + extra
+    )
 
 
 def judged_status(turns: Sequence[GeneratedTurn], score: float | None) -> tuple[Status, float]:
@@ -161,27 +122,22 @@ def judged_metrics(
 RowT = TypeVar("RowT")
 
 
+@dataclass(frozen=True)
 class JudgedTask(Generic[RowT]):
-    """A judged family's task: ``run`` reads the row with ``parse_row`` (the typed row, a :class:`RowError` for a
-    bad one) and hands it to ``rollout``, which plays the episode, judges and scores it."""
+    """A judged family's task: ``run`` reads the row with ``parse`` (the typed row, a :class:`RowError` for a bad
+    one), then ``rollout`` plays the episode, judges and scores it (ending in :func:`finish`)."""
 
     data_source: str
-    prefix: str
-
-    def __init__(self, data_source: str | None = None) -> None:
-        if data_source is not None:
-            self.data_source = data_source
+    prefix: str  # of the family's metric keys (``sotopia/reward``)
+    parse: Callable[[Mapping[str, Any]], RowT]
+    rollout: Callable[[RowT, Rollout], Awaitable[TaskResult]]
 
     def parse_row(self, row: Mapping[str, Any]) -> RowT:
-        raise NotImplementedError
-
-    async def rollout(self, task: RowT, run: Rollout) -> TaskResult:
-        raise NotImplementedError
+        return self.parse(row)
 
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        run = Rollout(row, ctx, self.data_source, self.prefix, group_id, gen_uid)
-        return await self.rollout(task, run)
+        task = self.parse(row)
+        return await self.rollout(task, Rollout(row, ctx, self.data_source, self.prefix, group_id, gen_uid))
 
 
 def verdict_score(verdict: Any, score: Callable[[Any], float]) -> float | None:

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
-from .base import RowError, TaskResult, decoded, expect, extra_info, require, row_name
+from .base import Rollout, RowError, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import JudgedTask, Rollout, partner_reply, said, transcript_text, verdict_score
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 PREFIX = "mirrorbench"
 NEXT = "Write the user's next message."
@@ -212,28 +212,21 @@ async def play_mirror(
     return conv, mirror, lines
 
 
-class MirrorBenchTask(JudgedTask[MirrorRow]):
-    data_source = "mirrorbench"
-    prefix = PREFIX
+async def mirror_rollout(task: MirrorRow, run: Rollout) -> TaskResult:
+    real = real_turns(task.turns, int(run.option("max_turns", 10)))
+    conv, mirror, lines = await play_mirror(real, task, run)
+    proxy = [text for who, text in lines if who == "SIMULATED user"]
+    score = 0.0
+    if proxy:
+        request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
+        score = verdict_score(await run.ctx.judge.judge(request, MirrorVerdict), lambda v: v.similarity)
 
-    def parse_row(self, row: Mapping[str, Any]) -> MirrorRow:
-        return parse_mirror_row(row)
+    def tokens(texts: list[str]) -> list[int]:
+        return run.ctx.policy.tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
 
-    async def rollout(self, task: MirrorRow, run: Rollout) -> TaskResult:
-        real = real_turns(task.turns, int(run.option("max_turns", 10)))
-        conv, mirror, lines = await play_mirror(real, task, run)
-        proxy = [text for who, text in lines if who == "SIMULATED user"]
-        score = 0.0
-        if proxy:
-            request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
-            score = verdict_score(await run.ctx.judge.judge(request, MirrorVerdict), lambda v: v.similarity)
-
-        def tokens(texts: list[str]) -> list[int]:
-            return run.ctx.policy.tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
-
-        human = [m["content"] for m in task.turns if m["role"] == "user"]  # every real user turn, as the reference
-        return run.finish(conv, score=score, sub=lexical_gaps(tokens(proxy), tokens(human)), transcript=lines)
+    human = [m["content"] for m in task.turns if m["role"] == "user"]  # every real user turn, as the reference
+    return finish(run, conv, score=score, sub=lexical_gaps(tokens(proxy), tokens(human)), transcript=lines)
 
 
-def mirrorbench(data_source: str) -> MirrorBenchTask:
-    return MirrorBenchTask(data_source)
+def mirrorbench(data_source: str) -> JudgedTask[MirrorRow]:
+    return JudgedTask(data_source, PREFIX, parse_mirror_row, mirror_rollout)

@@ -25,12 +25,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any, ClassVar, Literal
 
-from .base import RowError, TaskResult, decoded, expect, extra_info, row_name
+from .base import Rollout, RowError, TaskResult, decoded, expect, extra_info, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import JudgedTask, Rollout, partner_reply, said, transcript_text, verdict_score
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 Kind = Literal["math", "doc"]
 _END = re.compile(r"\[?\s*terminate[\s_-]*conversation\s*\]?|<\|endconversation\|>", re.IGNORECASE)
@@ -270,7 +271,7 @@ def judge_prompt(task: ArenaRow, transcript: str, document: str) -> list[dict[st
 
 
 async def play_arena(
-    task: ArenaRow, kind: Kind, run: Rollout
+    task: ArenaRow, run: Rollout
 ) -> tuple[PolicyConversation, list[dict[str, str]], list[tuple[str, str]], bool]:
     """The conversation: the policy's user turns, each answered by the assistant, for at most ``max_user_turns``;
     it stops before sending a turn that asks to end (or says nothing) and on the length budget. Returns the policy's
@@ -287,7 +288,7 @@ async def play_arena(
         except BudgetExhausted:
             break
         public = said(conv, turn.text)
-        text = extract_message(public, kind)
+        text = extract_message(public, task.kind)
         ended = wants_to_end(public)
         if ended or not text:  # stops before sending: the closing turn is neither sent nor judged
             break
@@ -303,33 +304,24 @@ async def play_arena(
     return conv, assistant, lines, ended
 
 
-class SimArenaTask(JudgedTask[ArenaRow]):
-    def __init__(self, data_source: str, kind: Kind) -> None:
-        super().__init__(data_source)
-        self.kind: Kind = kind
-        self.prefix = f"sim_arena_{kind}"
-
-    def parse_row(self, row: Mapping[str, Any]) -> ArenaRow:
-        return parse_arena_row(row, self.kind)
-
-    async def rollout(self, task: ArenaRow, run: Rollout) -> TaskResult:
-        conv, assistant, lines, ended = await play_arena(task, self.kind, run)
-        document = ""
-        if self.kind == "doc" and lines:
-            ask = [{"role": "user", "content": "Please write the final document now."}]
-            document = await partner_reply(run.ctx, assistant + ask, what="assistant (final document)")
-        score = 0.0
-        if any(who.startswith("SIMULATED") for who, _ in lines):
-            prompt = judge_prompt(task, transcript_text(lines), document)
-            request = JudgeRequest(prompt, lines, task.intent or task.problem, "SIMULATED")
-            verdict = await run.ctx.judge.judge(request, MathVerdict if self.kind == "math" else DocVerdict)
-            score = verdict_score(verdict, lambda v: arena_score(v, empty_terms(task)))
-        return run.finish(conv, score=score, transcript=lines, sub={"ended_by_user": float(ended)})
+async def arena_rollout(task: ArenaRow, run: Rollout) -> TaskResult:
+    conv, assistant, lines, ended = await play_arena(task, run)
+    document = ""
+    if task.kind == "doc" and lines:
+        ask = [{"role": "user", "content": "Please write the final document now."}]
+        document = await partner_reply(run.ctx, assistant + ask, what="assistant (final document)")
+    score = 0.0
+    if any(who.startswith("SIMULATED") for who, _ in lines):
+        prompt = judge_prompt(task, transcript_text(lines), document)
+        request = JudgeRequest(prompt, lines, task.intent or task.problem, "SIMULATED")
+        verdict = await run.ctx.judge.judge(request, MathVerdict if task.kind == "math" else DocVerdict)
+        score = verdict_score(verdict, lambda v: arena_score(v, empty_terms(task)))
+    return finish(run, conv, score=score, transcript=lines, sub={"ended_by_user": float(ended)})
 
 
-def sim_arena_math(data_source: str) -> SimArenaTask:
-    return SimArenaTask(data_source, "math")
+def sim_arena_math(data_source: str) -> JudgedTask[ArenaRow]:
+    return JudgedTask(data_source, "sim_arena_math", partial(parse_arena_row, kind="math"), arena_rollout)
 
 
-def sim_arena_doc(data_source: str) -> SimArenaTask:
-    return SimArenaTask(data_source, "doc")
+def sim_arena_doc(data_source: str) -> JudgedTask[ArenaRow]:
+    return JudgedTask(data_source, "sim_arena_doc", partial(parse_arena_row, kind="doc"), arena_rollout)

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
-from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
+from .base import Rollout, RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import JudgedTask, Rollout, partner_reply, said, transcript_text, verdict_score
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 PREFIX = "sotopia"
 OPENING = "The conversation begins."  # both sides' first context line (the reference's start marker)
@@ -293,24 +293,15 @@ async def play_sotopia(task: SotopiaRow, run: Rollout) -> tuple[PolicyConversati
     return conv, lines
 
 
-class SotopiaTask(JudgedTask[SotopiaRow]):
-    data_source = "sotopia"
-    prefix = PREFIX
-
-    def parse_row(self, row: Mapping[str, Any]) -> SotopiaRow:
-        return parse_sotopia_row(row)
-
-    async def rollout(self, task: SotopiaRow, run: Rollout) -> TaskResult:
-        conv, lines = await play_sotopia(task, run)
-        if not conv.turns:  # nothing to judge: no_turns
-            return run.finish(conv, score=0.0, transcript=lines)
-        request = JudgeRequest(
-            judge_prompt(task, task.me, transcript_text(lines)), lines, task.goals[task.me], "SIMULATED"
-        )
-        verdict = await run.ctx.judge.judge(request, SotopiaVerdict)
-        sub = {} if verdict is None else {f.name: float(getattr(verdict, f.name)) for f in fields(verdict)}
-        return run.finish(conv, score=verdict_score(verdict, sotopia_score), sub=sub, transcript=lines)
+async def sotopia_rollout(task: SotopiaRow, run: Rollout) -> TaskResult:
+    conv, lines = await play_sotopia(task, run)
+    if not conv.turns:  # nothing to judge: no_turns
+        return finish(run, conv, score=0.0, transcript=lines)
+    request = JudgeRequest(judge_prompt(task, task.me, transcript_text(lines)), lines, task.goals[task.me], "SIMULATED")
+    verdict = await run.ctx.judge.judge(request, SotopiaVerdict)
+    sub = {} if verdict is None else {f.name: float(getattr(verdict, f.name)) for f in fields(verdict)}
+    return finish(run, conv, score=verdict_score(verdict, sotopia_score), sub=sub, transcript=lines)
 
 
-def sotopia(data_source: str) -> SotopiaTask:
-    return SotopiaTask(data_source)
+def sotopia(data_source: str) -> JudgedTask[SotopiaRow]:
+    return JudgedTask(data_source, PREFIX, parse_sotopia_row, sotopia_rollout)

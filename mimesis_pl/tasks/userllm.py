@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .base import RowError, TaskResult, decoded, extra_info, flag, row_name
+from .base import Rollout, RowError, TaskResult, decoded, extra_info, flag, only_turn, row_name
 from .clients import Judge, JudgeRequest
-from .conversation import BudgetExhausted
-from .dialogue import JudgedTask, Rollout, said, verdict_score
+from .dialogue import JudgedTask, finish, said, verdict_score
 
 PREFIX = "userllm"
 END_TOKEN = "<|endconversation|>"
@@ -274,24 +273,12 @@ def refusal_question(task: UserLLMRow) -> str:
     )
 
 
-class UserLLMTask(JudgedTask[UserLLMRow]):
-    data_source = "userllm"
-    prefix = PREFIX
-
-    def parse_row(self, row: Mapping[str, Any]) -> UserLLMRow:
-        return parse_userllm_row(row)
-
-    async def rollout(self, task: UserLLMRow, run: Rollout) -> TaskResult:
-        conv = run.conversation(prompt(task))
-        try:
-            generated = await conv.step()
-        except BudgetExhausted:
-            raise RowError(
-                f"{row_name(run.row)}: the prompt ({conv.prompt_length} tokens) leaves no room for a turn"
-            ) from None
-        turn, ended = split_end(said(conv, generated.text))
-        score, terms = await score_turn(task, turn, ended, run.ctx.judge)
-        return run.finish(conv, score=score, sub={"ended": float(ended), **terms}, transcript=[("user", turn)])
+async def userllm_rollout(task: UserLLMRow, run: Rollout) -> TaskResult:
+    conv = run.conversation(prompt(task))
+    generated = await only_turn(conv, run.row, "for a turn")
+    turn, ended = split_end(said(conv, generated.text))
+    score, terms = await score_turn(task, turn, ended, run.ctx.judge)
+    return finish(run, conv, score=score, sub={"ended": float(ended), **terms}, transcript=[("user", turn)])
 
 
 async def score_turn(task: UserLLMRow, turn: str, ended: bool, judge: Judge) -> tuple[float | None, dict[str, float]]:
@@ -309,5 +296,5 @@ async def score_turn(task: UserLLMRow, turn: str, ended: bool, judge: Judge) -> 
     return verdict_score(verdict, lambda v: prism_score(overlap, ended, task.is_last_turn, v.human)), terms
 
 
-def userllm(data_source: str) -> UserLLMTask:
-    return UserLLMTask(data_source)
+def userllm(data_source: str) -> JudgedTask[UserLLMRow]:
+    return JudgedTask(data_source, PREFIX, parse_userllm_row, userllm_rollout)
