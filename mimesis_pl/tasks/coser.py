@@ -336,10 +336,11 @@ class CoserScene:
 
 
 async def coser_rollout(task: CoserRow, run: Rollout) -> TaskResult:
+    """Play the scene, then judge every character the policy played (:func:`coser_score`); one trajectory each."""
     scene = CoserScene(task, run)
     await scene.play()
     played, lines = scene.played(), scene.lines
-    score = 0.0
+    score: float | None = 0.0
     if played[0].turns:
         prompt = judge_prompt(task, ", ".join(scene.convs), transcript_text(lines))
         verdict = await run.ctx.judge.judge(JudgeRequest(prompt, lines, task.scenario, "SIMULATED"), CoserVerdict)

@@ -121,6 +121,7 @@ def judge_prompt(context: str, reference: str, generated: str) -> list[dict[str,
 
 
 async def humanual_rollout(task: HumanualRow, run: Rollout) -> TaskResult:
+    """One reply to the context, judged against the real one (:func:`humanual_score`); an empty reply scores 0."""
     context, reference = task.context, task.reference
     conv = run.conversation(
         [{"role": "system", "content": system_prompt(task.persona)}, {"role": "user", "content": context}]

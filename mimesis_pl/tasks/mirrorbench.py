@@ -213,10 +213,11 @@ async def play_mirror(
 
 
 async def mirror_rollout(task: MirrorRow, run: Rollout) -> TaskResult:
+    """Replay the real turns, judge the similarity of the user turns, log the lexical gaps."""
     real = real_turns(task.turns, int(run.option("max_turns", 10)))
     conv, mirror, lines = await play_mirror(real, task, run)
     proxy = [text for who, text in lines if who == "SIMULATED user"]
-    score = 0.0
+    score: float | None = 0.0
     if proxy:
         request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
         score = verdict_score(await run.ctx.judge.judge(request, MirrorVerdict), lambda v: v.similarity)

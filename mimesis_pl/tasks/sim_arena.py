@@ -305,12 +305,13 @@ async def play_arena(
 
 
 async def arena_rollout(task: ArenaRow, run: Rollout) -> TaskResult:
+    """Play the conversation (then ask for the final document, doc kind), judge it (:func:`arena_score`)."""
     conv, assistant, lines, ended = await play_arena(task, run)
     document = ""
     if task.kind == "doc" and lines:
         ask = [{"role": "user", "content": "Please write the final document now."}]
         document = await partner_reply(run.ctx, assistant + ask, what="assistant (final document)")
-    score = 0.0
+    score: float | None = 0.0
     if any(who.startswith("SIMULATED") for who, _ in lines):
         prompt = judge_prompt(task, transcript_text(lines), document)
         request = JudgeRequest(prompt, lines, task.intent or task.problem, "SIMULATED")

@@ -294,6 +294,7 @@ async def play_sotopia(task: SotopiaRow, run: Rollout) -> tuple[PolicyConversati
 
 
 async def sotopia_rollout(task: SotopiaRow, run: Rollout) -> TaskResult:
+    """Play the episode, then judge the policy's side on the seven dimensions (:func:`sotopia_score`)."""
     conv, lines = await play_sotopia(task, run)
     if not conv.turns:  # nothing to judge: no_turns
         return finish(run, conv, score=0.0, transcript=lines)

@@ -274,6 +274,7 @@ def refusal_question(task: UserLLMRow) -> str:
 
 
 async def userllm_rollout(task: UserLLMRow, run: Rollout) -> TaskResult:
+    """One user turn, scored by the row's source (:func:`score_turn`)."""
     conv = run.conversation(prompt(task))
     generated = await only_turn(conv, run.row, "for a turn")
     turn, ended = split_end(said(conv, generated.text))
