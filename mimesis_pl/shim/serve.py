@@ -12,6 +12,21 @@ from mimesis_pl.shim.service import PrivilegedShim
 from mimesis_pl.shim.store import StoreLimits
 
 _DEFAULTS = StoreLimits()
+#: (flag, type, default, help) of the store's and the upstream's limits
+_LIMITS: tuple[tuple[str, type, float | int, str], ...] = (
+    ("--ttl-s", float, _DEFAULTS.ttl_s, "evict an episode not written for this long"),
+    ("--max-episodes", int, _DEFAULTS.max_episodes, "episodes kept, least recently written evicted first"),
+    (
+        "--max-entries-per-episode",
+        int,
+        _DEFAULTS.max_entries_per_episode,
+        "older entries of a longer episode are dropped; indices stay absolute",
+    ),
+    ("--max-entry-chars", int, _DEFAULTS.max_entry_chars, "stored reasoning / public text cut to this length"),
+    ("--max-total-chars", int, _DEFAULTS.max_total_chars, "characters stored over all episodes before LRU eviction"),
+    ("--upstream-timeout-s", float, 300.0, "limit of one upstream call; beyond it the caller gets HTTP 504"),
+    ("--max-upstream-connections", int, 256, "pooled connections to the upstream"),
+)
 
 
 def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
@@ -38,48 +53,8 @@ def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
         help="environment variable holding the key sent to the upstream",
     )
     p.add_argument("--model", default=None, help="force this model name into every forwarded request")
-    p.add_argument(
-        "--ttl-s",
-        type=float,
-        default=_DEFAULTS.ttl_s,
-        help="evict an episode not written for this long (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-episodes",
-        type=int,
-        default=_DEFAULTS.max_episodes,
-        help="episodes kept, least recently written evicted first (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-entries-per-episode",
-        type=int,
-        default=_DEFAULTS.max_entries_per_episode,
-        help="older entries of a longer episode are dropped; indices stay absolute (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-entry-chars",
-        type=int,
-        default=_DEFAULTS.max_entry_chars,
-        help="stored reasoning / public text cut to this length (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-total-chars",
-        type=int,
-        default=_DEFAULTS.max_total_chars,
-        help="characters stored over all episodes before LRU eviction (default: %(default)s)",
-    )
-    p.add_argument(
-        "--upstream-timeout-s",
-        type=float,
-        default=300.0,
-        help="limit of one upstream call; beyond it the caller gets HTTP 504 (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-upstream-connections",
-        type=int,
-        default=256,
-        help="pooled connections to the upstream (default: %(default)s)",
-    )
+    for flag, kind, default, text in _LIMITS:
+        p.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
     return p
 
 

@@ -9,13 +9,14 @@ such rows are counted, logged as rates and kept out of the advantage (docs/decis
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..rollout.trajectory import Trajectory
 from .clients import ChatModel, Judge
-from .conversation import Policy
+from .conversation import BudgetExhausted, Policy, PolicyConversation
+from .think_format import GeneratedTurn
 
 Status = Literal["ok", "truncated", "judge_failed", "no_turns", "task_error"]
 #: Rows with these statuses are masked out of the loss and out of the group baselines.
@@ -74,6 +75,56 @@ class TaskResult:
     @property
     def trained(self) -> bool:
         return self.status not in UNSCORED and self.trajectory is not None and self.trajectory.num_turns > 0
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One rollout of one row: the row, its context and the names its result carries (``prefix``: of the task's
+    metric keys, ``sotopia/reward``)."""
+
+    row: Mapping[str, Any]
+    ctx: TaskContext
+    data_source: str
+    prefix: str
+    group_id: str
+    gen_uid: str
+
+    def option(self, name: str, default: Any) -> Any:
+        """This task's setting ``name`` from ``task_options`` (e.g. ``{sotopia: {max_turns: 4}}``)."""
+        return self.ctx.options.get(self.data_source, {}).get(name, default)
+
+    def conversation(self, messages: Sequence[Mapping[str, Any]], who: str | None = None) -> PolicyConversation:
+        """A new conversation of the policy (the context's ``enable_think``), named after the row, the rollout and
+        ``who`` plays in it (if any)."""
+        sample = f"{row_name(self.row)} {self.gen_uid}" + ("" if who is None else f" {who}")
+        return PolicyConversation(self.ctx.policy, messages, self.ctx.enable_think, sample=sample)
+
+    def result(
+        self,
+        convs: Sequence[PolicyConversation],
+        *,
+        status: Status,
+        reward: float,
+        score: float,
+        metrics: dict[str, float],
+        transcript: list[dict[str, Any]],
+    ) -> TaskResult:
+        """The :class:`TaskResult`: one trajectory per conversation (the first is the result's ``trajectory``, the
+        others its ``extra_trajectories``), all with this status and reward."""
+        source, uid = self.data_source, self.gen_uid
+        names = {"group_id": self.group_id, "gen_uid": uid, "data_source": source, "key": row_name(self.row)}
+        trajectories = [c.trajectory(status=status, reward=reward, **names) for c in convs]
+        first, *extra = trajectories
+        return TaskResult(source, uid, status, reward, score, metrics, first, transcript, extra_trajectories=extra)
+
+
+async def only_turn(conv: PolicyConversation, row: Mapping[str, Any], room: str) -> GeneratedTurn:
+    """The policy's one turn of a single-turn rollout; a :class:`RowError` when the prompt leaves no room for it
+    (``room`` ends the message: ``to reply``)."""
+    try:
+        return await conv.step()
+    except BudgetExhausted:
+        raise RowError(f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room {room}") from None
 
 
 class Task(Protocol):

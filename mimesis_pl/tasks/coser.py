@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, flag, require, row_name
+from .base import Rollout, RowError, TaskResult, decoded, expect, extra_info, flag, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import finish, option, partner_reply, said, transcript_text
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 PREFIX = "coser"
 ENV = "Environment"
@@ -238,127 +238,116 @@ def judge_prompt(task: CoserRow, name: str, transcript: str) -> list[dict[str, s
     ]
 
 
-class CoserTask:
-    def __init__(self, data_source: str = "coser") -> None:
-        self.data_source = data_source
+def environment_prompt(task: CoserRow) -> str:
+    return (
+        f"You narrate the environment of this scene from {task.book}: {task.scenario}\n"
+        "Describe only events and surroundings, briefly."
+    )
 
-    def parse_row(self, row: Mapping[str, Any]) -> CoserRow:
-        return parse_coser_row(row)
 
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        speakers = list(task.speakers)
-        actors = [s for s in speakers if s != ENV]  # every speaking character is the policy, each in its own context
-        prompts = {s: character_prompt(task, s) for s in actors}
-        env_prompt = (
-            f"You narrate the environment of this scene from {task.book}: {task.scenario}\n"
-            "Describe only events and surroundings, briefly."
-        )
-        convs: dict[str, PolicyConversation] = {}
-        pending: dict[str, list[str]] = {s: [] for s in actors}  # lines each character has not seen yet
-        lines: list[tuple[str, str]] = []
-        # replayed rounds are context for every character (docs/decisions.md S43)
+def _history(lines: list[tuple[str, str]]) -> str:
+    """The scene so far as the partner reads it (no ``SIMULATED`` labels)."""
+    return transcript_text([(who.removeprefix("SIMULATED "), text) for who, text in lines])
+
+
+class CoserScene:
+    """A scene being played: every character's own conversation (opened on its first turn), the lines each has
+    not seen yet, and the transcript."""
+
+    def __init__(self, task: CoserRow, run: Rollout) -> None:
+        self.task, self.run = task, run
+        self.speakers = list(task.speakers)
+        self.actors = [s for s in self.speakers if s != ENV]  # every speaking character is the policy
+        self.convs: dict[str, PolicyConversation] = {}
+        self.pending: dict[str, list[str]] = {s: [] for s in self.actors}  # lines each character has not seen yet
+        self.lines: list[tuple[str, str]] = []
+
+    def replay(self) -> str:
+        """Replay the rounds before ``continue_from`` as every character's context (docs/decisions.md S43); returns
+        who speaks first after them."""
+        task = self.task
         for who, message in task.dialogues[: task.continue_from]:
-            lines.append((who, strip_thoughts(message)))
-            for actor in actors:
-                pending[actor].append(speaker_line(who, strip_thoughts(message)))
+            self.lines.append((who, strip_thoughts(message)))
+            for actor in self.actors:
+                self.pending[actor].append(speaker_line(who, strip_thoughts(message)))
         if task.continue_from and task.continue_from < len(task.dialogues):
             current = task.dialogues[task.continue_from][0]
-            current = current if current in speakers else speakers[0]
-        else:
-            current = speakers[0]
-        for r in range(task.continue_from, int(option(ctx, self.data_source, "max_rounds", 10))):
+            return current if current in self.speakers else self.speakers[0]
+        return self.speakers[0]
+
+    async def character_turn(self, name: str) -> str | None:
+        """``name``'s next utterance (thoughts removed), or ``None`` when the scene ends (budget spent, or an empty
+        turn)."""
+        opening = "\n".join(self.pending[name]) or "The scene begins."
+        try:
+            if name not in self.convs:
+                messages = [{"role": "system", "content": character_prompt(self.task, name)}]
+                self.convs[name] = self.run.conversation([*messages, {"role": "user", "content": opening}], name)
+            elif self.pending[name]:
+                self.convs[name].append([{"role": "user", "content": opening}])
+            turn = await self.convs[name].step()
+        except BudgetExhausted:
+            return None
+        self.pending[name] = []
+        return strip_thoughts(said(self.convs[name], turn.text)) or None
+
+    async def environment_turn(self) -> str:
+        history = _history(self.lines) or "(nothing yet)"
+        ask = {"role": "user", "content": f"The scene so far:\n{history}\n\nYour turn."}
+        chat = [{"role": "system", "content": environment_prompt(self.task)}, ask]
+        return strip_thoughts(await partner_reply(self.run.ctx, chat, what="environment"))
+
+    async def predict_next(self, current: str, round_index: int) -> str | None:
+        """The next speaker (:func:`next_speaker`), ``None`` when the predictor ends the scene."""
+        ask = (
+            f"Scene so far:\n{_history(self.lines)}\n\n"
+            f"Who speaks next? Answer with one name from {self.speakers}, or {END_CHAT} if the scene is over."
+        )
+        answer = await partner_reply(self.run.ctx, [{"role": "user", "content": ask}], what="next-speaker predictor")
+        return next_speaker(answer, self.speakers, current, round_index)
+
+    async def play(self) -> None:
+        """At most ``max_rounds`` utterances; each is shown to every other character."""
+        current = self.replay()
+        for r in range(self.task.continue_from, int(self.run.option("max_rounds", 10))):
             if current != ENV:
-                opening = "\n".join(pending[current]) or "The scene begins."
-                try:
-                    if current not in convs:
-                        convs[current] = PolicyConversation(
-                            ctx.policy,
-                            [{"role": "system", "content": prompts[current]}, {"role": "user", "content": opening}],
-                            ctx.enable_think,
-                            sample=f"{row_name(row)} {gen_uid} {current}",
-                        )
-                    elif pending[current]:
-                        convs[current].append([{"role": "user", "content": opening}])
-                    turn = await convs[current].step()
-                except BudgetExhausted:
+                text = await self.character_turn(current)
+                if text is None:
                     break
-                pending[current] = []
-                text = strip_thoughts(said(convs[current], turn.text))
-                if not text:
-                    break
-                lines.append((f"SIMULATED {current}", text))
+                self.lines.append((f"SIMULATED {current}", text))
             else:
-                history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines]) or "(nothing yet)"
-                reply = await partner_reply(
-                    ctx,
-                    [
-                        {"role": "system", "content": env_prompt},
-                        {"role": "user", "content": f"The scene so far:\n{history}\n\nYour turn."},
-                    ],
-                    what="environment",
-                )
-                text = strip_thoughts(reply)
-                lines.append((ENV, text))
-            for other in actors:
+                text = await self.environment_turn()
+                self.lines.append((ENV, text))
+            for other in self.actors:
                 if other != current:
-                    pending[other].append(speaker_line(current, text))
-            history = transcript_text([(w.removeprefix("SIMULATED "), t) for w, t in lines])
-            answer = await partner_reply(
-                ctx,
-                [
-                    {
-                        "role": "user",
-                        "content": (
-                            f"Scene so far:\n{history}\n\n"
-                            f"Who speaks next? Answer with one name from {speakers}, or {END_CHAT} "
-                            "if the scene is over."
-                        ),
-                    }
-                ],
-                what="next-speaker predictor",
-            )
-            nxt = next_speaker(answer, speakers, current, r)
+                    self.pending[other].append(speaker_line(current, text))
+            nxt = await self.predict_next(current, r)
             if nxt is None:
                 break
             current = nxt
-        played = [c for c in convs.values() if c.turns]
-        if not played:  # no character got a turn: an empty conversation so the row reports no_turns
-            played = [
-                PolicyConversation(
-                    ctx.policy,
-                    [
-                        {"role": "system", "content": prompts[actors[0]]},
-                        {"role": "user", "content": "The scene begins."},
-                    ],
-                    ctx.enable_think,
-                    sample=f"{row_name(row)} {gen_uid}",
-                )
-            ]
-        score = 0.0
-        if played[0].turns:
-            request = JudgeRequest(
-                judge_prompt(task, ", ".join(convs), transcript_text(lines)),
-                lines,
-                task.scenario,
-                "SIMULATED",
-            )
-            verdict = await ctx.judge.judge(request, CoserVerdict)
-            score = None if verdict is None else coser_score(verdict)
-        return finish(
-            played[0],
-            ctx,
-            row,
-            data_source=self.data_source,
-            prefix=PREFIX,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            score=score,
-            sub={"characters": float(len(convs))},
-            transcript=lines,
-            others=played[1:],
-        )
+
+    def played(self) -> list[PolicyConversation]:
+        """The conversations with a turn; with none, an empty one (so the row reports ``no_turns``)."""
+        played = [c for c in self.convs.values() if c.turns]
+        if played:
+            return played
+        system = {"role": "system", "content": character_prompt(self.task, self.actors[0])}
+        return [self.run.conversation([system, {"role": "user", "content": "The scene begins."}])]
 
 
-def coser(data_source: str) -> CoserTask:
-    return CoserTask(data_source)
+async def coser_rollout(task: CoserRow, run: Rollout) -> TaskResult:
+    """Play the scene, then judge every character the policy played (:func:`coser_score`); one trajectory each."""
+    scene = CoserScene(task, run)
+    await scene.play()
+    played, lines = scene.played(), scene.lines
+    score: float | None = 0.0
+    if played[0].turns:
+        prompt = judge_prompt(task, ", ".join(scene.convs), transcript_text(lines))
+        verdict = await run.ctx.judge.judge(JudgeRequest(prompt, lines, task.scenario, "SIMULATED"), CoserVerdict)
+        score = verdict_score(verdict, coser_score)
+    sub = {"characters": float(len(scene.convs))}
+    return finish(run, played[0], score=score, sub=sub, transcript=lines, others=played[1:])
+
+
+def coser(data_source: str) -> JudgedTask[CoserRow]:
+    return JudgedTask(data_source, PREFIX, parse_coser_row, coser_rollout)

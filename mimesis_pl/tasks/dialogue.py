@@ -9,21 +9,20 @@ format gate, the status (``no_turns`` when nothing was generated, ``judge_failed
 missing — never a midpoint, S3), flat float metrics (S20) and the trajectory. The reported score
 and the training reward are the same number on the same [0, 1] scale (S23); only the format gate
 may zero the training reward. (IDs are entries of docs/decisions.md.)
+
+A family is a :class:`JudgedTask`: its ``run`` reads the row (``parse``), then ``rollout`` plays the episode,
+asks the judge and scores it, with the row's names carried by one :class:`~.base.Rollout`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from .base import PartnerUnavailable, TaskContext, TaskResult, row_name
+from .base import PartnerUnavailable, Rollout, Status, TaskContext, TaskResult
 from .conversation import PolicyConversation
-from .think_format import check_think_format, gated_reward, public_text
-
-
-def option(ctx: TaskContext, data_source: str, name: str, default: Any) -> Any:
-    """A per-``data_source`` setting from ``task_options`` (e.g. ``{sotopia: {max_turns: 4}}``)."""
-    return ctx.options.get(data_source, {}).get(name, default)
+from .think_format import FormatCheck, GeneratedTurn, check_think_format, gated_reward, public_text
 
 
 def clamp01(x: float) -> float:
@@ -50,14 +49,9 @@ def transcript_text(lines: Sequence[tuple[str, str]]) -> str:
 
 
 def finish(
+    run: Rollout,
     conv: PolicyConversation,
-    ctx: TaskContext,
-    row: Mapping[str, Any],
     *,
-    data_source: str,
-    prefix: str,
-    group_id: str,
-    gen_uid: str,
     score: float | None,
     sub: Mapping[str, float] | None = None,
     transcript: Sequence[tuple[str, str]] = (),
@@ -68,46 +62,84 @@ def finish(
     ``others``: further conversations of the same rollout (CoSER's other characters); their turns count in the
     status, the format gate and the metrics, and each with a turn becomes an extra trajectory.
     """
+    ctx = run.ctx
     convs = [conv, *(c for c in others if c.turns)]
     turns = [t for c in convs for t in c.turns]
-    n = len(turns)
-    if n == 0:
-        status, value = "no_turns", 0.0
-    elif score is None:
-        status, value = "judge_failed", 0.0
-    else:
-        status, value = ("truncated" if any(t.truncated for t in turns) else "ok"), clamp01(score)
+    status, value = judged_status(turns, score)
     fmt = check_think_format(turns, bool(conv.enable_think), ctx.policy.count_tokens, ctx.min_think_tokens)
     reward = gated_reward(value, fmt, is_train=ctx.is_train)
-    turn_tokens = [s.end - s.start for c in convs for s in c.spans]
-    words = [len(said(conv, t.text).split()) for t in turns]
+    metrics = judged_metrics(
+        run.prefix,
+        value,
+        fmt,
+        turn_tokens=[s.end - s.start for c in convs for s in c.spans],
+        turn_words=[len(said(conv, t.text).split()) for t in turns],
+        sub=sub or {},
+    )
+    extra = [{"role": "public_transcript", "content": transcript_text(transcript)}] if transcript else []
+    return run.result(
+        convs, status=status, reward=reward, score=value, metrics=metrics, transcript=conv.messages + extra
+    )
+
+
+def judged_status(turns: Sequence[GeneratedTurn], score: float | None) -> tuple[Status, float]:
+    """The rollout's status and score: ``no_turns`` (0) with no generated turn, ``judge_failed`` (0) without a
+    score (never a midpoint, S3), else ``truncated`` or ``ok`` with the score clamped to [0, 1]."""
+    if not turns:
+        return "no_turns", 0.0
+    if score is None:
+        return "judge_failed", 0.0
+    return ("truncated" if any(t.truncated for t in turns) else "ok"), clamp01(score)
+
+
+def judged_metrics(
+    prefix: str,
+    value: float,
+    fmt: FormatCheck,
+    *,
+    turn_tokens: Sequence[int],
+    turn_words: Sequence[int],
+    sub: Mapping[str, float],
+) -> dict[str, float]:
+    """The flat float metrics of a judged rollout (S20): the family's (``<prefix>/…``, means per generated turn,
+    ``sub`` as ``<prefix>/<key>``) and the headlines (``all/…``)."""
+    n = len(turn_words)
     metrics = {
         f"{prefix}/reward": value,
         f"{prefix}/turns": float(n),
         f"{prefix}/turn_tokens": sum(turn_tokens) / max(1, n),
-        f"{prefix}/turn_words": sum(words) / max(1, n),
+        f"{prefix}/turn_words": sum(turn_words) / max(1, n),
         f"{prefix}/format_correct": float(fmt.correct),
         "all/score": value,
         "all/format_correct": float(fmt.correct),
         "all/think_tokens": fmt.think_tokens,
     }
-    for key, v in (sub or {}).items():
+    for key, v in sub.items():
         metrics[f"{prefix}/{key}"] = float(v)
-    trajectories = [
-        c.trajectory(
-            group_id=group_id, gen_uid=gen_uid, status=status, reward=reward, data_source=data_source, key=row_name(row)
-        )
-        for c in convs
-    ]
-    extra = [{"role": "public_transcript", "content": transcript_text(transcript)}] if transcript else []
-    return TaskResult(
-        data_source=data_source,
-        gen_uid=gen_uid,
-        status=status,
-        reward=reward,
-        score=value,
-        metrics=metrics,
-        trajectory=trajectories[0],
-        transcript=conv.messages + extra,
-        extra_trajectories=trajectories[1:],
-    )
+    return metrics
+
+
+RowT = TypeVar("RowT")
+
+
+@dataclass(frozen=True)
+class JudgedTask(Generic[RowT]):
+    """A judged family's task: ``run`` reads the row with ``parse`` (the typed row, a :class:`RowError` for a bad
+    one), then ``rollout`` plays the episode, judges and scores it (ending in :func:`finish`)."""
+
+    data_source: str
+    prefix: str  # of the family's metric keys (``sotopia/reward``)
+    parse: Callable[[Mapping[str, Any]], RowT]
+    rollout: Callable[[RowT, Rollout], Awaitable[TaskResult]]
+
+    def parse_row(self, row: Mapping[str, Any]) -> RowT:
+        return self.parse(row)
+
+    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
+        task = self.parse(row)
+        return await self.rollout(task, Rollout(row, ctx, self.data_source, self.prefix, group_id, gen_uid))
+
+
+def verdict_score(verdict: Any, score: Callable[[Any], float]) -> float | None:
+    """``score(verdict)``, or ``None`` (the judge failed) when there is no verdict."""
+    return None if verdict is None else score(verdict)

@@ -15,10 +15,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .answers import token_f1
-from .base import RowError, TaskContext, TaskResult, expect, extra_info, require, row_name
+from .base import Rollout, RowError, TaskResult, expect, extra_info, only_turn, require, row_name
 from .clients import JudgeRequest
-from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import clamp01, finish, said
+from .dialogue import JudgedTask, clamp01, finish, said, verdict_score
 
 PREFIX = "humanual"
 _RESPONSE = re.compile(r"<response>(.+?)</response>", re.DOTALL | re.IGNORECASE)
@@ -121,52 +120,25 @@ def judge_prompt(context: str, reference: str, generated: str) -> list[dict[str,
     ]
 
 
-class HumanualTask:
-    def __init__(self, data_source: str) -> None:
-        self.data_source = data_source
-
-    def parse_row(self, row: Mapping[str, Any]) -> HumanualRow:
-        return parse_humanual_row(row)
-
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        persona, context, reference = task.persona, task.context, task.reference
-        messages = [{"role": "system", "content": system_prompt(persona)}, {"role": "user", "content": context}]
-        conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-        try:
-            turn = await conv.step()
-        except BudgetExhausted:
-            raise RowError(
-                f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to reply"
-            ) from None
-        reply, tagged = extract_response(said(conv, turn.text))
-        score, sub = (
-            None,
-            {"tagged": float(tagged), "lexical_f1": token_f1(reply, reference)},
-        )  # F1 logged, never rewarded
-        if reply:
-            request = JudgeRequest(
-                judge_prompt(context, reference, reply), [("SIMULATED", reply)], reference, "SIMULATED"
-            )
-            verdict = await ctx.judge.judge(request, HumanualVerdict)
-            if verdict is not None:
-                score = humanual_score(verdict, reply, reference, tagged)
-                sub["length_factor"] = length_factor(reply, reference)
-        else:
-            score = 0.0  # an empty reply is the simulator's fault, scored 0 without a judge call
-        return finish(
-            conv,
-            ctx,
-            row,
-            data_source=self.data_source,
-            prefix=PREFIX,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            score=score,
-            sub=sub,
-            transcript=[("context", context), ("simulated", reply)],
-        )
+async def humanual_rollout(task: HumanualRow, run: Rollout) -> TaskResult:
+    """One reply to the context, judged against the real one (:func:`humanual_score`); an empty reply scores 0."""
+    context, reference = task.context, task.reference
+    conv = run.conversation(
+        [{"role": "system", "content": system_prompt(task.persona)}, {"role": "user", "content": context}]
+    )
+    turn = await only_turn(conv, run.row, "to reply")
+    reply, tagged = extract_response(said(conv, turn.text))
+    sub = {"tagged": float(tagged), "lexical_f1": token_f1(reply, reference)}  # F1 logged, never rewarded
+    score: float | None = 0.0  # an empty reply is the simulator's fault, scored 0 without a judge call
+    if reply:
+        prompt = judge_prompt(context, reference, reply)
+        request = JudgeRequest(prompt, [("SIMULATED", reply)], reference, "SIMULATED")
+        verdict = await run.ctx.judge.judge(request, HumanualVerdict)
+        score = verdict_score(verdict, lambda v: humanual_score(v, reply, reference, tagged))
+        if verdict is not None:
+            sub["length_factor"] = length_factor(reply, reference)
+    return finish(run, conv, score=score, sub=sub, transcript=[("context", context), ("simulated", reply)])
 
 
-def humanual(data_source: str) -> HumanualTask:
-    return HumanualTask(data_source)
+def humanual(data_source: str) -> JudgedTask[HumanualRow]:
+    return JudgedTask(data_source, PREFIX, parse_humanual_row, humanual_rollout)

@@ -7,7 +7,7 @@ simulator as context (mask 0); a real conversation that opens with the assistant
 mirror call that fails is a ``task_error`` (docs/decisions.md S40). The judge (one GTEval-style call) compares the
 real conversation — the turns followed, not the whole file — with the simulated one, both rendered as
 ``ROLE: content`` lines (:func:`render_turns`), and rates how close the simulated user turns are to the real ones in
-style, tone and realism: a number in [0, 1] that is the score (clamped by ``dialogue.finish``). A failed judge call
+style, tone and realism: a number in [0, 1] that is the score (clamped by ``Rollout.finish``). A failed judge call
 is ``judge_failed`` (the reference used 0.5; docs/decisions.md S3). How this follows the reference: S47 in
 docs/decisions.md.
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
-from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
+from .base import Rollout, RowError, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import finish, option, partner_reply, said, transcript_text
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 PREFIX = "mirrorbench"
 NEXT = "Write the user's next message."
@@ -169,77 +169,65 @@ def judge_prompt(real: list[dict[str, str]], simulated: list[dict[str, str]]) ->
     ]
 
 
-class MirrorBenchTask:
-    def __init__(self, data_source: str = "mirrorbench") -> None:
-        self.data_source = data_source
+async def play_mirror(
+    real: list[dict[str, str]], task: MirrorRow, run: Rollout
+) -> tuple[PolicyConversation, list[dict[str, str]], list[tuple[str, str]]]:
+    """The replay of the ``real`` turns: the policy writes each user turn, the mirror answers each assistant turn.
+    Ends early on an empty policy turn or the length budget. Returns the policy's conversation, the mirror's chat
+    (its system prompt, then the simulated conversation) and the transcript lines."""
+    mirror = [{"role": "system", "content": mirror_prompt(real)}]
+    lines: list[tuple[str, str]] = []
 
-    def parse_row(self, row: Mapping[str, Any]) -> MirrorRow:
-        return parse_mirror_row(row)
+    async def mirror_turn() -> str:  # a failed call raises PartnerUnavailable (S40)
+        reply = await partner_reply(run.ctx, mirror, what="mirror assistant")
+        mirror.append({"role": "assistant", "content": reply})
+        lines.append(("assistant", reply))
+        return reply
 
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        real = real_turns(task.turns, int(option(ctx, self.data_source, "max_turns", 10)))
-        mirror = [{"role": "system", "content": mirror_prompt(real)}]  # then the simulated conversation
-        lines: list[tuple[str, str]] = []
-
-        async def mirror_turn() -> str:  # a failed call raises PartnerUnavailable (S40)
-            reply = await partner_reply(ctx, mirror, what="mirror assistant")
-            mirror.append({"role": "assistant", "content": reply})
-            lines.append(("assistant", reply))
-            return reply
-
-        opening, start = FIRST, 0
-        if real and real[0]["role"] == "assistant":  # the real chat opens with the assistant, so does the replay
-            opening, start = f"AI: {await mirror_turn()}\n\n{NEXT}", 1
-        messages = [
-            {"role": "system", "content": system_prompt(task.task_description)},
-            {"role": "user", "content": opening},
-        ]
-        conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-        for k, real_turn in enumerate(real[start:], start):
-            if real_turn["role"] == "user":
-                try:
-                    if k > start and lines and lines[-1][0] == "SIMULATED user":
-                        conv.append([{"role": "user", "content": NEXT}])  # two real user turns in a row
-                    turn = await conv.step()
-                except BudgetExhausted:
-                    break
-                text = strip_label(said(conv, turn.text))
-                if not text:
-                    break
-                lines.append(("SIMULATED user", text))
-                mirror.append({"role": "user", "content": text})
-            elif real_turn["role"] == "assistant":
-                reply = await mirror_turn()
-                try:
-                    conv.append([{"role": "user", "content": f"AI: {reply}\n\n{NEXT}"}])
-                except BudgetExhausted:
-                    break
-        score = 0.0
-        if any(who == "SIMULATED user" for who, _ in lines):
-            request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
-            verdict = await ctx.judge.judge(request, MirrorVerdict)
-            score = None if verdict is None else verdict.similarity
-
-        def tokens(texts: list[str]) -> list[int]:
-            return ctx.policy.tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
-
-        proxy = [text for who, text in lines if who == "SIMULATED user"]
-        human = [m["content"] for m in task.turns if m["role"] == "user"]  # every real user turn, as the reference
-        gaps = lexical_gaps(tokens(proxy), tokens(human))
-        return finish(
-            conv,
-            ctx,
-            row,
-            data_source=self.data_source,
-            prefix=PREFIX,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            score=score,
-            sub=gaps,
-            transcript=lines,
-        )
+    opening, start = FIRST, 0
+    if real and real[0]["role"] == "assistant":  # the real chat opens with the assistant, so does the replay
+        opening, start = f"AI: {await mirror_turn()}\n\n{NEXT}", 1
+    conv = run.conversation(
+        [{"role": "system", "content": system_prompt(task.task_description)}, {"role": "user", "content": opening}]
+    )
+    for k, real_turn in enumerate(real[start:], start):
+        if real_turn["role"] == "user":
+            try:
+                if k > start and lines and lines[-1][0] == "SIMULATED user":
+                    conv.append([{"role": "user", "content": NEXT}])  # two real user turns in a row
+                turn = await conv.step()
+            except BudgetExhausted:
+                break
+            text = strip_label(said(conv, turn.text))
+            if not text:
+                break
+            lines.append(("SIMULATED user", text))
+            mirror.append({"role": "user", "content": text})
+        elif real_turn["role"] == "assistant":
+            reply = await mirror_turn()
+            try:
+                conv.append([{"role": "user", "content": f"AI: {reply}\n\n{NEXT}"}])
+            except BudgetExhausted:
+                break
+    return conv, mirror, lines
 
 
-def mirrorbench(data_source: str) -> MirrorBenchTask:
-    return MirrorBenchTask(data_source)
+async def mirror_rollout(task: MirrorRow, run: Rollout) -> TaskResult:
+    """Replay the real turns, judge the similarity of the user turns, log the lexical gaps."""
+    real = real_turns(task.turns, int(run.option("max_turns", 10)))
+    conv, mirror, lines = await play_mirror(real, task, run)
+    proxy = [text for who, text in lines if who == "SIMULATED user"]
+    score: float | None = 0.0
+    if proxy:
+        request = JudgeRequest(judge_prompt(real, mirror[1:]), lines, task.task_description, "SIMULATED")
+        score = verdict_score(await run.ctx.judge.judge(request, MirrorVerdict), lambda v: v.similarity)
+
+    def tokens(texts: list[str]) -> list[int]:
+        return run.ctx.policy.tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
+
+    human = [m["content"] for m in task.turns if m["role"] == "user"]  # every real user turn, as the reference
+    return finish(run, conv, score=score, sub=lexical_gaps(tokens(proxy), tokens(human)), transcript=lines)
+
+
+def mirrorbench(data_source: str) -> JudgedTask[MirrorRow]:
+    return JudgedTask(data_source, PREFIX, parse_mirror_row, mirror_rollout)

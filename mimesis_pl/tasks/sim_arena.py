@@ -25,12 +25,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import Any, ClassVar, Literal
 
-from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, row_name
+from .base import Rollout, RowError, TaskResult, decoded, expect, extra_info, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import finish, option, partner_reply, said, transcript_text
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 Kind = Literal["math", "doc"]
 _END = re.compile(r"\[?\s*terminate[\s_-]*conversation\s*\]?|<\|endconversation\|>", re.IGNORECASE)
@@ -269,76 +270,59 @@ def judge_prompt(task: ArenaRow, transcript: str, document: str) -> list[dict[st
     ]
 
 
-class SimArenaTask:
-    def __init__(self, data_source: str, kind: Kind) -> None:
-        self.data_source = data_source
-        self.kind: Kind = kind
-        self.prefix = f"sim_arena_{kind}"
-
-    def parse_row(self, row: Mapping[str, Any]) -> ArenaRow:
-        return parse_arena_row(row, self.kind)
-
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        messages = [
-            {"role": "system", "content": user_prompt(task)},
-            {"role": "user", "content": "Start the conversation."},
-        ]
-        conv = PolicyConversation(ctx.policy, messages, ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-        assistant = [{"role": "system", "content": assistant_prompt(task)}]
-        lines: list[tuple[str, str]] = []
-        ended = False
-        for k in range(int(option(ctx, self.data_source, "max_user_turns", 8))):
-            try:
-                turn = await conv.step()
-            except BudgetExhausted:
-                break
-            public = said(conv, turn.text)
-            text = extract_message(public, self.kind)
-            ended = wants_to_end(public)
-            if ended or not text:  # stops before sending: the closing turn is neither sent nor judged
-                break
-            lines.append(("SIMULATED user", text))
-            assistant.append({"role": "user", "content": first_message(task, text) if k == 0 else text})
-            reply = await partner_reply(ctx, assistant, what="assistant")
-            assistant.append({"role": "assistant", "content": reply})
-            lines.append(("assistant", reply))
-            try:
-                conv.append([{"role": "user", "content": reply}])
-            except BudgetExhausted:
-                break
-        document = ""
-        if self.kind == "doc" and lines:
-            ask = [{"role": "user", "content": "Please write the final document now."}]
-            document = await partner_reply(ctx, assistant + ask, what="assistant (final document)")
-        score = 0.0
-        if any(who.startswith("SIMULATED") for who, _ in lines):
-            schema = MathVerdict if self.kind == "math" else DocVerdict
-            request = JudgeRequest(
-                judge_prompt(task, transcript_text(lines), document),
-                lines,
-                task.intent or task.problem,
-                "SIMULATED",
-            )
-            verdict = await ctx.judge.judge(request, schema)
-            score = None if verdict is None else arena_score(verdict, empty_terms(task))
-        return finish(
-            conv,
-            ctx,
-            row,
-            data_source=self.data_source,
-            prefix=self.prefix,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            score=score,
-            transcript=lines,
-            sub={"ended_by_user": float(ended)},
-        )
+async def play_arena(
+    task: ArenaRow, run: Rollout
+) -> tuple[PolicyConversation, list[dict[str, str]], list[tuple[str, str]], bool]:
+    """The conversation: the policy's user turns, each answered by the assistant, for at most ``max_user_turns``;
+    it stops before sending a turn that asks to end (or says nothing) and on the length budget. Returns the policy's
+    conversation, the assistant's chat, the transcript lines and whether the user ended it."""
+    conv = run.conversation(
+        [{"role": "system", "content": user_prompt(task)}, {"role": "user", "content": "Start the conversation."}]
+    )
+    assistant = [{"role": "system", "content": assistant_prompt(task)}]
+    lines: list[tuple[str, str]] = []
+    ended = False
+    for k in range(int(run.option("max_user_turns", 8))):
+        try:
+            turn = await conv.step()
+        except BudgetExhausted:
+            break
+        public = said(conv, turn.text)
+        text = extract_message(public, task.kind)
+        ended = wants_to_end(public)
+        if ended or not text:  # stops before sending: the closing turn is neither sent nor judged
+            break
+        lines.append(("SIMULATED user", text))
+        assistant.append({"role": "user", "content": first_message(task, text) if k == 0 else text})
+        reply = await partner_reply(run.ctx, assistant, what="assistant")
+        assistant.append({"role": "assistant", "content": reply})
+        lines.append(("assistant", reply))
+        try:
+            conv.append([{"role": "user", "content": reply}])
+        except BudgetExhausted:
+            break
+    return conv, assistant, lines, ended
 
 
-def sim_arena_math(data_source: str) -> SimArenaTask:
-    return SimArenaTask(data_source, "math")
+async def arena_rollout(task: ArenaRow, run: Rollout) -> TaskResult:
+    """Play the conversation (then ask for the final document, doc kind), judge it (:func:`arena_score`)."""
+    conv, assistant, lines, ended = await play_arena(task, run)
+    document = ""
+    if task.kind == "doc" and lines:
+        ask = [{"role": "user", "content": "Please write the final document now."}]
+        document = await partner_reply(run.ctx, assistant + ask, what="assistant (final document)")
+    score: float | None = 0.0
+    if any(who.startswith("SIMULATED") for who, _ in lines):
+        prompt = judge_prompt(task, transcript_text(lines), document)
+        request = JudgeRequest(prompt, lines, task.intent or task.problem, "SIMULATED")
+        verdict = await run.ctx.judge.judge(request, MathVerdict if task.kind == "math" else DocVerdict)
+        score = verdict_score(verdict, lambda v: arena_score(v, empty_terms(task)))
+    return finish(run, conv, score=score, transcript=lines, sub={"ended_by_user": float(ended)})
 
 
-def sim_arena_doc(data_source: str) -> SimArenaTask:
-    return SimArenaTask(data_source, "doc")
+def sim_arena_math(data_source: str) -> JudgedTask[ArenaRow]:
+    return JudgedTask(data_source, "sim_arena_math", partial(parse_arena_row, kind="math"), arena_rollout)
+
+
+def sim_arena_doc(data_source: str) -> JudgedTask[ArenaRow]:
+    return JudgedTask(data_source, "sim_arena_doc", partial(parse_arena_row, kind="doc"), arena_rollout)

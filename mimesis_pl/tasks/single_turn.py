@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .answers import extract_answer
-from .base import RowError, TaskContext, TaskResult, extra_info, row_name
-from .conversation import BudgetExhausted, PolicyConversation
+from .base import Rollout, TaskContext, TaskResult, extra_info, only_turn, row_name
+from .conversation import PolicyConversation
 from .think_format import check_think_format, clean_response, gated_reward
 
 
@@ -60,12 +60,7 @@ class SingleTurnTask:
     async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
         info, messages = self.parse(row)
         conv = PolicyConversation(ctx.policy, messages, enable_think=True, sample=f"{row_name(row)} {gen_uid}")
-        try:
-            turn = await conv.step()
-        except BudgetExhausted:
-            raise RowError(
-                f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room to answer"
-            ) from None
+        turn = await only_turn(conv, row, "to answer")
         scored = self.score(extract_answer(clean_response(turn.text, True)), info, row)
         fmt = check_think_format(conv.turns, True, ctx.policy.count_tokens, ctx.min_think_tokens)
         reward = gated_reward(scored.reward, fmt, is_train=ctx.is_train)
@@ -77,23 +72,9 @@ class SingleTurnTask:
             "all/think_tokens": fmt.think_tokens,
         }
         status = "truncated" if turn.truncated else "ok"
-        trajectory = conv.trajectory(
-            group_id=group_id,
-            gen_uid=gen_uid,
-            status=status,
-            reward=reward,
-            data_source=self.data_source,
-            key=row_name(row),
-        )
-        return TaskResult(
-            data_source=self.data_source,
-            gen_uid=gen_uid,
-            status=status,
-            reward=reward,
-            score=scored.reward,
-            metrics=metrics,
-            trajectory=trajectory,
-            transcript=conv.messages,
+        run = Rollout(row, ctx, self.data_source, self.prefix, group_id, gen_uid)
+        return run.result(
+            [conv], status=status, reward=reward, score=scored.reward, metrics=metrics, transcript=conv.messages
         )
 
 

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
-from .base import RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
+from .base import Rollout, RowError, TaskContext, TaskResult, decoded, expect, extra_info, require, row_name
 from .clients import JudgeRequest
 from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import finish, option, partner_reply, said, transcript_text
+from .dialogue import JudgedTask, finish, partner_reply, said, transcript_text, verdict_score
 
 PREFIX = "sotopia"
 OPENING = "The conversation begins."  # both sides' first context line (the reference's start marker)
@@ -228,83 +228,81 @@ def fill_names(text: str, names: tuple[str, str]) -> str:
     return text
 
 
-class SotopiaTask:
-    def __init__(self, data_source: str = "sotopia") -> None:
-        self.data_source = data_source
+class _Partner:
+    """The partner's side of the episode: its chat, the policy's lines it has not seen yet, the shared transcript."""
 
-    def parse_row(self, row: Mapping[str, Any]) -> SotopiaRow:
-        return parse_sotopia_row(row)
+    def __init__(self, ctx: TaskContext, prompt: str, name: str, lines: list[tuple[str, str]]) -> None:
+        self.ctx, self.name, self.lines = ctx, name, lines
+        self.chat = [{"role": "system", "content": prompt}]
+        self.pending: list[str] = [OPENING]
 
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        names, goals, me = task.names, task.goals, task.me
-        other = 1 - me
-        prompts = [character_prompt(task, i) for i in (0, 1)]
-        partner = [{"role": "system", "content": prompts[other]}]
-        lines: list[tuple[str, str]] = []
-        pending: list[str] = [OPENING]  # lines the partner has not seen yet
+    async def act(self) -> ActionType:
+        """The partner's next action, added to the transcript (a failed call raises PartnerUnavailable, S40)."""
+        self.chat.append({"role": "user", "content": "\n".join(self.pending)})
+        self.pending.clear()
+        reply = await partner_reply(self.ctx, self.chat)
+        self.chat.append({"role": "assistant", "content": reply})
+        kind, arg = parse_action(reply)
+        self.lines.append((self.name, render_action(self.name, kind, arg)))
+        return kind
 
-        async def partner_turn() -> tuple[ActionType, str]:  # a failed call raises PartnerUnavailable (S40)
-            partner.append({"role": "user", "content": "\n".join(pending)})
-            pending.clear()
-            reply = await partner_reply(ctx, partner)
-            partner.append({"role": "assistant", "content": reply})
-            kind, arg = parse_action(reply)
-            lines.append((names[other], render_action(names[other], kind, arg)))
-            return kind, arg
 
-        opening, start = OPENING, 0
-        if me == 1:  # the partner opens; the simulator sees the start marker, then the partner's first action
-            await partner_turn()
-            opening, start = f"{OPENING}\n\n{lines[-1][1]}", 1
-        conv = PolicyConversation(
-            ctx.policy,
-            [{"role": "system", "content": prompts[me]}, {"role": "user", "content": opening}],
-            ctx.enable_think,
-            sample=f"{row_name(row)} {gen_uid}",
-        )
-        for index in range(start, int(option(ctx, self.data_source, "max_turns", 15))):
-            if index % 2 == me:
-                try:
-                    turn = await conv.step()
-                except BudgetExhausted:
-                    break
-                text = said(conv, turn.text)
-                if not text:
-                    break
-                kind, arg = parse_action(text)
-                line = render_action(names[me], kind, arg)
-                lines.append((f"SIMULATED {names[me]}", line))
-                pending.append(line)
-            else:
-                kind, _ = await partner_turn()
-                try:
-                    conv.append([{"role": "user", "content": lines[-1][1]}])
-                except BudgetExhausted:
-                    break
-            if should_stop(kind, index):
+async def _policy_act(conv: PolicyConversation, name: str, partner: _Partner) -> ActionType | None:
+    """The policy's next action, added to the transcript and queued for the partner; ``None`` ends the episode
+    (the length budget is spent, or the turn says nothing)."""
+    try:
+        turn = await conv.step()
+    except BudgetExhausted:
+        return None
+    text = said(conv, turn.text)
+    if not text:
+        return None
+    kind, arg = parse_action(text)
+    line = render_action(name, kind, arg)
+    partner.lines.append((f"SIMULATED {name}", line))
+    partner.pending.append(line)
+    return kind
+
+
+async def play_sotopia(task: SotopiaRow, run: Rollout) -> tuple[PolicyConversation, list[tuple[str, str]]]:
+    """The episode: the two sides act in turn until ``max_turns`` actions, an empty policy turn, the length budget
+    or a late ``leave`` (:func:`should_stop`). Returns the policy's conversation and the transcript lines."""
+    names, me = task.names, task.me
+    lines: list[tuple[str, str]] = []
+    partner = _Partner(run.ctx, character_prompt(task, 1 - me), names[1 - me], lines)
+    opening, start = OPENING, 0
+    if me == 1:  # the partner opens; the simulator sees the start marker, then the partner's first action
+        await partner.act()
+        opening, start = f"{OPENING}\n\n{lines[-1][1]}", 1
+    conv = run.conversation(
+        [{"role": "system", "content": character_prompt(task, me)}, {"role": "user", "content": opening}]
+    )
+    for index in range(start, int(run.option("max_turns", 15))):
+        if index % 2 == me:
+            kind = await _policy_act(conv, names[me], partner)
+            if kind is None:
                 break
-        sub: dict[str, float] = {}
-        score = 0.0
-        if conv.turns:
-            request = JudgeRequest(judge_prompt(task, me, transcript_text(lines)), lines, goals[me], "SIMULATED")
-            verdict = await ctx.judge.judge(request, SotopiaVerdict)
-            score = None if verdict is None else sotopia_score(verdict)
-            if verdict is not None:
-                sub.update({f.name: float(getattr(verdict, f.name)) for f in fields(verdict)})
-        return finish(
-            conv,
-            ctx,
-            row,
-            data_source=self.data_source,
-            prefix=PREFIX,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            score=score,
-            sub=sub,
-            transcript=lines,
-        )
+        else:
+            kind = await partner.act()
+            try:
+                conv.append([{"role": "user", "content": lines[-1][1]}])
+            except BudgetExhausted:
+                break
+        if should_stop(kind, index):
+            break
+    return conv, lines
 
 
-def sotopia(data_source: str) -> SotopiaTask:
-    return SotopiaTask(data_source)
+async def sotopia_rollout(task: SotopiaRow, run: Rollout) -> TaskResult:
+    """Play the episode, then judge the policy's side on the seven dimensions (:func:`sotopia_score`)."""
+    conv, lines = await play_sotopia(task, run)
+    if not conv.turns:  # nothing to judge: no_turns
+        return finish(run, conv, score=0.0, transcript=lines)
+    request = JudgeRequest(judge_prompt(task, task.me, transcript_text(lines)), lines, task.goals[task.me], "SIMULATED")
+    verdict = await run.ctx.judge.judge(request, SotopiaVerdict)
+    sub = {} if verdict is None else {f.name: float(getattr(verdict, f.name)) for f in fields(verdict)}
+    return finish(run, conv, score=verdict_score(verdict, sotopia_score), sub=sub, transcript=lines)
+
+
+def sotopia(data_source: str) -> JudgedTask[SotopiaRow]:
+    return JudgedTask(data_source, PREFIX, parse_sotopia_row, sotopia_rollout)

@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .base import RowError, TaskContext, TaskResult, decoded, extra_info, flag, row_name
-from .clients import JudgeRequest
-from .conversation import BudgetExhausted, PolicyConversation
-from .dialogue import finish, said
+from .base import Rollout, RowError, TaskResult, decoded, extra_info, flag, only_turn, row_name
+from .clients import Judge, JudgeRequest
+from .dialogue import JudgedTask, finish, said, verdict_score
 
 PREFIX = "userllm"
 END_TOKEN = "<|endconversation|>"
@@ -274,54 +273,29 @@ def refusal_question(task: UserLLMRow) -> str:
     )
 
 
-class UserLLMTask:
-    def __init__(self, data_source: str = "userllm") -> None:
-        self.data_source = data_source
-
-    def parse_row(self, row: Mapping[str, Any]) -> UserLLMRow:
-        return parse_userllm_row(row)
-
-    async def run(self, row: Mapping[str, Any], ctx: TaskContext, *, group_id: str, gen_uid: str) -> TaskResult:
-        task = self.parse_row(row)
-        conv = PolicyConversation(ctx.policy, prompt(task), ctx.enable_think, sample=f"{row_name(row)} {gen_uid}")
-        try:
-            generated = await conv.step()
-        except BudgetExhausted:
-            raise RowError(
-                f"{row_name(row)}: the prompt ({conv.prompt_length} tokens) leaves no room for a turn"
-            ) from None
-        turn, ended = split_end(said(conv, generated.text))
-        sub: dict[str, float] = {"ended": float(ended)}
-        score: float | None
-        if task.source == "commonsense_qa":
-            score = choices_adherence(turn, task.choices)
-        elif task.source == "natural_questions":
-            verdict = await ctx.judge.judge(
-                JudgeRequest(_judge_messages(refusal_question(task), turn), [("USER", turn)], task.question, "USER"),
-                RefusalVerdict,
-            )
-            score = None if verdict is None else float(verdict.refused)
-        else:
-            q = 'Was this chat message written by a human or by an AI? {"human": <true|false>}'
-            verdict = await ctx.judge.judge(
-                JudgeRequest(_judge_messages(q, turn), [("USER", turn)], task.intent, "USER"), HumanVerdict
-            )
-            overlap = intent_overlap(task.intent, turn)
-            sub.update(intent_overlap=overlap, termination=float(ended == task.is_last_turn))
-            score = None if verdict is None else prism_score(overlap, ended, task.is_last_turn, verdict.human)
-        return finish(
-            conv,
-            ctx,
-            row,
-            data_source=self.data_source,
-            prefix=PREFIX,
-            group_id=group_id,
-            gen_uid=gen_uid,
-            score=score,
-            sub=sub,
-            transcript=[("user", turn)],
-        )
+async def userllm_rollout(task: UserLLMRow, run: Rollout) -> TaskResult:
+    """One user turn, scored by the row's source (:func:`score_turn`)."""
+    conv = run.conversation(prompt(task))
+    generated = await only_turn(conv, run.row, "for a turn")
+    turn, ended = split_end(said(conv, generated.text))
+    score, terms = await score_turn(task, turn, ended, run.ctx.judge)
+    return finish(run, conv, score=score, sub={"ended": float(ended), **terms}, transcript=[("user", turn)])
 
 
-def userllm(data_source: str) -> UserLLMTask:
-    return UserLLMTask(data_source)
+async def score_turn(task: UserLLMRow, turn: str, ended: bool, judge: Judge) -> tuple[float | None, dict[str, float]]:
+    """The turn's score by the row's source (``None``: the judge failed) and the terms it logs (PRISM's)."""
+    if task.source == "commonsense_qa":
+        return choices_adherence(turn, task.choices), {}
+    if task.source == "natural_questions":
+        request = JudgeRequest(_judge_messages(refusal_question(task), turn), [("USER", turn)], task.question, "USER")
+        return verdict_score(await judge.judge(request, RefusalVerdict), lambda v: float(v.refused)), {}
+    q = 'Was this chat message written by a human or by an AI? {"human": <true|false>}'
+    request = JudgeRequest(_judge_messages(q, turn), [("USER", turn)], task.intent, "USER")
+    verdict = await judge.judge(request, HumanVerdict)
+    overlap = intent_overlap(task.intent, turn)
+    terms = {"intent_overlap": overlap, "termination": float(ended == task.is_last_turn)}
+    return verdict_score(verdict, lambda v: prism_score(overlap, ended, task.is_last_turn, v.human)), terms
+
+
+def userllm(data_source: str) -> JudgedTask[UserLLMRow]:
+    return JudgedTask(data_source, PREFIX, parse_userllm_row, userllm_rollout)

@@ -76,6 +76,45 @@ def pending_trials(
     return todo
 
 
+def check_trial_plan(tasks: Sequence[TaskRef], n_trials: int, max_concurrency: int) -> None:
+    """A :class:`ValueError` for a plan that cannot run: no trial, no worker, or a task listed twice."""
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+    seen: set[tuple[str, str]] = set()
+    for task in tasks:
+        if (task.gym, task.task_id) in seen:
+            raise ValueError(f"task {task.gym}/{task.task_id} is listed twice")
+        seen.add((task.gym, task.task_id))
+
+
+async def run_trial(task: TaskRef, trial: int, key: TrialKey, trial_fn: TrialFn, retry: RetryPolicy) -> TrialRecord:
+    """One trial, retried on classified failures: ``scored``, or ``unscored`` once the retries are spent. A trial
+    callable that returns no :class:`TrialOutcome`, or a reward that is not finite, raises (a bug, not a failure)."""
+    result = await run_with_retries(lambda: trial_fn(task, trial), retry)
+    if not result.succeeded:
+        return TrialRecord(
+            key=key,
+            status="unscored",
+            failure=result.failure.value if result.failure else None,
+            error=result.error,
+            attempts=result.attempts,
+        )
+    outcome = result.value
+    if not isinstance(outcome, TrialOutcome):
+        raise TypeError(f"trial {key.describe()}: trial_fn returned {type(outcome).__name__}, expected TrialOutcome")
+    reward = float(outcome.reward)
+    if not math.isfinite(reward):
+        raise ValueError(f"trial {key.describe()}: reward {outcome.reward!r} is not finite")
+    info = dict(outcome.info)
+    if result.failures:
+        info["retried_failures"] = [f.kind.value for f in result.failures]
+    return TrialRecord(
+        key=key, status="scored", reward=reward, success=outcome.success, attempts=result.attempts, info=info
+    )
+
+
 async def run_trials(
     tasks: Sequence[TaskRef],
     n_trials: int,
@@ -92,51 +131,18 @@ async def run_trials(
     bug, or a deliberate abort) stops new trials from starting, lets the ones in flight finish and be
     cached, then propagates; rerunning resumes where it stopped.
     """
-    if n_trials < 1:
-        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    if max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-    seen: set[tuple[str, str]] = set()
-    for task in tasks:
-        if (task.gym, task.task_id) in seen:
-            raise ValueError(f"task {task.gym}/{task.task_id} is listed twice")
-        seen.add((task.gym, task.task_id))
-    retry = retry or RetryPolicy()
+    check_trial_plan(tasks, n_trials, max_concurrency)
+    policy = retry or RetryPolicy()
     todo = deque(pending_trials(tasks, n_trials, identity, cache))
     reused = len(tasks) * n_trials - len(todo)
     ran: list[TrialRecord] = []
     fatal: list[BaseException] = []
 
-    async def one(task: TaskRef, trial: int, key: TrialKey) -> TrialRecord:
-        result = await run_with_retries(lambda: trial_fn(task, trial), retry)
-        if not result.succeeded:
-            return TrialRecord(
-                key=key,
-                status="unscored",
-                failure=result.failure.value if result.failure else None,
-                error=result.error,
-                attempts=result.attempts,
-            )
-        outcome = result.value
-        if not isinstance(outcome, TrialOutcome):
-            raise TypeError(
-                f"trial {key.describe()}: trial_fn returned {type(outcome).__name__}, expected TrialOutcome"
-            )
-        reward = float(outcome.reward)
-        if not math.isfinite(reward):
-            raise ValueError(f"trial {key.describe()}: reward {outcome.reward!r} is not finite")
-        info = dict(outcome.info)
-        if result.failures:
-            info["retried_failures"] = [f.kind.value for f in result.failures]
-        return TrialRecord(
-            key=key, status="scored", reward=reward, success=outcome.success, attempts=result.attempts, info=info
-        )
-
     async def worker() -> None:
         while todo and not fatal:
             task, trial, key = todo.popleft()
             try:
-                record = await one(task, trial, key)
+                record = await run_trial(task, trial, key, trial_fn, policy)
             except Exception as error:  # noqa: BLE001 - recorded and re-raised after in-flight trials end
                 fatal.append(error)
                 return
