@@ -190,8 +190,48 @@ def scalars(run: Path) -> dict[str, list[float]]:
     return out
 
 
+PAIR_KEYS = ("steps", "tasks", "trials", "val_every", "val_tasks", "config")
+
+
+def pair_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What a finished (arm, seed) result depends on; a saved result is reused only when these match."""
+    return {key: getattr(args, key, None) for key in PAIR_KEYS}
+
+
+def pair_order(arms: list[str], seeds: list[int]) -> list[tuple[str, int]]:
+    """Seed by seed, every arm in turn: the arms alternate, so a slower stretch of the machine or a study stopped
+    early costs every arm alike, and each finished seed is a complete set of arms."""
+    return [(arm, seed) for seed in seeds for arm in arms]
+
+
+def load_pair(path: Path, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """A saved (arm, seed) result, or ``None``; one saved under other settings is an error, never mixed in."""
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    if saved.get("settings") != settings:
+        raise SystemExit(
+            f"{path} was run with {saved.get('settings')}, not {settings}: use another --out or delete the file"
+        )
+    return saved["result"]
+
+
 def run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_model: str) -> dict[str, Any]:
-    """Train (unless ``sft``) and evaluate one arm for one seed."""
+    """Train (unless ``sft``) and evaluate one arm for one seed; saved under ``out/pairs`` as it finishes, so a
+    study that stops part-way is resumed by running the same command again."""
+    saved_at = out / "pairs" / f"{arm}_seed{seed}.json"
+    saved = load_pair(saved_at, pair_settings(args))
+    if saved is not None:
+        return saved
+    result = _run_one(arm, seed, args, out, start_model)
+    saved_at.parent.mkdir(parents=True, exist_ok=True)
+    tmp = saved_at.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"settings": pair_settings(args), "result": result}))
+    tmp.replace(saved_at)
+    return result
+
+
+def _run_one(arm: str, seed: int, args: argparse.Namespace, out: Path, start_model: str) -> dict[str, Any]:
     if arm == "sft":
         model, fit_s, curves = REPO / start_model, 0.0, None
     else:
@@ -212,7 +252,7 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
     results["settings"]["start_model"] = start_model
     results["settings"]["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     began = time.perf_counter()
-    pairs = [(arm, seed) for arm in args.arms for seed in args.seeds]
+    pairs = pair_order(args.arms, args.seeds)
     done: dict[tuple[str, int], dict[str, Any]] = {}
     # Each pair is a chain of subprocesses (fit, then test); `--jobs` of them run side by side.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -141,3 +141,49 @@ def test_lapse_split_in_the_report():
     split = {"train/csd/gate_mean/lapse": [0.6, 0.8], "train/csd/gate_mean/steady": []}
     assert study.lapse_pair(split, "gate_mean", ".3f") == "0.700 / —"
     assert study.lapse_pair({}, "gate_mean", ".3f") == "—"
+
+
+def test_pairs_alternate_arms_seed_by_seed():
+    assert study.pair_order(["sft", "grpo", "csd"], [0, 1]) == [
+        ("sft", 0),
+        ("grpo", 0),
+        ("csd", 0),
+        ("sft", 1),
+        ("grpo", 1),
+        ("csd", 1),
+    ]
+
+
+def test_a_stopped_study_resumes_from_its_saved_pairs_and_refuses_other_settings(tmp_path, monkeypatch):
+    import argparse
+    import json
+
+    calls = []
+
+    def fake_train(arm, seed, steps, out, *validation):
+        calls.append((arm, seed))
+        run = out / "runs" / f"{arm}_seed{seed}"
+        run.mkdir(parents=True, exist_ok=True)
+        return run, 1.0
+
+    def fake_evaluate(model, out_dir, seed, tasks, trials):
+        return {"t1": {"reward": 0.5 + seed / 10, "success": 0.0}}, 2.0
+
+    monkeypatch.setattr(study, "train", fake_train)
+    monkeypatch.setattr(study, "evaluate", fake_evaluate)
+    monkeypatch.setattr(study, "scalars", lambda run: {"rollout/episode_reward_mean": [0.1, 0.2]})
+    monkeypatch.setattr(study, "plot", lambda results, path: None)
+
+    def args(**kw):
+        base = dict(arms=["sft", "grpo"], seeds=[0, 1], steps=2, tasks=None, trials=1, out=str(tmp_path), jobs=1)
+        return argparse.Namespace(**{**base, **kw})
+
+    study.run_study(args(seeds=[0]))  # a study stopped after seed 0
+    assert calls == [("grpo", 0)]
+    first = json.loads((tmp_path / "results.json").read_text())
+    study.run_study(args())  # the same command with every seed: seed 0 is read back, not rerun
+    assert calls == [("grpo", 0), ("grpo", 1)]
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert again["curves"]["grpo/seed0"] == first["curves"]["grpo/seed0"]
+    with pytest.raises(SystemExit, match="steps"):
+        study.run_study(args(steps=3))
