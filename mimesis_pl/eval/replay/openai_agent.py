@@ -15,7 +15,7 @@ from mimesis_pl.checks import check_choice
 from mimesis_pl.eval.failures import AgentTransportFailure
 from mimesis_pl.eval.replay.agent import AgentDecision, decision_from_text
 from mimesis_pl.eval.replay.plan import ReplayRequest
-from mimesis_pl.eval.replay.values import canonical_json
+from mimesis_pl.eval.values import canonical_json
 
 
 def render_context_message(context: Mapping[str, Any]) -> dict[str, str]:

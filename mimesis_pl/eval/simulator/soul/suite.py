@@ -36,16 +36,16 @@ from mimesis_pl.eval.failures import (
 )
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
-from mimesis_pl.eval.simulator.published import SOUL as PUBLISHED
-from mimesis_pl.eval.simulator.soul_report import (
+from mimesis_pl.eval.simulator.soul.data import SOUL as PUBLISHED
+from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulRow
+from mimesis_pl.eval.simulator.soul.report import (
     HEADLINE,
     ROW_WEIGHTED,
     describe_unscored,
     sets_without_score,
     soul_markdown,
 )
-from mimesis_pl.eval.simulator.soul_scoring import (
+from mimesis_pl.eval.simulator.soul.scoring import (
     SOUL_NAMES,
     across_seeds,
     degenerate_seeds,
@@ -212,9 +212,9 @@ class SoulSuite(FidelitySuite):
         assert self._backend is not None
         partners = ";".join(f"{k}={v}" for k, v in sorted(roles_identity(self.roles, self.role_revisions).items()))
         return RunIdentity(
-            agent_model=self._backend.name,
-            agent_revision=self._backend.revision,
-            simulator=partners,
+            model_under_test=self._backend.name,
+            model_revision=self._backend.revision,
+            partner=partners,
             harness_version=f"{self.name}-v{self.version}",
         )
 
