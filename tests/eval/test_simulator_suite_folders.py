@@ -16,158 +16,61 @@ from ..test_configs import ParseOnlyCLI
 SIMULATOR = REPO / "mimesis_pl" / "eval" / "simulator"
 SUITES = ("soul", "realusersim", "tau_usi", "turing")
 
-# Every public name of the old modules (as at e15fda2) and the module that now holds it.
+# Every public name of the old modules (as at e15fda2), by the module that now holds it.
 OLD_PATHS: dict[str, dict[str, str]] = {
     "soul": {
-        n: "soul.suite"
-        for n in (
-            "TaskErrorFailure",
-            "NoTurnsFailure",
-            "STATUS_FAILURE",
-            "FAILURE_STATUS",
-            "task_row",
-            "endpoint_identity",
-            "roles_identity",
-            "SoulSimulatorSettings",
-            "SoulSuite",
-        )
+        "soul.suite": "TaskErrorFailure NoTurnsFailure STATUS_FAILURE FAILURE_STATUS task_row endpoint_identity "
+        "roles_identity SoulSimulatorSettings SoulSuite"
     },
-    "realusersim": {"RealUserSimSuite": "realusersim.suite"},
-    "tau_usi": {n: "tau_usi.suite" for n in ("GREETING", "SIM_RULES", "RuntimeSettings", "TauUSISuite")},
+    "realusersim": {"realusersim.suite": "RealUserSimSuite"},
+    "tau_usi": {"tau_usi.suite": "GREETING SIM_RULES RuntimeSettings TauUSISuite"},
     "turing": {
-        "JUDGE_SYSTEM": "turing.suite",
-        "judge_messages": "turing.suite",
-        "TuringSuite": "turing.suite",
-        "PENALTIES": "turing.scoring",
-        "clean_generation": "turing.scoring",
-        "penalties": "turing.scoring",
+        "turing.suite": "JUDGE_SYSTEM judge_messages TuringSuite",
+        "turing.scoring": "PENALTIES clean_generation penalties",
     },
     "soul_scoring": {
-        n: "soul.scoring"
-        for n in (
-            "SOUL_NAMES",
-            "SOUL_SETS",
-            "ALIGNX_SPLITS",
-            "dataset_scores",
-            "axis_scores",
-            "soul_index",
-            "row_weighted_overall",
-            "seed_summary",
-            "degenerate_seeds",
-            "mean_std",
-            "across_seeds",
-        )
+        "soul.scoring": "SOUL_NAMES SOUL_SETS ALIGNX_SPLITS dataset_scores axis_scores soul_index row_weighted_overall "
+        "seed_summary degenerate_seeds mean_std across_seeds"
     },
-    "soul_report": {
-        n: "soul.report"
-        for n in ("HEADLINE", "ROW_WEIGHTED", "sets_without_score", "describe_unscored", "soul_markdown")
-    },
+    "soul_report": {"soul.report": "HEADLINE ROW_WEIGHTED sets_without_score describe_unscored soul_markdown"},
     "realusersim_prompt": {
-        n: "realusersim.prompt"
-        for n in (
-            "DEMOGRAPHIC_LABELS",
-            "SECTIONS",
-            "FIELDS",
-            "NOT_COMPARABLE",
-            "PromptTemplate",
-            "load_prompt_template",
-            "demographic_block",
-            "render_prompt",
-            "prompt_source",
-            "prompt_note",
-        )
+        "realusersim.prompt": "DEMOGRAPHIC_LABELS SECTIONS FIELDS NOT_COMPARABLE PromptTemplate load_prompt_template "
+        "demographic_block render_prompt prompt_source prompt_note"
     },
     "realusersim_protocol": {
-        n: "realusersim.protocol"
-        for n in (
-            "Condition",
-            "CONDITIONS",
-            "CLOSE",
-            "PRIMER",
-            "build_user_prompt",
-            "Conversation",
-            "converse",
-            "judged_turns",
-            "judge_fidelity",
-        )
+        "realusersim.protocol": "Condition CONDITIONS CLOSE PRIMER build_user_prompt Conversation converse "
+        "judged_turns judge_fidelity"
     },
     "tau_usi_scoring": {
-        n: "tau_usi.scoring"
-        for n in (
-            "EVAL_SEED",
-            "RunTask",
-            "success",
-            "mean_pstd",
-            "survey_task_score",
-            "model_eval",
-            "dimension_scores",
-            "score_batch",
-        )
+        "tau_usi.scoring": "EVAL_SEED RunTask success mean_pstd survey_task_score model_eval dimension_scores "
+        "score_batch"
     },
     "tau_features": {
-        n: "tau_usi.features"
-        for n in (
-            "STOP",
-            "Source",
-            "DIMENSIONS",
-            "FEATURES",
-            "RAW_FEATURES",
-            "row_column",
-            "is_meta",
-            "strip_markup",
-            "user_turns",
-            "question_class",
-            "conversation_features",
-            "summary_row",
-            "report_row",
-        )
+        "tau_usi.features": "STOP Source DIMENSIONS FEATURES RAW_FEATURES row_column is_meta strip_markup user_turns "
+        "question_class conversation_features summary_row report_row"
     },
     "tau_data": {
-        n: "tau_usi.data"
-        for n in (
-            "TauTask",
-            "load_tau_tasks",
-            "HumanEntry",
-            "load_human_batches",
-            "load_difficulty",
-            "SURVEY_SCALES",
-            "survey_value",
-            "survey_answers",
-        )
+        "tau_usi.data": "TauTask load_tau_tasks HumanEntry load_human_batches load_difficulty SURVEY_SCALES "
+        "survey_value survey_answers"
     },
-    "scripted_tau": {
-        n: "tau_usi.scripted"
-        for n in ("Messages", "SURVEY_MARKER", "scripted_tau_agent", "scripted_tau_user", "STOP_LINE")
-    },
+    "scripted_tau": {"tau_usi.scripted": "Messages SURVEY_MARKER scripted_tau_agent scripted_tau_user STOP_LINE"},
     "loaders": {
-        **{n: "rows" for n in ("DataFormatError", "expand", "iter_rows", "read_json", "field_of", "messages_of")},
-        **{
-            n: "realusersim.data"
-            for n in (
-                "realusersim_case_id",
-                "RealUserSimCase",
-                "load_realusersim_cases",
-                "JudgePrompts",
-                "load_judge_prompts",
-            )
-        },
-        **{n: "turing.data" for n in ("TuringRow", "load_turing_rows")},
-        **{n: "soul.data" for n in ("SOUL_AXES", "SoulRow", "load_soul_validation")},
+        "rows": "DataFormatError expand iter_rows read_json field_of messages_of",
+        "realusersim.data": "realusersim_case_id RealUserSimCase load_realusersim_cases JudgePrompts "
+        "load_judge_prompts",
+        "turing.data": "TuringRow load_turing_rows",
+        "soul.data": "SOUL_AXES SoulRow load_soul_validation",
     },
     "datamodules": {
-        "TuringRowDataModule": "turing.data",
-        "RealUserSimItem": "realusersim.data",
-        "sattolo_derangement": "realusersim.data",
-        "RealUserSimDataModule": "realusersim.data",
-        "TauTaskDataModule": "tau_usi.data",
-        "SoulDataModule": "soul.data",
+        "turing.data": "TuringRowDataModule",
+        "realusersim.data": "RealUserSimItem sattolo_derangement RealUserSimDataModule",
+        "tau_usi.data": "TauTaskDataModule",
+        "soul.data": "SoulDataModule",
     },
     "published": {
-        "REALUSERSIM": "realusersim.data",
-        "REALUSERSIM_CARD": "realusersim.data",
-        "TAU_USI": "tau_usi.data",
-        "TAU_USI_HUMAN": "tau_usi.data",
-        "SOUL": "soul.data",
+        "realusersim.data": "REALUSERSIM REALUSERSIM_CARD",
+        "tau_usi.data": "TAU_USI TAU_USI_HUMAN",
+        "soul.data": "SOUL",
     },
 }
 OLD_DATA_CLASS_PATHS = {
@@ -185,8 +88,9 @@ def _module(name: str):
 @pytest.mark.parametrize("old", sorted(OLD_PATHS))
 def test_every_old_module_path_re_exports_the_moved_objects(old):
     module = _module(old)
-    for name, home in OLD_PATHS[old].items():
-        assert getattr(module, name) is getattr(_module(home), name), f"{old}.{name} is not {home}.{name}"
+    for home, names in OLD_PATHS[old].items():
+        for name in names.split():
+            assert getattr(module, name) is getattr(_module(home), name), f"{old}.{name} is not {home}.{name}"
 
 
 @pytest.mark.parametrize("suite", SUITES)
@@ -238,3 +142,15 @@ def test_a_config_naming_the_old_datamodule_class_path_still_parses(config, tmp_
     assert cli.config["data"]["class_path"] == OLD_DATA_CLASS_PATHS[config]
     module, name = OLD_DATA_CLASS_PATHS[config].rsplit(".", 1)
     assert getattr(importlib.import_module(module), name).__module__.endswith(".data")
+
+
+def test_published_rows_are_read_from_each_suite_folder_and_checked(tmp_path: Path):
+    from mimesis_pl.eval.simulator.published import SOUL, TAU_USI, TAU_USI_HUMAN
+    from mimesis_pl.eval.simulator.rows import DataFormatError, read_published
+
+    assert SOUL["MIMESIS-9B"] == (75.1, 66.4, 86.2, 61.1, 69.7, 65.7) and TAU_USI_HUMAN == 91.75
+    assert TAU_USI["Qwen3.5-9B"] == (35.92, 64.58, 59.60, 46.37, 0.174, 57.82)
+    bad = tmp_path / "published.json"
+    bad.write_text('{"columns": ["FI", "persona"], "rows": {"M": [1.0]}}')
+    with pytest.raises(DataFormatError, match=r"published.json: row 'M' must list one number per column"):
+        read_published(bad)

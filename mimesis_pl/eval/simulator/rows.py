@@ -61,6 +61,13 @@ def iter_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield where, _object(row, where)
 
 
+def rows_of(paths: Sequence[str]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
+    """``(file, where, row)`` for every row of every file of ``paths``, in order (:func:`expand`, :func:`iter_rows`)."""
+    for path in expand(paths):
+        for where, row in iter_rows(path):
+            yield path, where, row
+
+
 def read_json(path: str | Path) -> Any:
     path = Path(path)
     try:
@@ -91,6 +98,20 @@ def field_of(
     return value
 
 
+def claim(seen: dict[Any, str], key: Any, where: str, what: str) -> None:
+    """Record that ``key`` is defined at ``where``; one defined before is an error naming both places."""
+    if key in seen:
+        raise DataFormatError(f"{where}: {what} {key!r} already defined at {seen[key]}")
+    seen[key] = where
+
+
+def at_least_one(items: list[Any], what: str, paths: Sequence[str]) -> list[Any]:
+    """``items``, or an error naming the inputs when they hold none."""
+    if not items:
+        raise DataFormatError(f"no {what} in {list(paths)}")
+    return items
+
+
 def messages_of(value: Any, where: str, name: str) -> tuple[dict[str, str], ...]:
     """A ``[{role, content}]`` list, each entry checked."""
     if isinstance(value, tuple):
@@ -109,3 +130,17 @@ def messages_of(value: Any, where: str, name: str) -> tuple[dict[str, str], ...]
             raise DataFormatError(f"{at} needs string 'role' and 'content', got {dict(message)!r:.120}")
         out.append({"role": role, "content": content})
     return tuple(out)
+
+
+def read_published(path: Path) -> dict[str, Any]:
+    """A suite's ``published.json``: the paper's rows, shown beside ours as context (our runs use other models and,
+    offline, scripted ones), with ``rows`` as ``{model: (value per column, …)}``; a row of the wrong width is an
+    error naming the file and the model."""
+    data = read_json(path)
+    columns = field_of(data, "columns", str(path), list)
+    rows = {}
+    for model, values in field_of(data, "rows", str(path), dict).items():
+        if not isinstance(values, list) or len(values) != len(columns):
+            raise DataFormatError(f"{path}: row {model!r} must list one number per column {columns}, got {values!r}")
+        rows[model] = tuple(values)
+    return {**data, "rows": rows}

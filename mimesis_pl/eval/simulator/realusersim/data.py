@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from mimesis_pl.eval.simulator.base import ItemDataModule
-from mimesis_pl.eval.simulator.rows import DataFormatError, expand, field_of, iter_rows, messages_of
+from mimesis_pl.eval.simulator.rows import (
+    DataFormatError,
+    at_least_one,
+    claim,
+    field_of,
+    messages_of,
+    read_published,
+    rows_of,
+)
 
 
 def realusersim_case_id(split: str, test_id: object) -> str:
@@ -59,35 +67,30 @@ def load_realusersim_cases(paths: Sequence[str]) -> list[RealUserSimCase]:
     """
     cases: list[RealUserSimCase] = []
     seen: dict[str, str] = {}
-    for path in expand(paths):
-        for where, row in iter_rows(path):
-            test_id = field_of(row, "test_id", where, (int, str))
-            profile = field_of(row, "user_profile", where, dict)
-            linguistic = field_of(profile, "linguistic_profile", f"{where}: user_profile", str)
-            original = messages_of(field_of(row, "original_messages", where, (list, tuple)), where, "original_messages")
-            if not any(m["role"] == "user" and m["content"].strip() for m in original):
-                raise DataFormatError(f"{where}: field 'original_messages' has no non-empty user turn")
-            case_id = realusersim_case_id(path.stem, test_id)
-            if case_id in seen:
-                raise DataFormatError(f"{where}: case {case_id!r} already defined at {seen[case_id]}")
-            seen[case_id] = where
-            cases.append(
-                RealUserSimCase(
-                    case_id=case_id,
-                    split=path.stem,
-                    domain=str(row.get("domain") or path.stem),
-                    user_ip=str(field_of(row, "user_ip", where)),
-                    problem_desc=field_of(row, "problem_desc", where),
-                    solution_conditions=field_of(row, "solution_conditions", where),
-                    linguistic_profile=linguistic,
-                    demographics=_demographics(profile, where),
-                    original_messages=original,
-                    conversation_hash=str(row.get("conversation_hash") or ""),
-                )
+    for path, where, row in rows_of(paths):
+        test_id = field_of(row, "test_id", where, (int, str))
+        profile = field_of(row, "user_profile", where, dict)
+        linguistic = field_of(profile, "linguistic_profile", f"{where}: user_profile", str)
+        original = messages_of(field_of(row, "original_messages", where, (list, tuple)), where, "original_messages")
+        if not any(m["role"] == "user" and m["content"].strip() for m in original):
+            raise DataFormatError(f"{where}: field 'original_messages' has no non-empty user turn")
+        case_id = realusersim_case_id(path.stem, test_id)
+        claim(seen, case_id, where, "case")
+        cases.append(
+            RealUserSimCase(
+                case_id=case_id,
+                split=path.stem,
+                domain=str(row.get("domain") or path.stem),
+                user_ip=str(field_of(row, "user_ip", where)),
+                problem_desc=field_of(row, "problem_desc", where),
+                solution_conditions=field_of(row, "solution_conditions", where),
+                linguistic_profile=linguistic,
+                demographics=_demographics(profile, where),
+                original_messages=original,
+                conversation_hash=str(row.get("conversation_hash") or ""),
             )
-    if not cases:
-        raise DataFormatError(f"no RealUserSim cases in {list(paths)}")
-    return cases
+        )
+    return at_least_one(cases, "RealUserSim cases", paths)
 
 
 @dataclass(frozen=True)
@@ -170,21 +173,7 @@ class RealUserSimDataModule(ItemDataModule):
         self.items = [RealUserSimItem(case, cases[d]) for case, d in zip(cases, donors)]
 
 
-# RealUserSim PT3, correct-profile condition: FI, persona, style, technical, interaction, pacing (%).
-REALUSERSIM = {
-    "MIMESIS-9B": (94.0, 99.4, 89.5, 98.8, 91.3, 91.2),
-    "MIMESIS-4B": (89.7, 98.7, 83.5, 96.5, 85.0, 84.9),
-    "Claude-Opus-5": (80.6, 96.0, 72.5, 92.7, 69.5, 72.5),
-    "GPT-5.5": (76.5, 99.3, 73.3, 95.1, 65.0, 49.6),
-    "Ditto-8B": (71.3, 92.3, 69.8, 93.0, 57.4, 44.2),
-    "Gemini-3.8-Flash": (67.2, 95.4, 57.6, 90.7, 52.2, 40.3),
-    "Osim-8B": (57.7, 82.3, 46.0, 85.2, 40.5, 34.5),
-    "Osim-4B": (54.1, 75.9, 42.8, 82.7, 37.0, 32.0),
-    "Qwen3-8B": (44.4, 71.8, 37.6, 70.5, 24.3, 17.7),
-    "Qwen3.5-9B": (39.4, 68.4, 29.8, 59.8, 19.8, 19.2),
-    "Qwen3.5-4B": (37.1, 60.1, 26.4, 59.8, 20.0, 19.2),
-    "HumanLM-8B": (28.4, 50.2, 17.0, 54.3, 11.5, 9.0),
-    "Sotopia-7B": (20.7, 33.4, 7.1, 54.3, 4.7, 3.9),
-}
-# The dataset card's own reference (gpt-4o as simulator, assistant and judge): profile and task-only FI.
-REALUSERSIM_CARD = {"correct_profile": 45.3, "task_only": 24.2}
+_PUBLISHED = read_published(Path(__file__).with_name("published.json"))
+# The paper's correct-profile rows (FI and the five dimensions, %) and the dataset card's gpt-4o reference.
+REALUSERSIM = _PUBLISHED["rows"]
+REALUSERSIM_CARD = _PUBLISHED["dataset_card"]

@@ -13,20 +13,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from mimesis_pl.eval.failures import (
-    AgentTransportFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
+from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.io import write_json_atomic
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.models import (
-    ChatModel,
-    ChatModelSettings,
-    build_chat_model,
-    sampling_identity,
-)
+from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
 from mimesis_pl.eval.simulator.realusersim.data import (
     REALUSERSIM,
     REALUSERSIM_CARD,
@@ -57,13 +48,7 @@ from mimesis_pl.eval.simulator.scripted import (
     scripted_realusersim_assistant,
     scripted_realusersim_user,
 )
-from mimesis_pl.eval.simulator.suite import (
-    fmt,
-    item_ref,
-    pm,
-    run_items,
-    suite_identity,
-)
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, pm, run_items, suite_identity
 from mimesis_pl.eval.simulator.text import FIDELITY_DIMENSIONS
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id

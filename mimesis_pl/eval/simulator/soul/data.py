@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mimesis_pl.eval.simulator.base import ItemDataModule
-from mimesis_pl.eval.simulator.rows import DataFormatError, expand, field_of, iter_rows, messages_of
+from mimesis_pl.eval.simulator.rows import DataFormatError, field_of, messages_of, read_published, rows_of
 
 # The single SOUL axis map (S23 in docs/decisions.md: the reference's two scorers disagreed on ROLE), keyed
 # by the router keys of the simulator-RL tasks (the AlignX splits are ``alignx_<split>``).
@@ -55,18 +56,17 @@ def load_soul_validation(paths: Sequence[str]) -> dict[str, list[SoulRow]]:
     known = {source for sources in SOUL_AXES.values() for source in sources}
     out: dict[str, list[SoulRow]] = {}
     seen: set[tuple[str, int]] = set()
-    for path in expand(paths):
-        for where, row in iter_rows(path):
-            source = field_of(row, "data_source", where)
-            if source not in known:
-                raise DataFormatError(f"{where}: data_source {source!r} is not a SOUL dataset (known: {sorted(known)})")
-            extra = field_of(row, "extra_info", where, dict)
-            index = field_of(extra, "index", f"{where}: extra_info", int)
-            if (source, index) in seen:
-                raise DataFormatError(f"{where}: {source} index {index} appears twice")
-            seen.add((source, index))
-            prompt = messages_of(field_of(row, "prompt", where, (list, tuple)), where, "prompt")
-            out.setdefault(source, []).append(SoulRow(source, index, prompt, extra))
+    for _, where, row in rows_of(paths):
+        source = field_of(row, "data_source", where)
+        if source not in known:
+            raise DataFormatError(f"{where}: data_source {source!r} is not a SOUL dataset (known: {sorted(known)})")
+        extra = field_of(row, "extra_info", where, dict)
+        index = field_of(extra, "index", f"{where}: extra_info", int)
+        if (source, index) in seen:
+            raise DataFormatError(f"{where}: {source} index {index} appears twice")
+        seen.add((source, index))
+        prompt = messages_of(field_of(row, "prompt", where, (list, tuple)), where, "prompt")
+        out.setdefault(source, []).append(SoulRow(source, index, prompt, extra))
     return out
 
 
@@ -113,19 +113,5 @@ class SoulDataModule(ItemDataModule):
             raise ValueError(f"SOUL: no validation row in {self.files}; nothing to evaluate")
 
 
-# SOUL-Index (mean of 3 seeded runs): CONV, SS, COG, ROLE, EVAL, Overall (the paper's Overall is the
-# row-weighted ``val-core/all/score``, not the mean of the axes: docs/decisions.md S23).
-SOUL = {
-    "MIMESIS-9B": (75.1, 66.4, 86.2, 61.1, 69.7, 65.7),
-    "MIMESIS-4B": (74.4, 65.2, 79.8, 58.8, 68.6, 63.7),
-    "Claude-Opus-5": (57.4, 70.4, 82.0, 64.6, 69.1, 64.9),
-    "GPT-5.5": (56.7, 70.9, 86.1, 62.3, 68.3, 64.1),
-    "Gemini-3.8-Flash": (56.0, 66.9, 85.6, 57.3, 68.7, 62.5),
-    "Osim-8B": (60.0, 39.1, 74.5, 54.9, 68.7, 58.8),
-    "Osim-4B": (58.5, 35.0, 72.9, 51.4, 66.5, 56.0),
-    "Ditto-8B": (61.7, 46.4, 78.2, 44.1, 63.9, 53.9),
-    "HumanLM-8B": (43.8, 59.8, 68.8, 41.6, 62.7, 49.6),
-    "Sotopia-7B": (41.1, 59.7, 29.8, 33.5, 55.1, 38.2),
-    "Qwen3.5-9B": (48.9, 54.2, 64.3, 44.8, 64.7, 50.5),
-    "Qwen3-8B": (44.8, 58.7, 68.9, 39.7, 64.1, 49.7),
-}
+# The paper's SOUL-Index rows (CONV, SS, COG, ROLE, EVAL, Overall; Overall row-weighted, S23).
+SOUL = read_published(Path(__file__).with_name("published.json"))["rows"]

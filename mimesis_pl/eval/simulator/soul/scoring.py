@@ -17,6 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from mimesis_pl.eval.simulator.soul.data import SOUL_AXES
+from mimesis_pl.eval.simulator.suite import mean_std
 
 #: Display names of the 27 SOUL sets, keyed by ``data_source``.
 SOUL_NAMES: Mapping[str, str] = {
@@ -112,18 +113,6 @@ def degenerate_seeds(
         if zeros >= min_zero_sets and overall is not None and overall < median - gap:
             out[seed] = f"{zeros} sets at 0.0 and Overall {overall:.1f} < median {median:.1f} - {gap:g}"
     return out
-
-
-def mean_std(values: Sequence[float | None]) -> dict[str, float | int | None]:
-    """Mean ± sample std (n − 1) of the non-null values; ``std`` None for n < 2."""
-    kept = [float(v) for v in values if v is not None]
-    if not kept:
-        return {"mean": None, "std": None, "n": 0}
-    return {
-        "mean": math.fsum(kept) / len(kept),
-        "std": statistics.stdev(kept) if len(kept) > 1 else None,
-        "n": len(kept),
-    }
 
 
 def across_seeds(per_seed: Mapping[int, Mapping[str, object]], dropped: Mapping[int, str]) -> dict[str, object]:

@@ -28,12 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings
-from mimesis_pl.eval.failures import (
-    EnvironmentFailure,
-    InfrastructureFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
+from mimesis_pl.eval.failures import EnvironmentFailure, InfrastructureFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.soul.data import SOUL as PUBLISHED
@@ -45,12 +40,7 @@ from mimesis_pl.eval.simulator.soul.report import (
     sets_without_score,
     soul_markdown,
 )
-from mimesis_pl.eval.simulator.soul.scoring import (
-    SOUL_NAMES,
-    across_seeds,
-    degenerate_seeds,
-    seed_summary,
-)
+from mimesis_pl.eval.simulator.soul.scoring import SOUL_NAMES, across_seeds, degenerate_seeds, seed_summary
 from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
 from mimesis_pl.tasks.base import TaskContext

@@ -12,11 +12,13 @@ from typing import Any
 from mimesis_pl.eval.simulator.base import ItemDataModule
 from mimesis_pl.eval.simulator.rows import (
     DataFormatError,
-    expand,
+    at_least_one,
+    claim,
     field_of,
-    iter_rows,
     messages_of,
     read_json,
+    read_published,
+    rows_of,
 )
 
 
@@ -41,33 +43,28 @@ def load_tau_tasks(paths: Sequence[str]) -> list[TauTask]:
     (``actions``: ``[{name, kwargs}]``, the ground-truth tool calls; ``outputs``: strings the agent must say)."""
     tasks: list[TauTask] = []
     seen: dict[str, str] = {}
-    for path in expand(paths):
-        for where, row in iter_rows(path):
-            env = field_of(row, "env_name", where) if "env_name" in row else field_of(row, "domain", where)
-            actions = row.get("actions") or []
-            if not isinstance(actions, list) or not all(
-                isinstance(a, Mapping) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs", {}), Mapping)
-                for a in actions
-            ):
-                raise DataFormatError(f"{where}: field 'actions' must be a list of {{name: str, kwargs: object}}")
-            outputs = row.get("outputs") or []
-            if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
-                raise DataFormatError(f"{where}: field 'outputs' must be a list of strings")
-            task = TauTask(
-                env_name=env,
-                task_index=field_of(row, "task_index", where, int),
-                instruction=field_of(row, "instruction", where),
-                user_id=str(row.get("user_id") or ""),
-                actions=tuple(dict(a) for a in actions),
-                outputs=tuple(outputs),
-            )
-            if task.instance_id in seen:
-                raise DataFormatError(f"{where}: task {task.instance_id!r} already defined at {seen[task.instance_id]}")
-            seen[task.instance_id] = where
-            tasks.append(task)
-    if not tasks:
-        raise DataFormatError(f"no tau-bench tasks in {list(paths)}")
-    return tasks
+    for _, where, row in rows_of(paths):
+        env = field_of(row, "env_name", where) if "env_name" in row else field_of(row, "domain", where)
+        actions = row.get("actions") or []
+        if not isinstance(actions, list) or not all(
+            isinstance(a, Mapping) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs", {}), Mapping)
+            for a in actions
+        ):
+            raise DataFormatError(f"{where}: field 'actions' must be a list of {{name: str, kwargs: object}}")
+        outputs = row.get("outputs") or []
+        if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
+            raise DataFormatError(f"{where}: field 'outputs' must be a list of strings")
+        task = TauTask(
+            env_name=env,
+            task_index=field_of(row, "task_index", where, int),
+            instruction=field_of(row, "instruction", where),
+            user_id=str(row.get("user_id") or ""),
+            actions=tuple(dict(a) for a in actions),
+            outputs=tuple(outputs),
+        )
+        claim(seen, task.instance_id, where, "task")
+        tasks.append(task)
+    return at_least_one(tasks, "tau-bench tasks", paths)
 
 
 @dataclass(frozen=True)
@@ -191,19 +188,7 @@ class TauTaskDataModule(ItemDataModule):
         return load_tau_tasks(self.files)
 
 
-# tau-USI: D1, D2, D3, D4, ECE, USI5 (human inter-annotator USI5: 91.75).
-TAU_USI = {
-    "MIMESIS-9B": (51.75, 87.60, 75.84, 92.54, 0.069, 80.17),
-    "MIMESIS-4B": (56.33, 92.40, 78.13, 77.04, 0.137, 78.03),
-    "Osim-8B": (62.12, 85.92, 77.13, 90.49, 0.135, 80.44),
-    "GPT-5.5": (55.20, 89.78, 74.51, 82.78, 0.188, 76.69),
-    "Gemini-3.8-Flash": (59.81, 85.71, 67.89, 71.43, 0.192, 73.13),
-    "Claude-Opus-5": (48.06, 88.52, 70.40, 60.51, 0.208, 69.34),
-    "Ditto-8B": (52.59, 86.13, 54.48, 77.18, 0.166, 70.75),
-    "Osim-4B": (32.26, 71.24, 80.04, 83.72, 0.184, 69.78),
-    "Sotopia-7B": (30.49, 52.38, 76.43, 67.13, 0.202, 61.25),
-    "Qwen3.5-4B": (40.24, 66.16, 58.66, 55.94, 0.169, 60.82),
-    "Qwen3-8B": (58.73, 79.03, 51.54, 58.74, 0.469, 60.23),
-    "Qwen3.5-9B": (35.92, 64.58, 59.60, 46.37, 0.174, 57.82),
-}
-TAU_USI_HUMAN = 91.75
+_PUBLISHED = read_published(Path(__file__).with_name("published.json"))
+# The paper's rows (D1-D4, ECE, USI5) and the human inter-annotator USI5.
+TAU_USI = _PUBLISHED["rows"]
+TAU_USI_HUMAN = _PUBLISHED["human"]

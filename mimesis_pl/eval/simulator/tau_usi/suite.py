@@ -15,31 +15,12 @@ from pathlib import Path
 from typing import Literal
 
 from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
-from mimesis_pl.eval.failures import (
-    AgentTransportFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
+from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.models import (
-    ChatModel,
-    ChatModelSettings,
-    build_chat_model,
-    sampling_identity,
-)
-from mimesis_pl.eval.simulator.suite import (
-    fmt,
-    item_ref,
-    pm,
-    run_items,
-    suite_identity,
-)
-from mimesis_pl.eval.simulator.tau_runtime import (
-    HttpToolRuntime,
-    ToolRuntime,
-    serve_scripted_runtime,
-)
+from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, pm, run_items, suite_identity
+from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
 from mimesis_pl.eval.simulator.tau_usi.data import (
     SURVEY_SCALES,
     TAU_USI,
@@ -50,11 +31,7 @@ from mimesis_pl.eval.simulator.tau_usi.data import (
 )
 from mimesis_pl.eval.simulator.tau_usi.features import STOP, conversation_features, report_row
 from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, mean_pstd, model_eval, score_batch
-from mimesis_pl.eval.simulator.tau_usi.scripted import (
-    SURVEY_MARKER,
-    scripted_tau_agent,
-    scripted_tau_user,
-)
+from mimesis_pl.eval.simulator.tau_usi.scripted import SURVEY_MARKER, scripted_tau_agent, scripted_tau_user
 from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mimesis_pl.eval.simulator.base import ItemDataModule
-from mimesis_pl.eval.simulator.rows import DataFormatError, expand, field_of, iter_rows, messages_of
+from mimesis_pl.eval.simulator.rows import DataFormatError, at_least_one, claim, field_of, messages_of, rows_of
 from mimesis_pl.eval.trials.keys import join_id
 
 
@@ -36,36 +36,31 @@ def load_turing_rows(paths: Sequence[str]) -> list[TuringRow]:
     """
     rows: list[TuringRow] = []
     seen: dict[str, str] = {}
-    for path in expand(paths):
-        for where, row in iter_rows(path):
-            prompt = messages_of(field_of(row, "prompt", where, (list, tuple)), where, "prompt")
-            reward_model = field_of(row, "reward_model", where, dict)
-            truth = field_of(reward_model, "ground_truth", f"{where}: reward_model", str)
-            extra = field_of(row, "extra_info", where, dict)
-            at = f"{where}: extra_info"
-            context = extra.get("context", extra.get("thread_context"))
-            if not isinstance(context, str):
-                raise DataFormatError(f"{at}: missing string field 'context' (or 'thread_context')")
-            target = field_of(extra, "target_idx", at, int)
-            history = extra.get("user_history", "")
-            if not isinstance(history, str):
-                raise DataFormatError(f"{at}: field 'user_history' must be str, got {type(history).__name__}")
-            item = TuringRow(
-                user_id=str(field_of(extra, "user_id", at, (str, int))),
-                post_id=str(field_of(extra, "post_id", at, (str, int))),
-                target_idx=target,
-                prompt=prompt,
-                ground_truth=truth,
-                user_history=history,
-                context=context,
-            )
-            if item.key in seen:
-                raise DataFormatError(f"{where}: row {item.key!r} already defined at {seen[item.key]}")
-            seen[item.key] = where
-            rows.append(item)
-    if not rows:
-        raise DataFormatError(f"no Turing rows in {list(paths)}")
-    return rows
+    for _, where, row in rows_of(paths):
+        prompt = messages_of(field_of(row, "prompt", where, (list, tuple)), where, "prompt")
+        reward_model = field_of(row, "reward_model", where, dict)
+        truth = field_of(reward_model, "ground_truth", f"{where}: reward_model", str)
+        extra = field_of(row, "extra_info", where, dict)
+        at = f"{where}: extra_info"
+        context = extra.get("context", extra.get("thread_context"))
+        if not isinstance(context, str):
+            raise DataFormatError(f"{at}: missing string field 'context' (or 'thread_context')")
+        target = field_of(extra, "target_idx", at, int)
+        history = extra.get("user_history", "")
+        if not isinstance(history, str):
+            raise DataFormatError(f"{at}: field 'user_history' must be str, got {type(history).__name__}")
+        item = TuringRow(
+            user_id=str(field_of(extra, "user_id", at, (str, int))),
+            post_id=str(field_of(extra, "post_id", at, (str, int))),
+            target_idx=target,
+            prompt=prompt,
+            ground_truth=truth,
+            user_history=history,
+            context=context,
+        )
+        claim(seen, item.key, where, "row")
+        rows.append(item)
+    return at_least_one(rows, "Turing rows", paths)
 
 
 class TuringRowDataModule(ItemDataModule):

@@ -22,18 +22,8 @@ from mimesis_pl.eval.simulator.models import (
     sampling_identity,
     stable_hash,
 )
-from mimesis_pl.eval.simulator.scripted import (
-    scripted_turing_judge,
-    scripted_turing_user,
-)
-from mimesis_pl.eval.simulator.suite import (
-    fmt,
-    item_ref,
-    mean_sem,
-    pm,
-    run_items,
-    suite_identity,
-)
+from mimesis_pl.eval.simulator.scripted import scripted_turing_judge, scripted_turing_user
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, mean_sem, pm, run_items, suite_identity
 from mimesis_pl.eval.simulator.text import parse_turing_rating
 from mimesis_pl.eval.simulator.turing.data import TuringRow
 from mimesis_pl.eval.simulator.turing.scoring import PENALTIES, clean_generation, penalties, seed_summary
