@@ -1,5 +1,6 @@
 """The one table writer of the evaluation reports (``results.md`` of the agent evaluation, the replay and every
-simulator-fidelity suite): GitHub markdown, the first column left-aligned, the others right-aligned (numbers)."""
+simulator-fidelity suite): GitHub markdown, the first column left-aligned, the others right-aligned (numbers);
+docs/decisions.md D9."""
 
 from __future__ import annotations
 
