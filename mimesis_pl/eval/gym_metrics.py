@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mimesis_pl.envs.gyms.travel.metrics import TravelTrial, aspect_score, travel_metrics
+from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials.cache import TrialRecord
 
 GymMetricFn = Callable[[Sequence[TrialRecord]], dict[str, dict[str, float]]]
@@ -119,12 +120,11 @@ def extra_metrics_markdown(
         parts += [
             f"\n### {gym}: per-gym metrics\n",
             *([f"{notes[gym]}\n"] if notes and gym in notes else []),
-            "| set | " + " | ".join(columns) + " |",
-            "|---|" + "|".join(["---:"] * len(columns)) + "|",
+            markdown_table(
+                ["set", *columns],
+                [[block, *(_cell(values.get(c)) for c in columns)] for block, values in blocks.items()],
+            ).rstrip("\n"),
         ]
-        for block, values in blocks.items():
-            cells = [_cell(values.get(c)) for c in columns]
-            parts.append(f"| {block} | " + " | ".join(cells) + " |")
     return "\n".join(parts) + ("\n" if parts else "")
 
 

@@ -16,6 +16,7 @@ from mimesis_pl.eval.charts import write_gym_charts, write_replay_chart
 from mimesis_pl.eval.gym_metrics import extra_metrics_markdown
 from mimesis_pl.eval.io import write_json_atomic, write_text_atomic
 from mimesis_pl.eval.replay.records import ReplaySummary
+from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials.aggregate import GymSummary
 from mimesis_pl.eval.trials.keys import RunIdentity
 
@@ -34,14 +35,7 @@ def episode_results(
     """The JSON-ready results of an agent evaluation (mode ``"episode"``); ``gym_metrics``/``gym_notes``: extras."""
     return {
         "mode": "episode",
-        "identity": None
-        if identity is None
-        else {
-            "agent_model": identity.agent_model,
-            "agent_revision": identity.agent_revision,
-            "simulator": identity.simulator,
-            "harness_version": identity.harness_version,
-        },
+        "identity": None if identity is None else identity.to_dict(),
         "config": dict(config or {}),
         "gyms": {gym: s.to_dict() for gym, s in summaries.items()},
         "gym_metrics": dict(gym_metrics or {}),
@@ -63,7 +57,7 @@ def episode_markdown(summaries: Mapping[str, GymSummary], ks: Sequence[int]) -> 
         "missing",
         "reward mean ± std",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    rows = []
     for gym, s in summaries.items():
         unscored = str(s.unscored_trials)
         if s.unscored_by_kind:
@@ -81,12 +75,12 @@ def episode_markdown(summaries: Mapping[str, GymSummary], ks: Sequence[int]) -> 
             str(s.missing_trials),
             reward,
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
     note = (
         "\nUnscored trials (simulator, judge, environment or transport failures) are excluded from every "
         "rate, not counted as 0. pass@k / pass^k use only tasks with at least k scored trials.\n"
     )
-    return "\n".join(lines) + "\n" + note
+    return markdown_table(head, rows) + note
 
 
 def episode_scalars(summaries: Mapping[str, GymSummary], prefix: str = "eval") -> dict[str, float]:
@@ -109,20 +103,14 @@ def episode_scalars(summaries: Mapping[str, GymSummary], prefix: str = "eval") -
 
 def replay_markdown(summary: ReplaySummary) -> str:
     """Totals, then one row per case."""
-    lines = [
+    totals = (
         f"Replay (teacher forcing): {summary.requests} requests over {summary.cases} cases; "
         f"pass rate {_fmt(summary.pass_rate)} over {summary.scored} scored; preferred path matched "
-        f"{_fmt(summary.preferred_rate)}; {summary.unscored} unscored; {summary.skipped_steps} steps skipped.",
-        "",
-        "| case | requests | passed | failed | unscored | skipped |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for case_id, row in summary.per_case.items():
-        lines.append(
-            f"| {case_id} | {row['requests']} | {row['passed']} | {row['failed']} | "
-            f"{row['unscored']} | {row['skipped']} |"
-        )
-    return "\n".join(lines) + "\n"
+        f"{_fmt(summary.preferred_rate)}; {summary.unscored} unscored; {summary.skipped_steps} steps skipped."
+    )
+    head = ["case", "requests", "passed", "failed", "unscored", "skipped"]
+    rows = [[case_id, *(row[k] for k in head[1:])] for case_id, row in summary.per_case.items()]
+    return totals + "\n\n" + markdown_table(head, rows)
 
 
 def replay_scalars(summary: ReplaySummary, prefix: str = "replay") -> dict[str, float]:

@@ -169,9 +169,9 @@ class AgentEvalModule(_EvalModule):
         self._counts: Counter[str] = Counter({"eval/trials_run": 0, "eval/trials_reused": 0})
         log.info(
             "agent eval: %s@%s vs %s; cache %s",
-            identity.agent_model,
-            identity.agent_revision,
-            identity.simulator,
+            identity.model_under_test,
+            identity.model_revision,
+            identity.partner,
             cache.path,
         )
 

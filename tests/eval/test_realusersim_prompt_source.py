@@ -8,10 +8,10 @@ import asyncio
 import pytest
 
 from mimesis_pl.eval.failures import RetryPolicy
-from mimesis_pl.eval.simulator import realusersim
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.datamodules import RealUserSimDataModule
 from mimesis_pl.eval.simulator.loaders import DataFormatError, RealUserSimCase
+from mimesis_pl.eval.simulator.realusersim import suite as realusersim
 from mimesis_pl.eval.simulator.realusersim_prompt import demographic_block, load_prompt_template, render_prompt
 from mimesis_pl.eval.trials import TrialCache
 

@@ -17,9 +17,9 @@ from simulator_helpers import (
 
 from mimesis_pl.eval.agent_backend import EngineAgentSettings
 from mimesis_pl.eval.failures import RetryPolicy
-from mimesis_pl.eval.simulator import soul
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.datamodules import SoulDataModule
+from mimesis_pl.eval.simulator.soul import suite as soul
 from mimesis_pl.eval.simulator.soul_scoring import (
     across_seeds,
     axis_scores,

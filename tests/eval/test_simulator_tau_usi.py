@@ -16,7 +16,6 @@ from simulator_helpers import (
 )
 
 from mimesis_pl.eval.failures import RetryPolicy
-from mimesis_pl.eval.simulator import tau_usi
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.loaders import DataFormatError
 from mimesis_pl.eval.simulator.tau_data import (
@@ -26,6 +25,7 @@ from mimesis_pl.eval.simulator.tau_data import (
 )
 from mimesis_pl.eval.simulator.tau_features import conversation_features
 from mimesis_pl.eval.simulator.tau_usi import RuntimeSettings, TauUSISuite
+from mimesis_pl.eval.simulator.tau_usi import suite as tau_usi
 from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, score_batch
 from mimesis_pl.eval.trials import TrialCache
 

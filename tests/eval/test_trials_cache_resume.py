@@ -19,7 +19,7 @@ from mimesis_pl.eval.trials import (
     run_trials,
 )
 
-IDENTITY = RunIdentity(agent_model="tiny-agent", agent_revision="abc123", simulator="scripted-user")
+IDENTITY = RunIdentity(model_under_test="tiny-agent", model_revision="abc123", partner="scripted-user")
 GYM_HASH = config_hash({"max_turns": 16, "temperature": 0})
 TASKS = [TaskRef("function", f"task-{i}", GYM_HASH) for i in range(4)]
 NO_WAIT = RetryPolicy(max_attempts=3, backoff_s=0)
@@ -122,7 +122,7 @@ def test_key_covers_model_revision_simulator_config_and_harness(tmp_path) -> Non
     assert cache.is_done(base) and not any(cache.is_done(v) for v in variants)
     cache.append(TrialRecord(key=variants[0], status="scored", reward=0.0))
     assert [r.key for r in cache.records(IDENTITY)] == [base] and len(cache.records()) == 2
-    with pytest.raises(ValueError, match="agent_revision must be a non-empty string"):
+    with pytest.raises(ValueError, match="model_revision must be a non-empty string"):
         RunIdentity("m", "", "s")
 
 

@@ -191,4 +191,4 @@ def read_transcripts(path: str | Path) -> Iterator[tuple[TrialKey, int, EpisodeR
             if number == len(lines):
                 return
             raise ValueError(f"{path}:{number}: not a transcript record ({err.msg})") from None
-        yield TrialKey(**data["key"]), int(data.get("attempt", 1)), EpisodeRecord.from_dict(data["episode"])
+        yield TrialKey.from_dict(data["key"]), int(data.get("attempt", 1)), EpisodeRecord.from_dict(data["episode"])

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from mimesis_pl.eval.replay.values import thaw
+from mimesis_pl.eval.values import thaw
 
 Evidence = Literal["recorded", "none"]
 

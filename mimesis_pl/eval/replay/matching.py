@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mimesis_pl.eval.replay.case import FinalExpectation, ToolExpectation
-from mimesis_pl.eval.replay.values import canonical_json, json_equal
+from mimesis_pl.eval.values import canonical_json, json_equal
 
 _SPACE = re.compile(r"\s+")
 

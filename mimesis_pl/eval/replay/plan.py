@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from mimesis_pl.eval.replay.case import Expectation, Path, ReplayCase, Step, ToolExpectation
-from mimesis_pl.eval.replay.values import canonical_json, freeze, thaw
+from mimesis_pl.eval.values import canonical_json, freeze, thaw
 
 HistoryKind = Literal["system", "user", "call", "observation", "reply"]
 

@@ -21,7 +21,7 @@ from mimesis_pl.eval.replay.case import (
     Turn,
 )
 from mimesis_pl.eval.replay.matching import tool_call_mismatches
-from mimesis_pl.eval.replay.values import freeze, json_value_problem
+from mimesis_pl.eval.values import freeze, json_value_problem
 
 CASE_KEYS = ("id", "description", "system", "context", "tools", "turns")
 TURN_KEYS = ("user", "context", "paths")

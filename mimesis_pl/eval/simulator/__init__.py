@@ -6,4 +6,8 @@ runs its items through the agent evaluation's resumable trial cache, and reports
 ``results.md``, a PNG and TensorBoard scalars through
 :class:`~mimesis_pl.modules.simulator_eval.SimulatorEvalModule`. SOUL (:mod:`.soul`) runs its rows through
 the simulator-RL tasks themselves (:mod:`mimesis_pl.tasks`), in validation mode.
+
+One folder per suite (``soul/``, ``realusersim/``, ``tau_usi/``, ``turing/``: ``suite.py``, ``scoring.py``,
+``data.py`` and the suite's published rows), chosen by ``class_path``; the modules at this level are what the
+suites share, or old paths that re-export the moved names (docs/decisions.md D7).
 """

@@ -1,4 +1,5 @@
-"""The suite interface the evaluation module drives (``mimesis-pl test``), and what a suite hands back."""
+"""The suite interface the evaluation module drives (``mimesis-pl test``), what a suite hands back, and the
+base of every suite's DataModule (its items, loaded and checked in ``setup``, in file order)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from torch.utils.data import DataLoader
+
+from mimesis_pl.eval.datamodules import _as_list, _HostBatches
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.trials import TrialCache
 
@@ -61,3 +65,26 @@ class FidelitySuite(ABC):
     async def aclose(self) -> None:
         for model in getattr(self, "_models", {}).values():
             await model.aclose()
+
+
+class ItemDataModule(_HostBatches):
+    """A suite's items from ``files`` (its ``load``), the first ``limit`` kept, ``batch_size`` per ``test_step``."""
+
+    def __init__(self, files: list[str], limit: int | None, batch_size: int) -> None:
+        super().__init__()
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be >= 1 or null, got {limit}")
+        self.files, self.limit, self.batch_size = list(files), limit, batch_size
+        self.items: list[Any] = []
+
+    def load(self) -> list[Any]:
+        raise NotImplementedError
+
+    def setup(self, stage: str | None = None) -> None:
+        if not self.items:
+            self.items = self.load()[: self.limit]
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(self.items, batch_size=self.batch_size, shuffle=False, collate_fn=_as_list)

@@ -1,8 +1,8 @@
 """What the simulator-fidelity suites share: run identities, cached item runs, statistics, report files.
 
 Items run through the agent evaluation's trial runner and cache (:mod:`mimesis_pl.eval.trials`): one
-item is one trial, keyed by the suite's full identity — simulator and revision (``agent_model`` /
-``agent_revision``), the partner models (``simulator`` field: judge, assistant, …), the suite version
+item is one trial, keyed by the suite's full identity — the simulator and its revision (``model_under_test`` /
+``model_revision``), the partner models (``partner``: judge, assistant, …), the suite version
 (``harness_version``), the item id with its seed (``task_id``) and a hash of every setting that can
 change its result (``gym_config_hash``). A killed run resumes from the cache; an item that keeps failing
 for infrastructure reasons is stored unscored, counted, and re-run by the next run.
@@ -22,6 +22,7 @@ from typing import Any
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.io import write_json_atomic, write_text_atomic
 from mimesis_pl.eval.simulator.models import ChatModel
+from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import (
     RunIdentity,
     TaskRef,
@@ -36,14 +37,17 @@ from mimesis_pl.eval.trials.keys import plain
 
 log = logging.getLogger(__name__)
 
+# The suites' old table writer, now the evaluation's one (:func:`mimesis_pl.eval.tables.markdown_table`).
+table = markdown_table
+
 
 def suite_identity(suite: str, version: str, simulator: ChatModel, partners: Mapping[str, ChatModel]) -> RunIdentity:
     """The identity of one suite run: the simulator under test, its partners by role, the suite version."""
     partner = ";".join(f"{role}={m.name}@{m.revision}" for role, m in sorted(partners.items())) or "none"
     return RunIdentity(
-        agent_model=simulator.name,
-        agent_revision=simulator.revision,
-        simulator=partner,
+        model_under_test=simulator.name,
+        model_revision=simulator.revision,
+        partner=partner,
         harness_version=f"{suite}-v{version}",
     )
 
@@ -126,12 +130,6 @@ def pm(stat: Mapping[str, Any], spread: str = "sem", digits: int = 1) -> str:
     if stat.get(spread) is None:
         return fmt(stat["mean"], digits)
     return f"{fmt(stat['mean'], digits)} ± {fmt(stat[spread], digits)}"
-
-
-def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def json_safe(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -105,7 +105,7 @@ class GymSummary:
 
 
 def _check_one_identity(records: Sequence[TrialRecord]) -> None:
-    identities = {(r.key.agent_model, r.key.agent_revision, r.key.simulator, r.key.harness_version) for r in records}
+    identities = {astuple(r.key.identity) for r in records}
     if len(identities) > 1:
         raise ValueError(f"records of several runs mixed in one aggregation: {sorted(identities)}")
     configs: dict[str, set[str]] = {}

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from mimesis_pl.checks import check_choice
 from mimesis_pl.eval.io import append_line_durable, repair_torn_tail
-from mimesis_pl.eval.replay.values import freeze, json_value_problem, thaw
 from mimesis_pl.eval.trials.keys import RunIdentity, TrialKey
+from mimesis_pl.eval.values import freeze, json_value_problem, thaw
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class TrialRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialRecord:
         return cls(
-            key=TrialKey(**data["key"]),
+            key=TrialKey.from_dict(data["key"]),
             status=data["status"],
             reward=data.get("reward"),
             success=data.get("success"),
@@ -137,16 +137,11 @@ class TrialCache:
 
     def records(self, identity: RunIdentity | None = None) -> list[TrialRecord]:
         """The latest record of every key, in first-seen order; only ``identity``'s run when given
-        (one cache file may hold several agents, revisions or simulators)."""
+        (one cache file may hold several models under test, revisions or partners)."""
         records = list(self._latest.values())
         if identity is None:
             return records
-        wanted = (identity.agent_model, identity.agent_revision, identity.simulator, identity.harness_version)
-        return [
-            r
-            for r in records
-            if (r.key.agent_model, r.key.agent_revision, r.key.simulator, r.key.harness_version) == wanted
-        ]
+        return [r for r in records if r.key.identity == identity]
 
     def __iter__(self) -> Iterator[TrialRecord]:
         return iter(self.records())

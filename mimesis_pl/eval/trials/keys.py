@@ -1,8 +1,8 @@
 """Identity of one evaluation trial, the key of the result cache.
 
 A finished trial is reused only when everything that could change its result is the same: the task,
-the trial index, the agent (model *and* revision), the simulator, the gym configuration and the harness
-version (docs/decisions.md E7). The reference keyed by a hash of the prompt alone, so a new checkpoint
+the trial index, the model under test (model *and* revision), its partner, the gym configuration and the
+harness version (docs/decisions.md E7). The reference keyed by a hash of the prompt alone, so a new checkpoint
 silently reused old results.
 """
 
@@ -12,9 +12,10 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any
 
-from mimesis_pl.eval.replay.values import canonical_json
+from mimesis_pl.eval.values import canonical_json
 
 # Bump when episode semantics or scoring change, so that cached trials of older harnesses are not reused.
 HARNESS_VERSION = "1"
@@ -55,32 +56,68 @@ def _nonempty(owner: str, **fields: Any) -> None:
             raise ValueError(f"{owner}.{name} must be a non-empty string, got {value!r}")
 
 
+# The written spelling of the identity fields (docs/decisions.md D8): a ``trials.jsonl`` key, and so its digest,
+# keeps the names from before the neutral ones, so that every cache written earlier is still reused.
+STORED_NAMES: Mapping[str, str] = MappingProxyType(
+    {"model_under_test": "agent_model", "model_revision": "agent_revision", "partner": "simulator"}
+)
+
+
+def neutral_names(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``data`` (a stored key or identity, JSON or YAML) with the old field names read as the neutral ones; a field
+    given under both names with two values is an error naming both."""
+    out = dict(data)
+    for new, old in STORED_NAMES.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if new in out and out[new] != value:
+            raise ValueError(f"{where}: {old!r} (the old name of {new!r}) is {value!r} but {new!r} is {out[new]!r}")
+        out.setdefault(new, value)
+    return out
+
+
 @dataclass(frozen=True)
 class RunIdentity:
-    """What is evaluated and by what: constant over one run."""
+    """What is evaluated and by what: constant over one run, with the same meaning in every evaluation.
 
-    agent_model: str
-    agent_revision: str
-    simulator: str
+    ``model_under_test`` / ``model_revision``: the model being measured — the agent in the agent evaluation, the
+    simulator in a fidelity suite. ``partner``: what it is measured with — the user simulator of the agent
+    evaluation; a fidelity suite's partner models by role (``judge=name@rev;…``). Readers of written identities
+    take the old names too (:meth:`from_dict`; ``agent_model``, ``agent_revision``, ``simulator``: D8).
+    """
+
+    model_under_test: str
+    model_revision: str
+    partner: str
     harness_version: str = HARNESS_VERSION
 
     def __post_init__(self) -> None:
         _nonempty(
             "RunIdentity",
-            agent_model=self.agent_model,
-            agent_revision=self.agent_revision,
-            simulator=self.simulator,
+            model_under_test=self.model_under_test,
+            model_revision=self.model_revision,
+            partner=self.partner,
             harness_version=self.harness_version,
         )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "identity") -> RunIdentity:
+        return cls(**neutral_names(data, where))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The neutral names, and the old ones beside them for readers written before them (D8)."""
+        neutral = asdict(self)
+        return {**neutral, **{old: neutral[new] for new, old in STORED_NAMES.items()}}
 
     def key(self, gym: str, gym_config_hash: str, task_id: str, trial: int, content_hash: str = "") -> TrialKey:
         return TrialKey(
             gym=gym,
             task_id=task_id,
             trial=trial,
-            agent_model=self.agent_model,
-            agent_revision=self.agent_revision,
-            simulator=self.simulator,
+            model_under_test=self.model_under_test,
+            model_revision=self.model_revision,
+            partner=self.partner,
             gym_config_hash=gym_config_hash,
             harness_version=self.harness_version,
             content_hash=content_hash,
@@ -89,14 +126,14 @@ class RunIdentity:
 
 @dataclass(frozen=True)
 class TrialKey:
-    """The cache key of one trial; ``digest`` is its stable hex id."""
+    """The cache key of one trial; ``digest`` is its stable hex id (over the stored field names, D8)."""
 
     gym: str
     task_id: str
     trial: int
-    agent_model: str
-    agent_revision: str
-    simulator: str
+    model_under_test: str
+    model_revision: str
+    partner: str
     gym_config_hash: str
     harness_version: str
     #: A hash of the item's content (E10): an edited task or row never reuses an old result.
@@ -107,21 +144,31 @@ class TrialKey:
             "TrialKey",
             gym=self.gym,
             task_id=self.task_id,
-            agent_model=self.agent_model,
-            agent_revision=self.agent_revision,
-            simulator=self.simulator,
+            model_under_test=self.model_under_test,
+            model_revision=self.model_revision,
+            partner=self.partner,
             gym_config_hash=self.gym_config_hash,
             harness_version=self.harness_version,
         )
         if isinstance(self.trial, bool) or not isinstance(self.trial, int) or self.trial < 0:
             raise ValueError(f"TrialKey.trial must be an int >= 0, got {self.trial!r}")
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "trial key") -> TrialKey:
+        """A key as written (stored names) or with the neutral names."""
+        return cls(**neutral_names(data, where))
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The written form: the stored names of the identity fields (D8), in field order."""
+        return {STORED_NAMES.get(name, name): value for name, value in asdict(self).items()}
+
+    @property
+    def identity(self) -> RunIdentity:
+        return RunIdentity(self.model_under_test, self.model_revision, self.partner, self.harness_version)
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
 
     def describe(self) -> str:
-        return f"{self.gym}/{self.task_id}#{self.trial} ({self.agent_model}@{self.agent_revision})"
+        return f"{self.gym}/{self.task_id}#{self.trial} ({self.model_under_test}@{self.model_revision})"

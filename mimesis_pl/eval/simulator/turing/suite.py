@@ -9,15 +9,12 @@ and new results (docs/decisions.md S25). If every judge call failed the report r
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from pathlib import Path
 
-from mimesis_pl.chat.think import split_think
 from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.loaders import TuringRow
 from mimesis_pl.eval.simulator.models import (
     ChatModel,
     ChatModelSettings,
@@ -25,23 +22,14 @@ from mimesis_pl.eval.simulator.models import (
     sampling_identity,
     stable_hash,
 )
-from mimesis_pl.eval.simulator.scripted import (
-    scripted_turing_judge,
-    scripted_turing_user,
-)
-from mimesis_pl.eval.simulator.suite import (
-    fmt,
-    item_ref,
-    mean_or_none,
-    mean_sem,
-    pm,
-    run_items,
-    suite_identity,
-    table,
-)
+from mimesis_pl.eval.simulator.scripted import scripted_turing_judge, scripted_turing_user
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, mean_sem, pm, run_items, suite_identity
 from mimesis_pl.eval.simulator.text import parse_turing_rating
+from mimesis_pl.eval.simulator.turing.data import TuringRow
+from mimesis_pl.eval.simulator.turing.scoring import PENALTIES, clean_generation, penalties, seed_summary
+from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
-from mimesis_pl.metrics.turing import TIE, canonical_rating, turing_reward
+from mimesis_pl.metrics.turing import canonical_rating, turing_reward
 
 JUDGE_SYSTEM = (
     "You are an expert at telling real people's messages from machine-written ones. You see a user's earlier "
@@ -49,44 +37,6 @@ JUDGE_SYSTEM = (
     "real user, the other by a model. Rate which one the real user wrote on a 1-7 scale: 1 = certainly A, "
     '4 = cannot tell, 7 = certainly B. Reply with JSON only: {"rating": <1-7>}.'
 )
-PENALTIES = ("assistant_like", "source_copy", "wrong_role")
-_ASSISTANT = re.compile(
-    r"\b(as an ai|i'?d be (happy|glad) to|certainly!|here is a detailed|here's a detailed|"
-    r"i hope this helps|let me know if you (have|need))",
-    re.IGNORECASE,
-)
-_ROLE = re.compile(r"^\s*\[?(assistant|ai|bot|system|model)\]?\s*:", re.IGNORECASE)
-_REASONING = re.compile(r"<reasoning>.*?</reasoning>", re.DOTALL | re.IGNORECASE)
-
-
-def clean_generation(text: str) -> str:
-    """``<think>`` blocks out (the one splitter), then turing-rl's conventions: ``<reasoning>…</reasoning>``
-    removed and, when present, only what follows the last ``[HUMAN]:`` kept."""
-    public = _REASONING.sub("", split_think(text)[1])
-    marker = public.upper().rfind("[HUMAN]:")
-    if marker != -1:
-        public = public[marker + len("[HUMAN]:") :]
-    return public.strip()
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
-def penalties(generated: str, row: TuringRow) -> dict[str, bool]:
-    """Our penalty flags: assistant-like phrasing; a copy of the source (the reply is contained in the
-    context/history, or ≥ 80% of its word 4-grams are); a role label (the wrong speaker)."""
-    words = _norm(generated).split()
-    source = f" {_norm(row.context)} {_norm(row.user_history)} "
-    grams = [" ".join(words[i : i + 4]) for i in range(len(words) - 3)]
-    copied = (len(words) >= 4 and f" {' '.join(words)} " in source) or (
-        bool(grams) and sum(f" {g} " in source for g in grams) >= 0.8 * len(grams)
-    )
-    return {
-        "assistant_like": bool(_ASSISTANT.search(generated)),
-        "source_copy": copied,
-        "wrong_role": bool(_ROLE.match(generated)),
-    }
 
 
 def judge_messages(row: TuringRow, a: str, b: str) -> list[dict[str, str]]:
@@ -212,22 +162,7 @@ class TuringSuite(FidelitySuite):
 
     def _per_seed(self, seed: int) -> dict[str, object]:
         records = [r for r in self._scores.values() if r.info["seed"] == seed]
-        ratings = [r.info["rating"] for r in records]
-        decided = [s for s in ratings if s != TIE]
-        out = {
-            "seed": seed,
-            "n_scored": len(records),
-            "judge_failures": sum(self._score_failed[seed].values()),
-            "judge_failures_by_kind": dict(self._score_failed[seed]),
-            "generation_failures": self._gen_failed[seed],
-            "turing_rating_mean": mean_or_none([float(s) for s in ratings]),
-            "turing_reward_mean": mean_or_none([r.reward for r in records]),
-            "tie_rate": mean_or_none([float(s == TIE) for s in ratings]),
-            "gt_accuracy": mean_or_none([float(s < TIE) for s in decided]),
-            "histogram": {str(k): ratings.count(k) for k in range(1, 8)},
-        }
-        out.update({f"penalty_{p}": mean_or_none([float(r.info[p]) for r in records]) for p in PENALTIES})
-        return out
+        return seed_summary(seed, records, self._score_failed[seed], self._gen_failed[seed])
 
     def report(self, ctx: SuiteContext) -> SuiteReport:
         attempted = len(self._scores) + sum(sum(c.values()) for c in self._score_failed.values())
@@ -316,7 +251,7 @@ class TuringSuite(FidelitySuite):
         )
         markdown = (
             f"# Turing: {results['simulator']} judged by {results['judge']}\n\n"
-            + table(head, rows)
+            + markdown_table(head, rows)
             + "\nRating: canonical 1-7, higher = the generated turn looked more human (4 = tie). gt acc = "
             "share of non-tie ratings that picked the real turn (0.5 = indistinguishable). Failed "
             "generations and judge calls are unscored and counted, never rated.\n"

@@ -15,49 +15,27 @@ from pathlib import Path
 from typing import Literal
 
 from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
-from mimesis_pl.eval.failures import (
-    AgentTransportFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
-from mimesis_pl.eval.replay.values import thaw
+from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.models import (
-    ChatModel,
-    ChatModelSettings,
-    build_chat_model,
-    sampling_identity,
-)
-from mimesis_pl.eval.simulator.published import TAU_USI, TAU_USI_HUMAN
-from mimesis_pl.eval.simulator.scripted_tau import (
-    SURVEY_MARKER,
-    scripted_tau_agent,
-    scripted_tau_user,
-)
-from mimesis_pl.eval.simulator.suite import (
-    fmt,
-    item_ref,
-    pm,
-    run_items,
-    suite_identity,
-    table,
-)
-from mimesis_pl.eval.simulator.tau_data import (
+from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, pm, run_items, suite_identity
+from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
+from mimesis_pl.eval.simulator.tau_usi.data import (
     SURVEY_SCALES,
+    TAU_USI,
+    TAU_USI_HUMAN,
     TauTask,
     load_difficulty,
     load_human_batches,
 )
-from mimesis_pl.eval.simulator.tau_features import STOP, conversation_features, report_row
-from mimesis_pl.eval.simulator.tau_runtime import (
-    HttpToolRuntime,
-    ToolRuntime,
-    serve_scripted_runtime,
-)
-from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, mean_pstd, model_eval, score_batch
+from mimesis_pl.eval.simulator.tau_usi.features import STOP, conversation_features, report_row
+from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, mean_pstd, model_eval, score_batch
+from mimesis_pl.eval.simulator.tau_usi.scripted import SURVEY_MARKER, scripted_tau_agent, scripted_tau_user
 from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
+from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
+from mimesis_pl.eval.values import thaw
 
 GREETING = "Hi! How can I help you today?"
 SIM_RULES = (
@@ -355,14 +333,14 @@ class TauUSISuite(FidelitySuite):
         ]
         markdown = (
             f"# tau-USI: {results['models']['simulator']['name']} with agent {results['models']['agent']['name']}\n\n"
-            + table(head, rows)
+            + markdown_table(head, rows)
             + f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
             "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds the model's one Eval (its mean, "
             "the same in every batch; the Eval column shows each batch's own score). ± is the population std "
             "over batches, as the paper's. Comparable with the paper's USI₅ only with the real human file, the frozen "
             "difficulty map and the real tool runtime; the scripted runtime and made-up tasks are not.\n\n"
             f"## Published (the paper, USI₅; humans {TAU_USI_HUMAN})\n\n"
-            + table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published)
+            + markdown_table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published)
         )
         scalars = {f"tau_usi/{k}": float(v["mean"]) for k, v in summary.items() if v["mean"] is not None}
         scalars["tau_usi/rollouts_unscored"] = float(results["rollouts_unscored"])

@@ -11,37 +11,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
-from mimesis_pl.eval.failures import (
-    AgentTransportFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
+from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.io import write_json_atomic
-from mimesis_pl.eval.replay.values import thaw
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.datamodules import RealUserSimItem
-from mimesis_pl.eval.simulator.loaders import JudgePrompts, RealUserSimCase, load_judge_prompts
-from mimesis_pl.eval.simulator.models import (
-    ChatModel,
-    ChatModelSettings,
-    build_chat_model,
-    sampling_identity,
+from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
+from mimesis_pl.eval.simulator.realusersim.data import (
+    REALUSERSIM,
+    REALUSERSIM_CARD,
+    JudgePrompts,
+    RealUserSimCase,
+    RealUserSimItem,
+    load_judge_prompts,
 )
-from mimesis_pl.eval.simulator.published import REALUSERSIM, REALUSERSIM_CARD
-from mimesis_pl.eval.simulator.realusersim_prompt import (
+from mimesis_pl.eval.simulator.realusersim.prompt import (
     PromptTemplate,
     load_prompt_template,
     prompt_note,
     prompt_source,
     render_prompt,
 )
-from mimesis_pl.eval.simulator.realusersim_protocol import (
+from mimesis_pl.eval.simulator.realusersim.protocol import (
     CONDITIONS,
     PRIMER,
     Condition,
@@ -50,24 +42,17 @@ from mimesis_pl.eval.simulator.realusersim_protocol import (
     judge_fidelity,
     judged_turns,
 )
+from mimesis_pl.eval.simulator.realusersim.scoring import condition_summary
 from mimesis_pl.eval.simulator.scripted import (
     scripted_fidelity_judge,
     scripted_realusersim_assistant,
     scripted_realusersim_user,
 )
-from mimesis_pl.eval.simulator.suite import (
-    fmt,
-    item_ref,
-    mean_or_none,
-    mean_sem,
-    pm,
-    run_items,
-    suite_identity,
-    table,
-)
+from mimesis_pl.eval.simulator.suite import fmt, item_ref, pm, run_items, suite_identity
 from mimesis_pl.eval.simulator.text import FIDELITY_DIMENSIONS
+from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
-from mimesis_pl.metrics.fidelity import cluster_bootstrap_ci, fidelity_index
+from mimesis_pl.eval.values import thaw
 
 
 class RealUserSimSuite(FidelitySuite):
@@ -276,42 +261,7 @@ class RealUserSimSuite(FidelitySuite):
 
     def _condition(self, condition: str) -> dict:
         rows = [r for r in self._rows if r["condition"] == condition]
-        per_seed = []
-        for seed in self.seeds:
-            seed_rows = [r for r in rows if r["seed"] == seed]
-            hits = np.array([r["hits"] or [0] * 5 for r in seed_rows], dtype=float).reshape(-1, 5)
-            judged = np.array([r["hits"] for r in seed_rows if r["hits"] is not None], dtype=float).reshape(-1, 5)
-            talked = [r for r in seed_rows if r["termination_reason"] is not None]
-            per_seed.append(
-                {
-                    "seed": seed,
-                    "n_cases": len(seed_rows),
-                    "errors": sum(r["hits"] is None for r in seed_rows),
-                    "fi": fidelity_index(hits) if len(seed_rows) else None,
-                    "fi_judged_only": fidelity_index(judged) if len(judged) else None,
-                    "dimensions": {
-                        d: float(100 * hits[:, i].mean()) if len(hits) else None
-                        for i, d in enumerate(FIDELITY_DIMENSIONS)
-                    },
-                    "close_rate": mean_or_none([100.0 * (r["termination_reason"] == "close_token") for r in talked]),
-                    "mean_user_turns": mean_or_none([float(r["n_user_messages"]) for r in talked]),
-                }
-            )
-        all_hits = [r["hits"] or [0] * 5 for r in rows]
-        lo, hi = cluster_bootstrap_ci(all_hits, [r["user_ip"] for r in rows], self.n_boot, self.bootstrap_seed)
-        errors = Counter((r["error"] or "").split(":")[0] for r in rows if r["hits"] is None)
-        return {
-            "n_cases": len(rows),
-            "fi": mean_sem([s["fi"] for s in per_seed]),
-            "ci95": [lo, hi],
-            "fi_judged_only": mean_sem([s["fi_judged_only"] for s in per_seed]),
-            "dimensions": {d: mean_sem([s["dimensions"][d] for s in per_seed]) for d in FIDELITY_DIMENSIONS},
-            "close_rate": mean_sem([s["close_rate"] for s in per_seed]),
-            "mean_user_turns": mean_sem([s["mean_user_turns"] for s in per_seed]),
-            "error_rate": 100.0 * sum(errors.values()) / max(len(rows), 1),
-            "errors_by_kind": dict(errors),
-            "per_seed": per_seed,
-        }
+        return condition_summary(rows, self.seeds, n_boot=self.n_boot, bootstrap_seed=self.bootstrap_seed)
 
     def _system_prompt(self, case: RealUserSimCase, profile: RealUserSimCase | None) -> str:
         if self._template is None or (profile is None and self._template.task_only is None):
@@ -366,12 +316,12 @@ class RealUserSimSuite(FidelitySuite):
         published = [[name, *[fmt(x) for x in values]] for name, values in REALUSERSIM.items()]
         markdown = (
             f"# RealUserSim PT3: {self._models['simulator'].name}\n\n"
-            + table(head, rows)
+            + markdown_table(head, rows)
             + "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
             "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
             + prompt_note(results["simulator_prompt"])
             + "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
-            + table(["model", "FI", *FIDELITY_DIMENSIONS], published)
+            + markdown_table(["model", "FI", *FIDELITY_DIMENSIONS], published)
             + f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
             f"task only {REALUSERSIM_CARD['task_only']}.\n"
         )

@@ -28,29 +28,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings
-from mimesis_pl.eval.failures import (
-    EnvironmentFailure,
-    InfrastructureFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
+from mimesis_pl.eval.failures import EnvironmentFailure, InfrastructureFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
-from mimesis_pl.eval.simulator.published import SOUL as PUBLISHED
-from mimesis_pl.eval.simulator.soul_report import (
+from mimesis_pl.eval.simulator.soul.data import SOUL as PUBLISHED
+from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulRow
+from mimesis_pl.eval.simulator.soul.report import (
     HEADLINE,
     ROW_WEIGHTED,
     describe_unscored,
     sets_without_score,
     soul_markdown,
 )
-from mimesis_pl.eval.simulator.soul_scoring import (
-    SOUL_NAMES,
-    across_seeds,
-    degenerate_seeds,
-    seed_summary,
-)
+from mimesis_pl.eval.simulator.soul.scoring import SOUL_NAMES, across_seeds, degenerate_seeds, seed_summary
 from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
 from mimesis_pl.tasks.base import TaskContext
@@ -212,9 +202,9 @@ class SoulSuite(FidelitySuite):
         assert self._backend is not None
         partners = ";".join(f"{k}={v}" for k, v in sorted(roles_identity(self.roles, self.role_revisions).items()))
         return RunIdentity(
-            agent_model=self._backend.name,
-            agent_revision=self._backend.revision,
-            simulator=partners,
+            model_under_test=self._backend.name,
+            model_revision=self._backend.revision,
+            partner=partners,
             harness_version=f"{self.name}-v{self.version}",
         )
 

@@ -1,0 +1,133 @@
+"""The SOUL report (pure): the sets without a scored row, and the markdown with per-set scores per seed, axes,
+the headline beside the paper's Overall, the published rows and what is comparable with the paper."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from mimesis_pl.eval.simulator.soul.data import SOUL_AXES
+from mimesis_pl.eval.simulator.soul.scoring import SOUL_NAMES
+from mimesis_pl.eval.simulator.suite import fmt
+from mimesis_pl.eval.tables import markdown_table
+
+HEADLINE = "SOUL-Index (axis mean)"
+ROW_WEIGHTED = "Overall (row-weighted, the paper's)"
+
+
+def sets_without_score(per_seed: Mapping[int, Mapping[str, Any]], dropped: Mapping[int, str]) -> dict[int, list[str]]:
+    """``{seed: [set, …]}`` of the kept seeds' sets that were run but have no scored row."""
+    out = {}
+    for seed, summary in per_seed.items():
+        empty = [src for src, score in summary["datasets"].items() if score is None]
+        if seed not in dropped and empty:
+            out[seed] = empty
+    return out
+
+
+def describe_unscored(unscored: Mapping[int, list[str]], failed: Mapping[int, Mapping[str, Counter]]) -> str:
+    return "; ".join(
+        f"seed {seed}: " + ", ".join(f"{src} ({dict(failed[seed].get(src, {})) or 'no rows'})" for src in sets)
+        for seed, sets in unscored.items()
+    )
+
+
+def _pm(stat: dict[str, Any]) -> str:
+    if stat.get("mean") is None:
+        return "—"
+    return fmt(stat["mean"]) if stat.get("std") is None else f"{fmt(stat['mean'])} ± {fmt(stat['std'])}"
+
+
+def soul_markdown(r: dict[str, Any]) -> str:
+    """The report: per-set scores per seed, axes, the headline beside the paper's Overall, published rows."""
+    seeds, s = r["seeds"], r["summary"]
+    dropped = {int(k) for k in r["dropped_seeds"]}
+    head = [
+        "set",
+        "axis",
+        "rows",
+        *(f"seed {x}" + (" (dropped)" if x in dropped else "") for x in seeds),
+        "mean ± std",
+        "unscored",
+    ]
+    axis_of = {src: a for a, sets in SOUL_AXES.items() for src in sets}
+    rows = []
+    for src in r["sets"]:
+        unscored = sum(sum(per.get(src, {}).values()) for per in r["unscored_by_seed"].values())
+        rows.append(
+            [
+                SOUL_NAMES[src],
+                axis_of[src],
+                str(r["rows_per_set"][src]),
+                *(fmt(r["per_seed"][x]["datasets"].get(src)) for x in seeds),
+                _pm(s["datasets"][src]),
+                str(unscored),
+            ]
+        )
+    for a in SOUL_AXES:
+        rows.append([f"**{a}**", "", "", *(fmt(r["per_seed"][x]["axes"][a]) for x in seeds), _pm(s["axes"][a]), ""])
+    rows.append(
+        [f"**{HEADLINE}**", "", "", *(fmt(r["per_seed"][x]["soul_index"]) for x in seeds), _pm(s["soul_index"]), ""]
+    )
+    rows.append(
+        [
+            ROW_WEIGHTED,
+            "",
+            "",
+            *(fmt(r["per_seed"][x]["overall_row_weighted"]) for x in seeds),
+            _pm(s["overall_row_weighted"]),
+            "",
+        ]
+    )
+    rows.append(
+        [
+            "AlignX (combined)",
+            "",
+            "",
+            *(fmt(r["per_seed"][x]["alignx_combined"]) for x in seeds),
+            _pm(s["alignx_combined"]),
+            "",
+        ]
+    )
+    ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
+    pub_rows = [
+        [
+            f"**{r['simulator']}** (ours, {HEADLINE} / row-weighted)",
+            *ours,
+            f"{_pm(s['soul_index'])} / {_pm(s['overall_row_weighted'])}",
+        ]
+    ]
+    pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
+    missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
+    unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
+    notes = (
+        f"\nScores are task scores × 100 (validation mode: no format gate; the simulator sampled at temperature "
+        f"{r['sampling']['temperature']:g}, top-p {r['sampling']['top_p']:g}, each request seeded with its run's "
+        f"seed). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
+        f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
+        f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
+        f"every mean and counted: {unscored}. Dropped seeds: "
+        f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n"
+        + (
+            "\n**Sets with no scored row (the headline leaves them out; allowed by allow_unscored_sets):** "
+            + "; ".join(f"seed {k}: " + ", ".join(v) for k, v in r["sets_without_score"].items())
+            + ".\n"
+            if r["sets_without_score"]
+            else ""
+        )
+        + "\nComparable with the paper's SOUL numbers only for a run of all 27 sets on the real validation files, "
+        "with the reference's sampling (temperature 1.0, seeds 0-1-2) and its judge and partner models, read "
+        f"through the paper's row-weighted Overall; **{HEADLINE}** is our headline and is not the paper's number. "
+        "Runs on the sample rows, with scripted counterparts or a subset of sets are not comparable.\n"
+    )
+    published = (
+        "\n## Published (the paper; other models and data — context, not a target; its Overall is "
+        "row-weighted over all 27 sets)\n\n" + markdown_table(["model", *SOUL_AXES, "Overall"], pub_rows)
+    )
+    return (
+        f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
+        + markdown_table(head, rows)
+        + notes
+        + published
+    )
