@@ -14,10 +14,10 @@ SOURCES = [
     *sorted((REPO / "configs").rglob("*.yaml")),
     REPO / "README.md",
 ]
-ENTRY = re.compile(r"^- \*\*([SAE]\d+[a-z]?) — ", re.MULTILINE)
+ENTRY = re.compile(r"^- \*\*([SAED]\d+[a-z]?) — ", re.MULTILINE)
 # "docs/decisions.md S3, S5", "decisions A1", "(S19 in docs/decisions.md)".
 CITATION = re.compile(r"decisions(?:\.md)?\b[^)\n]*|[^(\n]*\bin docs/decisions\.md")
-ID = re.compile(r"\b([SAE]\d+[a-z]?)\b")
+ID = re.compile(r"\b([SAED]\d+[a-z]?)\b")
 OUTSIDE = re.compile(r"spec §|shared/spec|spec/(?:agent|simulator|eval|gyms)\.md")
 
 

@@ -8,8 +8,9 @@ The module that owns the stage calls, in order:
 - :meth:`RolloutStage.after_batch` (from ``on_train_batch_end``): RL validation when due, on the same engine;
 - :meth:`RolloutStage.teardown`: stops what ``setup`` started and closes the engine.
 
-Its checkpointed state (the best validation checkpoint) goes through :meth:`state_dict` /
-:meth:`load_state_dict`, called by the module's checkpoint hooks.
+It implements :class:`~mimesis_pl.stages.base.CollectStage`; its checkpointed state (the best validation
+checkpoint) and validation schedule come from :class:`~mimesis_pl.stages.base.ValidatingStage`, shared with
+simulator RL's stage.
 
 With several processes, the HF engine generates with a full copy of the policy on each rank, loaded
 from the gathered shards after each optimiser step (so ranks generate independently); that costs one
@@ -27,26 +28,19 @@ import lightning.pytorch as pl
 import torch
 
 from ..chat import pad_id_of
-from .engines import SamplingParams
-from .engines.settings import EngineTarget
-from .event_loop import shutdown_loop
-from .experience import build_experience
-from .loop import MultiTurnRollout
-from .services import SimulatorServices, TimedUsers
-from .settings import AdvantageSettings, RolloutSettings
-from .step import RLStep
-from .validation import (
-    BestCheckpoint,
-    EpisodeRecord,
-    ValidationSettings,
-    is_last_step,
-    report_validation,
-    shard_rows,
-    validation_due,
-)
+from ..rollout.engines import SamplingParams
+from ..rollout.engines.settings import EngineTarget
+from ..rollout.event_loop import shutdown_loop
+from ..rollout.experience import build_experience
+from ..rollout.loop import MultiTurnRollout
+from ..rollout.services import SimulatorServices, TimedUsers
+from ..rollout.settings import AdvantageSettings, RolloutSettings
+from ..rollout.step import RLStep
+from ..rollout.validation import EpisodeRecord, ValidationSettings, report_validation, shard_rows
+from .base import ValidatingStage
 
 
-class RolloutStage:
+class RolloutStage(ValidatingStage):
     """Runs ``rollout.n_samples`` episodes per prompt row of a batch and scores them into an :class:`RLStep`.
 
     Args:
@@ -61,16 +55,9 @@ class RolloutStage:
     def __init__(
         self, rollout: RolloutSettings, advantage: AdvantageSettings, validation: ValidationSettings | None = None
     ) -> None:
-        if validation is not None:
-            validation.check()
+        super().__init__(validation)
         self.settings = rollout
         self.advantage = advantage
-        self.validation = validation
-        self.best = (
-            BestCheckpoint(validation.best_metric, validation.best_mode)
-            if validation and validation.best_metric
-            else None
-        )
         self.services: SimulatorServices | None = None
         self.engine = None
         self.rollout: MultiTurnRollout | None = None
@@ -111,13 +98,6 @@ class RolloutStage:
             self._loop = None
         self.rollout = None
         self.val_rollout = None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"best": self.best.state_dict()} if self.best is not None else {}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        if self.best is not None and "best" in state_dict:
-            self.best.load_state_dict(state_dict["best"])
 
     def privileged_source(self) -> Any:
         """Where a coach reads the users' privileged entries: the shim's URL, a client that sends its
@@ -182,16 +162,14 @@ class RolloutStage:
     # -- per step --------------------------------------------------------------------------------
 
     def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
-        """Sync the engine's weights, validate first when this is the run's first step, run and score the episodes."""
+        """Sync the engine's weights, validate first when the schedule says so, run and score the episodes."""
         trainer = module.trainer
         self._ensure_engine(module)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         self._sync_weights(module)
         timings["time/weight_sync_s"] = time.perf_counter() - t0
-        # The first step of a fresh run validates whenever validation is on (val_before_train is not
-        # consulted here; kept as found, see docs/decisions.md).
-        if self.validation is not None and trainer.fit_loop.total_batch_idx == 0:
+        if self.validates_first(module):  # only with val_before_train, as simulator RL (docs/decisions.md D13)
             self._validate(module, steps_done=0)
 
         self.engine.wake_up()
@@ -212,15 +190,9 @@ class RolloutStage:
         metrics = {**experience.metrics, **timings, "rollout/prompts_global": float(len(batch) * trainer.world_size)}
         return RLStep(experience=experience, metrics=metrics)
 
-    def after_batch(self, module: pl.LightningModule, batch_idx: int) -> None:
-        """Validate when the schedule says so (after every N steps and/or the last)."""
-        if self.validation is None:
-            return
-        trainer = module.trainer
-        steps_done = trainer.fit_loop.total_batch_idx + 1
-        if validation_due(steps_done, self.validation, is_last=is_last_step(trainer, batch_idx)):
-            self._sync_weights(module)
-            self._validate(module, steps_done)
+    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+        self._sync_weights(module)
+        self._validate(module, steps_done)
 
     # -- weights and validation --------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ tasks (token-in/token-out on the rollout engine); rows a task could not score fa
 deduplicated by ``gen_uid``, single-rollout groups get 0) make the step's
 :class:`~mimesis_pl.rollout.step.RLStep`. Validation follows the shared schedule of
 :mod:`mimesis_pl.rollout.validation` (before training, every N steps, at the end), with the tasks' own
-``val-core``/``val-aux`` metrics and one transcript JSON per row.
+``val-core``/``val-aux`` metrics and one transcript JSON per row. It implements
+:class:`~mimesis_pl.stages.base.CollectStage`, beside the agent's :class:`~mimesis_pl.stages.agent.RolloutStage`,
+and shares its validation rule and checkpointed state through :class:`~mimesis_pl.stages.base.ValidatingStage`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..rollout.event_loop import shutdown_loop
 from ..rollout.experience import Experience
 from ..rollout.step import RLStep
 from ..rollout.trajectory import collate_trajectories
-from ..rollout.validation import BestCheckpoint, ValidationSettings, is_last_step, shard_rows, validation_due
+from ..rollout.validation import ValidationSettings, shard_rows
 from ..tasks.base import TaskContext, TaskResult
 from ..tasks.clients import RoleSettings
 from ..tasks.conversation import Policy
@@ -37,6 +39,7 @@ from ..tasks.options import check_task_options
 from ..tasks.roles import build_roles
 from ..tasks.runner import run_rows, step_metrics, validation_metrics, with_eval_context
 from ..tasks.transcripts import write_transcript
+from .base import ValidatingStage
 from .simulator_checks import check_best_metric, has_val_rows
 
 log = logging.getLogger(__name__)
@@ -142,7 +145,7 @@ class FoldAdvantageSettings:
     eps: float = 1e-6
 
 
-class TaskRolloutStage:
+class TaskRolloutStage(ValidatingStage):
     """Runs task rows through the simulator and scores them into an :class:`RLStep`; validates on the same engine.
 
     Args:
@@ -159,8 +162,7 @@ class TaskRolloutStage:
         advantage: FoldAdvantageSettings,
         validation: SimValidationSettings | None,
     ) -> None:
-        if validation is not None:
-            validation.check()
+        super().__init__(validation)
         check_task_options(task_options)
         self.settings = rollout
         self.roles = roles
@@ -169,20 +171,19 @@ class TaskRolloutStage:
         self._roles = build_roles(roles)
         self.task_options = dict(task_options)
         self.advantage = advantage
-        self.validation = validation
-        self.best = (
-            BestCheckpoint(validation.best_metric, validation.best_mode)
-            if validation and validation.best_metric
-            else None
-        )
         self.engine = None
         self._engine_version = -1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ctx: TaskContext | None = None
         self._empty_batches = 0
-        self._val_rows_checked = False
 
     # -- lifecycle -------------------------------------------------------------------------------
+
+    def setup(self, module: pl.LightningModule) -> None:
+        """Check that validation has rows to run on (off, with a warning, without val files); the engine and
+        the task context come at the first step, once the weights have loaded."""
+        if self.validation is not None and not has_val_rows(module.trainer.datamodule):
+            self.validation = None
 
     def _context(self, module: pl.LightningModule) -> TaskContext:
         if self._ctx is not None:
@@ -228,13 +229,6 @@ class TaskRolloutStage:
             self.engine = None
         self._ctx = None
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"best": self.best.state_dict()} if self.best is not None else {}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        if self.best is not None and "best" in state_dict:
-            self.best.load_state_dict(state_dict["best"])
-
     def _sync_engine(self, module: pl.LightningModule) -> None:
         if not self.settings.engine.generates_on_policy_weights and module.weights_version != self._engine_version:
             self.engine.update_weights(module.model)
@@ -254,14 +248,8 @@ class TaskRolloutStage:
 
     def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         """Validate first when due before training, then run and score the batch's rows."""
-        trainer = module.trainer
         ctx = self._context(module)
-        if self.validation is not None and not self._val_rows_checked:
-            self._val_rows_checked = True
-            if not has_val_rows(trainer.datamodule):
-                self.validation = None
-        v = self.validation
-        if v is not None and trainer.fit_loop.total_batch_idx == 0 and validation_due(0, v):
+        if self.validates_first(module):
             self.validate(module)
         self._sync_engine(module)
         started = time.perf_counter()
@@ -291,17 +279,10 @@ class TaskRolloutStage:
         experience = Experience(trajectories=rows, tensors=t, metrics={}, trained=list(range(len(rows))))
         return RLStep(experience=experience, metrics=metrics)
 
-    def after_batch(self, module: pl.LightningModule, batch_idx: int) -> None:
-        """Validate when the schedule says so (after every N RL steps and/or the last)."""
-        v = self.validation
-        if v is None:
-            return
-        trainer = module.trainer
-        steps_done = trainer.fit_loop.total_batch_idx + 1
-        if validation_due(steps_done, v, is_last=is_last_step(trainer, batch_idx)):
-            self.validate(module)
-
     # -- validation --------------------------------------------------------------------------------
+
+    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+        self.validate(module)
 
     def validate(self, module: pl.LightningModule) -> dict[str, float]:
         """Run the val rows once each without the format gate; log and return the metrics."""
