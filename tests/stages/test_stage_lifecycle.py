@@ -48,9 +48,7 @@ def _module(total_batch_idx: int) -> SimpleNamespace:
 
 
 def _agent_stage(val_before_train: bool) -> RolloutStage:
-    stage = RolloutStage(
-        RolloutSettings(), AdvantageSettings(), ValidationSettings(val_before_train=val_before_train)
-    )
+    stage = RolloutStage(RolloutSettings(), AdvantageSettings(), ValidationSettings(val_before_train=val_before_train))
     stage.rollout, stage.engine = object(), _Engine()  # as after the first step built them
     return stage
 
