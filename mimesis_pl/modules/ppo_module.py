@@ -11,14 +11,13 @@ compared with them, as the train/inference mismatch); then ``ppo.epochs`` passes
 trajectories, each mini-batch one optimiser step of the clipped policy loss, accumulated over
 micro-batches so that ``token-mean`` means the mean over every response token of the mini-batch.
 A step whose gradient norm is not finite is skipped and counted. The update takes a typed
-:class:`~mimesis_pl.rl.policy_batch.PolicyBatch` and returns its metrics (:class:`UpdateResult`).
+:class:`~mimesis_pl.rl.policy_batch.PolicyBatch` and returns its metrics (an ``UpdateResult``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import lightning.pytorch as pl
@@ -26,7 +25,7 @@ import torch
 
 from ..chat import load_tokenizer, pad_id_of
 from ..rl.losses import policy_loss
-from ..rl.policy_batch import LossInputs, PolicyBatch
+from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
 from ..rollout.step import RLStep
 from ..scale import per_rank_share, plan_minibatches
 from ..stages.base import CollectStage, Stage
@@ -49,27 +48,6 @@ class ExtraLoss(Protocol):
 
     def empty_microbatch(self) -> None:
         """Keep ranks in step on a micro-batch with no trajectory on this rank."""
-
-
-@dataclass
-class UpdateResult:
-    """What one RL step's update returns.
-
-    Args:
-        trained: ``False`` when no rank had a trajectory to train on (no optimiser step ran).
-        metrics: the update's figures (``train/*``, ``time/*``, and the extra term's).
-    """
-
-    trained: bool
-    metrics: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class PolicyUpdate:
-    """What the PPO passes return: the old log-probs they used (``[B, T-1]``) and their metrics."""
-
-    old_logprobs: torch.Tensor
-    metrics: dict[str, float]
 
 
 def extra_term_weight(
@@ -321,7 +299,7 @@ class PPOModule(HFCausalLMModule):
         sched = self.lr_schedulers()
         world = self._world_size()
         ppo = self.ppo
-        response, advantages, old = inputs.response_mask, inputs.advantages, inputs.old_logprobs
+        response, old = inputs.response_mask, inputs.old_logprobs
         metrics: dict[str, float] = dict(extra.metrics) if extra is not None else {}
         sums: dict[str, float] = {}
         n_updates = 0
@@ -343,25 +321,11 @@ class PPOModule(HFCausalLMModule):
                     used[rows, :w] = old_rows
                 else:
                     old_rows = old[rows, :w]
-                loss, mb_metrics = policy_loss(
-                    logprobs,
-                    old_rows,
-                    advantages[rows, :w],
-                    mask,
-                    clip_low=ppo.clip_low,
-                    clip_high=ppo.clip_high,
-                    dual_clip=ppo.dual_clip,
-                    agg=ppo.loss_agg,
-                )
-                mb_metrics = {**mb_metrics, "pg_loss": loss.detach()}
-                # token-mean over the whole global mini-batch, not the mean of micro-batch means; × world
-                # because data parallelism averages the ranks' gradients
+                # token-mean over the whole global mini-batch, not the mean of micro-batch means
                 share = mask.sum() / global_tokens if ppo.loss_agg == "token-mean" else len(rows) / global_rows
-                loss = loss * share * world
-                if extra is not None:
-                    extra_loss, extra_metrics = extra(rows, logprobs, w, inputs)
-                    loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, len(micro_batches))
-                    mb_metrics = {**mb_metrics, **extra_metrics}
+                loss, mb_metrics = self._microbatch_loss(
+                    inputs, rows, logprobs, old_rows, share=share, world=world, n_micro=len(micro_batches), extra=extra
+                )
                 self.manual_backward(loss)
                 for key, value in mb_metrics.items():
                     sums[key] = sums.get(key, 0.0) + float(value)
@@ -376,6 +340,40 @@ class PPOModule(HFCausalLMModule):
         metrics["train/skipped_steps"] = float(self.skipped_steps)
         metrics["train/lr"] = opt.param_groups[0]["lr"]
         return PolicyUpdate(old_logprobs=used, metrics=metrics)
+
+    def _microbatch_loss(
+        self,
+        inputs: LossInputs,
+        rows: torch.Tensor,
+        logprobs: torch.Tensor,
+        old_rows: torch.Tensor,
+        *,
+        share: torch.Tensor | float,
+        world: int,
+        n_micro: int,
+        extra: ExtraLoss | None,
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The micro-batch's loss to backward (its ``share`` of the global mini-batch, × ``world`` because data
+        parallelism averages the ranks' gradients; plus the extra term) and its metrics."""
+        ppo, w = self.ppo, logprobs.shape[1]
+        mask = inputs.response_mask[rows, :w]
+        loss, metrics = policy_loss(
+            logprobs,
+            old_rows,
+            inputs.advantages[rows, :w],
+            mask,
+            clip_low=ppo.clip_low,
+            clip_high=ppo.clip_high,
+            dual_clip=ppo.dual_clip,
+            agg=ppo.loss_agg,
+        )
+        metrics = {**metrics, "pg_loss": loss.detach()}
+        loss = loss * share * world
+        if extra is not None:
+            extra_loss, extra_metrics = extra(rows, logprobs, w, inputs)
+            loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, n_micro)
+            metrics = {**metrics, **extra_metrics}
+        return loss, metrics
 
     def _optimizer_step(self, opt: Any, sched: Any) -> float:
         """Clip the gradient and step (skipped and counted when its norm is not finite); the norm."""

@@ -2,13 +2,14 @@
 
 :class:`PolicyBatch` is what an RL module hands its PPO update: one rank's collated trained trajectories with
 their advantages. :class:`LossInputs` is what every micro-batch's loss reads, aligned with the student's
-log-probs (column ``j`` scores token ``j + 1``). Both replace string-keyed tensor dicts (docs/decisions.md D14).
+log-probs (column ``j`` scores token ``j + 1``). Both replace string-keyed tensor dicts; the update returns its
+figures (:class:`PolicyUpdate`, :class:`UpdateResult`) instead of filling a caller's dict (docs/decisions.md D14).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -80,3 +81,24 @@ class LossInputs:
     response_mask: Tensor
     advantages: Tensor
     old_logprobs: Tensor | None
+
+
+@dataclass
+class UpdateResult:
+    """What one RL step's update returns.
+
+    Args:
+        trained: ``False`` when no rank had a trajectory to train on (no optimiser step ran).
+        metrics: the update's figures (``train/*``, ``time/*``, and the extra term's).
+    """
+
+    trained: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class PolicyUpdate:
+    """What the PPO passes return: the old log-probs they used (``[B, T-1]``) and their metrics."""
+
+    old_logprobs: torch.Tensor
+    metrics: dict[str, float]

@@ -9,9 +9,8 @@ import pytest
 import torch
 
 from mimesis_pl.modules import AgentGRPO
-from mimesis_pl.modules.ppo_module import UpdateResult
 from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
-from mimesis_pl.rl.policy_batch import PolicyBatch
+from mimesis_pl.rl.policy_batch import PolicyBatch, UpdateResult
 
 from ..conftest import REPO, TINY_MODEL
 
