@@ -63,10 +63,10 @@ from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSetting
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
-from mimesis_pl.rollout.stage import RolloutStage
 from mimesis_pl.rollout.step import RLStep
 from mimesis_pl.rollout.trajectory import Trajectory
 from mimesis_pl.spans import TurnSpan
+from mimesis_pl.stages.agent import RolloutStage
 
 TINY = REPO / "assets" / "tiny-qwen3"
 SYSTEM = "You are a helpful support agent. Answer briefly."

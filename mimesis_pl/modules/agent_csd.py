@@ -22,6 +22,7 @@ from ..chat import pad_id_of
 from ..csd.evidence import lapse_turns
 from ..rl.losses import csd_loss, gap_gate_by_group
 from ..rl.placebo import and_mask_placebo
+from ..rl.policy_batch import LossInputs, PolicyBatch
 from ..rl.teacher import pack_teacher_rows
 from ..rollout.coaching import CoachingSettings, CoachStage
 from ..rollout.settings import AdvantageSettings, RolloutSettings
@@ -94,11 +95,20 @@ class AgentCSD(AgentGRPO):
             return None
         exp = step.experience
         lapses = [lapse_turns(exp.trajectories[i].messages) for i in exp.trained]
-        return CSDTerm(self, step.teacher, exp.tensors, lapses)
+        return CSDTerm(self, step.teacher, lapses)
 
-    def _csd_term(self, teacher, t, rows, logprobs, width, advantages, response, lapses=None):
+    def csd_term(
+        self,
+        teacher: TeacherBatch,
+        inputs: LossInputs,
+        rows: torch.Tensor,
+        logprobs: torch.Tensor,
+        width: int,
+        lapses: list[set[int]] | None = None,
+    ) -> tuple[torch.Tensor, dict[str, float]]:
         """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``)."""
-        length = t["input_ids"].shape[1]
+        t, advantages, response = inputs.batch, inputs.advantages, inputs.response_mask
+        length = t.input_ids.shape[1]
         real = [teacher.real[int(i)] for i in rows]
         placebo = [teacher.placebo[int(i)] for i in rows] if teacher.placebo is not None else None
         n_forwards = self._teacher_forwards(real, placebo)
@@ -143,6 +153,13 @@ class AgentCSD(AgentGRPO):
         metrics["csd/loss"] = float(loss.detach())
         return self.csd.coef * torch.nan_to_num(loss), metrics
 
+    def csd_empty_microbatch(self) -> None:
+        """A micro-batch with no trajectory on this rank, as a real one: student forward, the teacher forwards of
+        the busiest rank, backward (ranks stay in step)."""
+        student = self._dummy_logprobs()
+        self._equalize_forwards(0)
+        self.manual_backward(student.sum() * 0.0)
+
     def _teacher_forwards(self, real, placebo) -> int:
         n_rows = sum(len(r.rows) for r in real) + (sum(len(p.rows) for p in placebo) if placebo else 0)
         if self.csd.teacher_mode == "packed":
@@ -161,7 +178,7 @@ class AgentCSD(AgentGRPO):
             placebo_full = teacher_logprobs(self.model, packed_p, self.csd.teacher_chunk_rows, fill=float("nan"))
         return teacher_full, placebo_full, packed.teacher_mask
 
-    def _teacher_prefix_cached(self, t, rows, real, placebo, length, teacher):
+    def _teacher_prefix_cached(self, t: PolicyBatch, rows, real, placebo, length, teacher):
         b = len(rows)
         teacher_full = torch.zeros(b, length, device=self.device)
         placebo_full = torch.full((b, length), float("nan"), device=self.device) if placebo is not None else None
@@ -170,9 +187,9 @@ class AgentCSD(AgentGRPO):
             sets = [real[k]] + ([placebo[k]] if placebo is not None else [])
             if not any(s.rows for s in sets):
                 continue
-            n = int(t["attention_mask"][i].sum())
+            n = int(t.attention_mask[i].sum())
             fills = (0.0, float("nan"))[: len(sets)]
-            outs = teacher_logprobs_prefix_cached(self.model, t["input_ids"][i, :n], teacher.spans[i], sets, fill=fills)
+            outs = teacher_logprobs_prefix_cached(self.model, t.input_ids[i, :n], teacher.spans[i], sets, fill=fills)
             teacher_full[k, :n] = outs[0]
             if placebo_full is not None:
                 placebo_full[k, :n] = outs[1]
@@ -193,11 +210,10 @@ def _lapse_mask(rows, spans, lapses, length: int) -> torch.Tensor:
 
 @dataclass
 class CSDTerm:
-    """The CSD term of one step's update: the step's teacher rows scored against each micro-batch."""
+    """The CSD term of one step's update (an ``ExtraLoss``): the step's teacher rows scored against each micro-batch."""
 
     module: AgentCSD
     teacher: TeacherBatch
-    tensors: dict[str, torch.Tensor]
     lapses: list[set[int]] | None = None  # per trained trajectory, its turns that restate the opening
 
     @property
@@ -208,14 +224,8 @@ class CSDTerm:
     def weighting(self):
         return self.module.csd.weighting
 
-    def __call__(self, rows, logprobs, width, advantages, response):
-        return self.module._csd_term(
-            self.teacher, self.tensors, rows, logprobs, width, advantages, response, self.lapses
-        )
+    def __call__(self, rows, logprobs, width, inputs: LossInputs):
+        return self.module.csd_term(self.teacher, inputs, rows, logprobs, width, self.lapses)
 
     def empty_microbatch(self) -> None:
-        # as a real micro-batch: student forward, the teacher forwards of the busiest rank, backward
-        module = self.module
-        student = module._dummy_logprobs()
-        module._equalize_forwards(0)
-        module.manual_backward(student.sum() * 0.0)
+        self.module.csd_empty_microbatch()

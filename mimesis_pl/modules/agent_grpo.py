@@ -1,23 +1,23 @@
 """``AgentGRPO``: multi-turn GRPO of the agent against simulated users (manual optimisation).
 
-Each training step: the :class:`~mimesis_pl.rollout.stage.RolloutStage` runs the batch's episodes and
+Each training step: the :class:`~mimesis_pl.stages.agent.RolloutStage` runs the batch's episodes and
 scores them into an :class:`~mimesis_pl.rollout.step.RLStep`, which :meth:`AgentGRPO.update` takes as its
-argument (the PPO update of :class:`~mimesis_pl.modules.ppo_module.PPOModule`). RL validation runs on the
-same stage after the steps its schedule names.
+argument (the PPO update of :class:`~mimesis_pl.modules.ppo_module.PPOModule`, on the step's typed
+:class:`~mimesis_pl.rl.policy_batch.PolicyBatch`). RL validation runs on the same stage after the steps its
+schedule names.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torchmetrics import MeanMetric
 
+from ..rl.policy_batch import PolicyBatch
 from ..rollout.settings import AdvantageSettings, RolloutSettings
-from ..rollout.stage import RolloutStage
 from ..rollout.step import RLStep
 from ..rollout.trajectory import Trajectory
 from ..rollout.validation import ValidationSettings
+from ..stages.agent import RolloutStage
 from .ppo_module import ExtraLoss, PPOModule
 from .settings import ModelSettings, OptimSettings, PPOSettings
 
@@ -54,34 +54,14 @@ class AgentGRPO(PPOModule):
         self.rollout_stage = RolloutStage(rollout, advantage, validation)
         self.reward_mean = MeanMetric()
 
-    # -- stages ------------------------------------------------------------------------------------
-
-    def stages(self) -> list[tuple[str, Any]]:
-        return [("rollout", self.rollout_stage)]
-
-    def setup(self, stage: str) -> None:
-        if stage == "fit":
-            self.rollout_stage.setup(self)
-
-    def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
-        return self.rollout_stage.collect(self, batch, batch_idx)
-
-    def after_batch(self, batch_idx: int) -> None:
-        self.rollout_stage.after_batch(self, batch_idx)
-
     # -- the update --------------------------------------------------------------------------------
 
     def update(self, step: RLStep) -> None:
         exp = step.experience
-        metrics = dict(step.metrics)
-        trained = self.train_on(
-            exp.tensors,
-            n_slots=len(exp.trajectories),
-            trained=list(exp.trained),
-            metrics=metrics,
-            extra=self.extra_loss(step),
-        )
-        if not trained:
+        batch = PolicyBatch.from_tensors(exp.tensors, trained=list(exp.trained), n_slots=len(exp.trajectories))
+        result = self.train_on(batch, extra=self.extra_loss(step))
+        metrics = {**step.metrics, **result.metrics}
+        if not result.trained:
             # Every trajectory failed or had no turn: nothing to learn from; the counts are still logged.
             self.log_dict(metrics, on_step=True)
             return

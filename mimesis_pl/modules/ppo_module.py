@@ -1,15 +1,17 @@
 """``PPOModule``: what every RL module shares — its step stages and the clipped policy update (manual optimisation).
 
 A training step is ``self.update(self.collect(batch, batch_idx))``: ``collect`` runs the module's declared
-stages (rollout, then optionally coaching) into one typed :class:`~mimesis_pl.rollout.step.RLStep`; ``update``
-takes it as its argument. The stages' services start in ``setup`` and stop in ``teardown``; their
-checkpointed state rides in the checkpoint under ``"rl_stages"``.
+stages (its :class:`~mimesis_pl.stages.base.CollectStage` ``rollout_stage``, then optionally coaching) into one
+typed :class:`~mimesis_pl.rollout.step.RLStep`; ``update`` takes it as its argument. The rollout stage starts in
+``setup("fit")``; every :class:`~mimesis_pl.stages.base.Stage` stops in ``teardown`` and its checkpointed state
+rides in the checkpoint under ``"rl_stages"``.
 
 The update: old log-probs are recomputed under the current weights (the engine's log-probs are only
 compared with them, as the train/inference mismatch); then ``ppo.epochs`` passes over mini-batches of
 trajectories, each mini-batch one optimiser step of the clipped policy loss, accumulated over
 micro-batches so that ``token-mean`` means the mean over every response token of the mini-batch.
-A step whose gradient norm is not finite is skipped and counted.
+A step whose gradient norm is not finite is skipped and counted. The update takes a typed
+:class:`~mimesis_pl.rl.policy_batch.PolicyBatch` and returns its metrics (an ``UpdateResult``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ import torch
 
 from ..chat import load_tokenizer, pad_id_of
 from ..rl.losses import policy_loss
+from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
+from ..rollout.step import RLStep
 from ..scale import per_rank_share, plan_minibatches
+from ..stages.base import CollectStage, Stage
 from .base import HFCausalLMModule
 from .settings import ModelSettings, OptimSettings, PPOSettings
 from .token_ops import model_token_logprobs
@@ -37,8 +42,9 @@ class ExtraLoss(Protocol):
     weighting: Literal["micro_batch", "pg_token_share"]
 
     def __call__(
-        self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, advantages: torch.Tensor, response: torch.Tensor
-    ) -> tuple[torch.Tensor, dict[str, float]]: ...
+        self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, inputs: LossInputs
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """``(term, metrics)`` for the micro-batch ``rows`` (student ``logprobs [b, width]``)."""
 
     def empty_microbatch(self) -> None:
         """Keep ranks in step on a micro-batch with no trajectory on this rank."""
@@ -81,8 +87,11 @@ class _StageHooks(pl.Callback):
 class PPOModule(HFCausalLMModule):
     """Base of the RL modules: stage lifecycle, log-probs under data parallelism, the PPO update.
 
-    Subclasses declare their stages (:meth:`stages`) and implement :meth:`collect` and :meth:`update`.
+    Subclasses set ``rollout_stage`` (a :class:`~mimesis_pl.stages.base.CollectStage`), add later stages to
+    :meth:`stages` and :meth:`collect` when they have some, and implement :meth:`update`.
     """
+
+    rollout_stage: CollectStage
 
     def __init__(self, *, policy: ModelSettings, ppo: PPOSettings, optim: OptimSettings) -> None:
         super().__init__(settings=policy, optim=optim, model_path_key="model.init_args.policy.model_path")
@@ -98,20 +107,25 @@ class PPOModule(HFCausalLMModule):
 
     # -- the step ---------------------------------------------------------------------------------
 
-    def stages(self) -> list[tuple[str, Any]]:
+    def stages(self) -> list[tuple[str, Stage]]:
         """The module's stages in the order they run, by name (the names key their checkpointed state)."""
-        raise NotImplementedError
+        return [("rollout", self.rollout_stage)]
 
-    def collect(self, batch: Any, batch_idx: int) -> Any:
+    def setup(self, stage: str) -> None:
+        if stage == "fit":
+            self.rollout_stage.setup(self)
+
+    def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         """Run the stages on ``batch``: the step's typed data for :meth:`update`."""
-        raise NotImplementedError
+        return self.rollout_stage.collect(self, batch, batch_idx)
 
-    def update(self, step: Any) -> None:
+    def update(self, step: RLStep) -> None:
         """The policy update on one step's data, and its logging."""
         raise NotImplementedError
 
     def after_batch(self, batch_idx: int) -> None:
         """End-of-batch stage work (RL validation); runs before checkpoint callbacks save."""
+        self.rollout_stage.after_batch(self, batch_idx)
 
     def configure_callbacks(self) -> list[pl.Callback]:
         return [_StageHooks()]
@@ -137,14 +151,14 @@ class PPOModule(HFCausalLMModule):
 
     # -- log-probs -------------------------------------------------------------------------------
 
-    def _logprobs(self, t: dict[str, torch.Tensor], rows: torch.Tensor, entropy: bool = False):
+    def _logprobs(self, batch: PolicyBatch, rows: torch.Tensor, entropy: bool = False):
         """``[b, w-1]`` log-probs of ids 1.. of ``rows`` on response positions (0 elsewhere), the entropy
         there when asked, and the padded width ``w`` of these rows."""
-        ids = t["input_ids"][rows].to(self.device)
-        attn = t["attention_mask"][rows].to(self.device)
+        ids = batch.input_ids[rows].to(self.device)
+        attn = batch.attention_mask[rows].to(self.device)
         width = int(attn.sum(-1).max())
         ids, attn = ids[:, :width], attn[:, :width]
-        targets = t["response_mask"][rows, 1:width].to(self.device)
+        targets = batch.response_mask[rows, 1:width].to(self.device)
         out = model_token_logprobs(
             self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=entropy
         )
@@ -161,15 +175,15 @@ class PPOModule(HFCausalLMModule):
         return False
 
     @torch.no_grad()
-    def _old_logprobs(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
-        batch, length = t["input_ids"].shape
+    def _old_logprobs(self, policy_batch: PolicyBatch) -> torch.Tensor:
+        batch, length = policy_batch.input_ids.shape
         out = torch.zeros(batch, length - 1, device=self.device)
         was_training = self.model.training
         self.model.eval()  # old log-probs must not see dropout noise
         n_forwards = 0
         for start in range(0, batch, self.ppo.micro_batch_size):
             rows = torch.arange(start, min(start + self.ppo.micro_batch_size, batch))
-            logprobs, _, width = self._logprobs(t, rows)
+            logprobs, _, width = self._logprobs(policy_batch, rows)
             out[rows, : width - 1] = logprobs.float()
             n_forwards += 1
         self._equalize_forwards(n_forwards)
@@ -229,25 +243,16 @@ class PPOModule(HFCausalLMModule):
 
     # -- the update --------------------------------------------------------------------------------
 
-    def train_on(
-        self,
-        t: dict[str, torch.Tensor],
-        *,
-        n_slots: int,
-        trained: list[int],
-        metrics: dict[str, float],
-        extra: ExtraLoss | None = None,
-    ) -> bool:
-        """One RL step's PPO update on this rank's experience; ``False`` when no rank had anything to train.
+    def train_on(self, batch: PolicyBatch, *, extra: ExtraLoss | None = None) -> UpdateResult:
+        """One RL step's PPO update on this rank's ``batch``; ``trained=False`` when no rank had anything to train.
 
-        ``t`` holds the collated trained trajectories (row ``k`` is slot ``trained[k]`` of the ``n_slots``
-        this rank rolled out) with their ``advantages``; ``metrics`` receives the update's figures;
-        ``extra`` adds a term to every micro-batch's loss (CSD).
+        ``extra`` adds a term to every micro-batch's loss (CSD). The result's metrics are the update's own; the
+        caller merges them with the step's rollout figures.
         """
-        plan = self._plan(n_slots, trained)
-        response = (
-            t["response_mask"][:, 1:].to(self.device).float() if trained else torch.zeros(0, 1, device=self.device)
-        )
+        metrics: dict[str, float] = {}
+        trained = list(batch.trained)
+        plan = self._plan(batch.n_slots, trained)
+        response = batch.response_mask[:, 1:].to(self.device).float()
         # Global sizes of each mini-batch (response tokens, trajectories) and the number trained
         # everywhere: the loss of a mini-batch is normalised over all ranks, as on one process.
         sizes = torch.zeros(len(plan) + 1, 2, device=self.device)
@@ -258,42 +263,44 @@ class PPOModule(HFCausalLMModule):
         sizes[-1, 1] = len(trained)
         sizes = self._all_reduce(sizes)
         if int(sizes[-1, 1]) == 0:
-            metrics["train/skipped_empty_batch"] = 1.0
-            return False
+            return UpdateResult(trained=False, metrics={"train/skipped_empty_batch": 1.0})
         # On-policy (one epoch, one mini-batch): the old log-probs *are* the first forward's, detached,
         # so the separate no-grad pass is skipped.
         on_policy = self.ppo.epochs == 1 and len(plan) == 1 and not self._has_dropout()
         started = time.perf_counter()
         old = None
         if not on_policy:
-            old = self._old_logprobs(t) if trained else torch.zeros_like(response)
+            old = self._old_logprobs(batch) if trained else torch.zeros_like(response)
             if not trained:
                 self._equalize_forwards(0)
         metrics["time/old_logprobs_s"] = time.perf_counter() - started
-        advantages = t["advantages"][:, 1:].to(self.device) if trained else response
+        advantages = batch.advantages[:, 1:].to(self.device) if trained else response
+        inputs = LossInputs(batch=batch, response_mask=response, advantages=advantages, old_logprobs=old)
         started = time.perf_counter()
-        used = self.update_policy(t, old, advantages, response, metrics, plan=plan, sizes=sizes, extra=extra)
+        update = self.update_policy(inputs, plan=plan, sizes=sizes, extra=extra)
+        metrics.update(update.metrics)
         metrics["time/update_s"] = time.perf_counter() - started
         if trained:
-            rollout_lp = t["rollout_logprobs"][:, 1:].to(self.device)
+            rollout_lp = batch.rollout_logprobs[:, 1:].to(self.device)
+            used = update.old_logprobs
             mismatch = ((used - rollout_lp).abs() * response).sum().item() / max(1.0, response.sum().item())
             metrics["train/logprob_mismatch_abs"] = mismatch
-        return True
+        return UpdateResult(trained=True, metrics=metrics)
 
     def update_policy(
-        self, t, old, advantages, response, metrics, *, plan, sizes, extra: ExtraLoss | None = None
-    ) -> torch.Tensor:
-        """PPO passes over the mini-batches of ``plan``; returns the old log-probs used (``[B, T-1]``).
+        self, inputs: LossInputs, *, plan: list[list[list[int]]], sizes: torch.Tensor, extra: ExtraLoss | None = None
+    ) -> PolicyUpdate:
+        """PPO passes over the mini-batches of ``plan``: the old log-probs used (``[B, T-1]``) and the metrics.
 
-        ``old=None`` means on-policy: each micro-batch's own log-probs, detached, are the old ones.
-        ``sizes[m]`` holds mini-batch ``m``'s response tokens and trajectories summed over all ranks.
+        ``inputs.old_logprobs=None`` means on-policy: each micro-batch's own log-probs, detached, are the old
+        ones. ``sizes[m]`` holds mini-batch ``m``'s response tokens and trajectories summed over all ranks.
         """
         opt = self.optimizers()
         sched = self.lr_schedulers()
         world = self._world_size()
         ppo = self.ppo
-        if extra is not None:
-            metrics.update(extra.metrics)
+        response, old = inputs.response_mask, inputs.old_logprobs
+        metrics: dict[str, float] = dict(extra.metrics) if extra is not None else {}
         sums: dict[str, float] = {}
         n_updates = 0
         used = torch.zeros_like(response) if old is None else old
@@ -306,7 +313,7 @@ class PPOModule(HFCausalLMModule):
                     continue
                 rows = torch.tensor(rows_list)
                 want_entropy = ppo.log_entropy and n_updates == 0 and k == 0
-                logprobs, entropy, width = self._logprobs(t, rows, entropy=want_entropy)
+                logprobs, entropy, width = self._logprobs(inputs.batch, rows, entropy=want_entropy)
                 w = width - 1
                 mask = response[rows, :w]
                 if old is None:
@@ -314,46 +321,70 @@ class PPOModule(HFCausalLMModule):
                     used[rows, :w] = old_rows
                 else:
                     old_rows = old[rows, :w]
-                loss, mb_metrics = policy_loss(
-                    logprobs,
-                    old_rows,
-                    advantages[rows, :w],
-                    mask,
-                    clip_low=ppo.clip_low,
-                    clip_high=ppo.clip_high,
-                    dual_clip=ppo.dual_clip,
-                    agg=ppo.loss_agg,
-                )
-                mb_metrics = {**mb_metrics, "pg_loss": loss.detach()}
-                # token-mean over the whole global mini-batch, not the mean of micro-batch means; × world
-                # because data parallelism averages the ranks' gradients
+                # token-mean over the whole global mini-batch, not the mean of micro-batch means
                 share = mask.sum() / global_tokens if ppo.loss_agg == "token-mean" else len(rows) / global_rows
-                loss = loss * share * world
-                if extra is not None:
-                    extra_loss, extra_metrics = extra(rows, logprobs, w, advantages, response)
-                    loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, len(micro_batches))
-                    mb_metrics = {**mb_metrics, **extra_metrics}
+                loss, mb_metrics = self._microbatch_loss(
+                    inputs, rows, logprobs, old_rows, share=share, world=world, n_micro=len(micro_batches), extra=extra
+                )
                 self.manual_backward(loss)
                 for key, value in mb_metrics.items():
                     sums[key] = sums.get(key, 0.0) + float(value)
                 sums["_count"] = sums.get("_count", 0.0) + 1
                 if entropy is not None:
                     metrics["train/entropy"] = ((entropy * mask).sum() / mask.sum().clamp(min=1)).item()
-            params = [p for p in self.model.parameters() if p.requires_grad]
-            norm = torch.nn.utils.clip_grad_norm_(params, ppo.grad_clip)
-            norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
-            if not math.isfinite(norm):
-                self.skipped_steps += 1
-                opt.zero_grad(set_to_none=True)
-            else:
-                opt.step()
-                self.weights_version += 1
-            sched.step()
-            metrics["train/grad_norm"] = norm
+            metrics["train/grad_norm"] = self._optimizer_step(opt, sched)
             n_updates += 1
         count = sums.pop("_count", 1.0)
         metrics.update({f"train/{k}": v / count for k, v in sums.items()})
         metrics["train/updates"] = float(n_updates)
         metrics["train/skipped_steps"] = float(self.skipped_steps)
         metrics["train/lr"] = opt.param_groups[0]["lr"]
-        return used
+        return PolicyUpdate(old_logprobs=used, metrics=metrics)
+
+    def _microbatch_loss(
+        self,
+        inputs: LossInputs,
+        rows: torch.Tensor,
+        logprobs: torch.Tensor,
+        old_rows: torch.Tensor,
+        *,
+        share: torch.Tensor | float,
+        world: int,
+        n_micro: int,
+        extra: ExtraLoss | None,
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The micro-batch's loss to backward (its ``share`` of the global mini-batch, × ``world`` because data
+        parallelism averages the ranks' gradients; plus the extra term) and its metrics."""
+        ppo, w = self.ppo, logprobs.shape[1]
+        mask = inputs.response_mask[rows, :w]
+        loss, metrics = policy_loss(
+            logprobs,
+            old_rows,
+            inputs.advantages[rows, :w],
+            mask,
+            clip_low=ppo.clip_low,
+            clip_high=ppo.clip_high,
+            dual_clip=ppo.dual_clip,
+            agg=ppo.loss_agg,
+        )
+        metrics = {**metrics, "pg_loss": loss.detach()}
+        loss = loss * share * world
+        if extra is not None:
+            extra_loss, extra_metrics = extra(rows, logprobs, w, inputs)
+            loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, n_micro)
+            metrics = {**metrics, **extra_metrics}
+        return loss, metrics
+
+    def _optimizer_step(self, opt: Any, sched: Any) -> float:
+        """Clip the gradient and step (skipped and counted when its norm is not finite); the norm."""
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        norm = torch.nn.utils.clip_grad_norm_(params, self.ppo.grad_clip)
+        norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+        if not math.isfinite(norm):
+            self.skipped_steps += 1
+            opt.zero_grad(set_to_none=True)
+        else:
+            opt.step()
+            self.weights_version += 1
+        sched.step()
+        return norm

@@ -1,6 +1,6 @@
 """``SimulatorRL``: stage 3 — the ThoughtTrace simulator trained by RL over the task mixture.
 
-Each training step: the :class:`~mimesis_pl.modules.simulator_stage.TaskRolloutStage` runs the batch's rows
+Each training step: the :class:`~mimesis_pl.stages.simulator.TaskRolloutStage` runs the batch's rows
 through their tasks and folds the scored rollouts into an :class:`~mimesis_pl.rollout.step.RLStep` (FoldGRPO
 advantages); :meth:`SimulatorRL.update` takes it as its argument and runs the PPO update of
 :class:`~mimesis_pl.modules.ppo_module.PPOModule` (clip 0.2 / 0.28, dual clip 10, manual optimisation).
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..rl.policy_batch import PolicyBatch
 from ..rollout.step import RLStep
+from ..stages.simulator import FoldAdvantageSettings, SimRolloutSettings, SimValidationSettings, TaskRolloutStage
 from ..tasks.clients import RoleSettings
 from .ppo_module import PPOModule
 from .settings import ModelSettings, OptimSettings, PPOSettings
-from .simulator_stage import FoldAdvantageSettings, SimRolloutSettings, SimValidationSettings, TaskRolloutStage
 
 # The reference's simulator optimiser (lr 8e-6, constant, weight decay 0.01) and PPO (mini-batch 16 prompts
 # × 8 = 128 trajectories, clip 0.2 / 0.28, dual clip 10).
@@ -57,15 +58,6 @@ class SimulatorRL(PPOModule):
         self.save_hyperparameters()
         self.rollout_stage = TaskRolloutStage(rollout, roles, task_options or {}, advantage, validation)
 
-    def stages(self) -> list[tuple[str, Any]]:
-        return [("rollout", self.rollout_stage)]
-
-    def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
-        return self.rollout_stage.collect(self, batch, batch_idx)
-
-    def after_batch(self, batch_idx: int) -> None:
-        self.rollout_stage.after_batch(self, batch_idx)
-
     def update(self, step: RLStep) -> None:
         exp = step.experience
         metrics = dict(step.metrics)
@@ -73,5 +65,6 @@ class SimulatorRL(PPOModule):
             metrics["train/skipped_empty_batch"] = 1.0
             self.log_dict(metrics, on_step=True, batch_size=1)
             return
-        self.train_on(exp.tensors, n_slots=len(exp.trained), trained=list(exp.trained), metrics=metrics)
+        batch = PolicyBatch.from_tensors(exp.tensors, trained=list(exp.trained), n_slots=len(exp.trained))
+        metrics.update(self.train_on(batch).metrics)
         self.log_dict(metrics, on_step=True, batch_size=len(exp.trained))

@@ -1,5 +1,5 @@
-"""Rollouts: engines, the multi-turn token-in/token-out loop, trajectories, and the stages of an RL step
-(rollout, coaching) with the typed data they hand to the update."""
+"""Rollouts: engines, the multi-turn token-in/token-out loop, trajectories, the coach stage of a CSD step and the
+typed data a step hands to the update (the rollout stages live in :mod:`mimesis_pl.stages`)."""
 
 from .coaching import CoachingSettings, CoachStage, OpenAICoachSettings, ScriptedCoachSettings
 from .experience import Experience, build_experience
@@ -12,7 +12,6 @@ from .services import (
     UserSimSettings,
 )
 from .settings import AdvantageSettings, EpisodeSettings, RolloutSettings
-from .stage import RolloutStage
 from .step import RLStep, TeacherBatch
 from .trajectory import Trajectory, collate_trajectories
 
@@ -27,7 +26,6 @@ __all__ = [
     "OpenAIUserSettings",
     "RLStep",
     "RolloutSettings",
-    "RolloutStage",
     "ScriptedCoachSettings",
     "ScriptedHTTPUserSettings",
     "ScriptedUserSettings",

@@ -3,8 +3,8 @@
 The reference validates greedily (n = 1) on a held-out split of the training tasks every 5 steps and
 at the last step, and keeps the checkpoint of the best ``val-core`` score (the mean over data
 sources of each source's mean reward). The pieces here are independent of how episodes are run, so
-that every RL stage uses them (``RolloutStage`` for the agent; simulator RL's stage takes the schedule and
-the best checkpoint, with the tasks' own metrics):
+that every RL stage uses them (both rollout stages take the schedule and the best checkpoint through
+``mimesis_pl.stages.base.ValidatingStage``; the agent's reports these metrics, simulator RL's the tasks' own):
 
 - :class:`ValidationSettings` — when to validate and what to keep (YAML keys);
 - :func:`validation_due` — whether a step validates;

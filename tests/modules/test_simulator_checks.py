@@ -114,7 +114,7 @@ def test_fit_with_an_empty_val_file_refuses_before_any_rollout(tmp_path, monkeyp
     empty = tmp_path / "val.jsonl"
     empty.write_text("")
     ran = []
-    monkeypatch.setattr("mimesis_pl.modules.simulator_stage.run_rows", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr("mimesis_pl.stages.simulator.run_rows", lambda *a, **k: ran.append(1))
     args = ["fit", "--config", str(REPO / "configs/tiny/simulator_rl.yaml"), f"--data.init_args.val_files=[{empty}]"]
     with pytest.raises(ValueError, match=r"val\.jsonl'\] hold no rows"):
         main([*args, f"--trainer.logger.init_args.save_dir={tmp_path}", "--trainer.enable_checkpointing=false"])

@@ -19,10 +19,10 @@ from mimesis_pl.modules import AgentGRPO
 from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
 from mimesis_pl.rollout.experience import build_experience
 from mimesis_pl.rollout.settings import AdvantageSettings, RolloutSettings
-from mimesis_pl.rollout.stage import RolloutStage
 from mimesis_pl.rollout.step import RLStep
 from mimesis_pl.rollout.trajectory import Trajectory
 from mimesis_pl.spans import TurnSpan
+from mimesis_pl.stages.agent import RolloutStage
 
 PROMPT_IDS = [1, 17, 42, 99, 7, 256, 3]
 TARGET, OTHER = 300, 301

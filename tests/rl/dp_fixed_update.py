@@ -62,8 +62,8 @@ def update(devices: int, out: str) -> None:
     from mimesis_pl.modules.settings import ModelSettings, OptimSettings, PPOSettings
     from mimesis_pl.rollout.experience import build_experience
     from mimesis_pl.rollout.settings import AdvantageSettings
-    from mimesis_pl.rollout.stage import RolloutStage
     from mimesis_pl.rollout.step import RLStep
+    from mimesis_pl.stages.agent import RolloutStage
 
     model_path = str(REPO / "assets" / "tiny-qwen3")
     tok = AutoTokenizer.from_pretrained(model_path)

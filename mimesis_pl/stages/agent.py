@@ -1,0 +1,258 @@
+"""``RolloutStage``: the first stage of an agent RL step — sync weights, run the episodes, score them.
+
+The module that owns the stage calls, in order:
+
+- :meth:`RolloutStage.setup` (from ``LightningModule.setup("fit")``): starts the simulated users and the
+  shim, builds the episode manager;
+- :meth:`RolloutStage.collect` (from ``training_step``): returns the step's :class:`~mimesis_pl.rollout.step.RLStep`;
+- :meth:`RolloutStage.after_batch` (from ``on_train_batch_end``): RL validation when due, on the same engine;
+- :meth:`RolloutStage.teardown`: stops what ``setup`` started and closes the engine.
+
+It implements :class:`~mimesis_pl.stages.base.CollectStage`; its checkpointed state (the best validation
+checkpoint) and validation schedule come from :class:`~mimesis_pl.stages.base.ValidatingStage`, shared with
+simulator RL's stage.
+
+With several processes, the HF engine generates with a full copy of the policy on each rank, loaded
+from the gathered shards after each optimiser step (so ranks generate independently); that costs one
+more copy of the weights per rank: use vLLM or SGLang for large models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+
+from ..chat import pad_id_of
+from ..rollout.engines import SamplingParams
+from ..rollout.engines.settings import EngineTarget
+from ..rollout.event_loop import shutdown_loop
+from ..rollout.experience import build_experience
+from ..rollout.loop import MultiTurnRollout
+from ..rollout.services import SimulatorServices, TimedUsers
+from ..rollout.settings import AdvantageSettings, RolloutSettings
+from ..rollout.step import RLStep
+from ..rollout.validation import EpisodeRecord, ValidationSettings, report_validation, shard_rows
+from .base import ValidatingStage
+
+
+class RolloutStage(ValidatingStage):
+    """Runs ``rollout.n_samples`` episodes per prompt row of a batch and scores them into an :class:`RLStep`.
+
+    Args:
+        rollout: engine, users, episode and sampling settings.
+        advantage: how trajectories are scored and turned into per-token advantages.
+        validation: greedy episodes on the DataModule's ``val_rows`` (off when ``None``).
+
+    The module must expose ``model`` (a HF causal LM), ``tokenizer``, ``model_path`` and ``weights_version``
+    (bumped after each optimiser step).
+    """
+
+    def __init__(
+        self, rollout: RolloutSettings, advantage: AdvantageSettings, validation: ValidationSettings | None = None
+    ) -> None:
+        super().__init__(validation)
+        self.settings = rollout
+        self.advantage = advantage
+        self.services: SimulatorServices | None = None
+        self.engine = None
+        self.rollout: MultiTurnRollout | None = None
+        self.val_rollout: MultiTurnRollout | None = None
+        self._users: TimedUsers | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._shares_weights = False
+        self._engine_version = -1
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def setup(self, module: pl.LightningModule) -> None:
+        """Start the simulated users (and their shim) and the episode manager; the engine comes at the first step."""
+        if self.services is not None:
+            return
+        s = self.settings
+        self.services = SimulatorServices(s.users).start()
+        self._users = TimedUsers(self.services.users())
+        self._manager = s.episode.manager(self._users, self.services.shim_url)
+        self._loop = asyncio.new_event_loop()
+        self._sampling = SamplingParams(
+            max_new_tokens=s.max_new_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            stop_token_ids=(module.tokenizer.eos_token_id,),
+        )
+
+    def teardown(self) -> None:
+        if self.services is not None:
+            self.services.stop()
+            self.services = None
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+        if self._loop is not None:
+            shutdown_loop(self._loop)
+            self._loop = None
+        self.rollout = None
+        self.val_rollout = None
+
+    def privileged_source(self) -> Any:
+        """Where a coach reads the users' privileged entries: the shim's URL, a client that sends its
+        token, or ``None`` (no shim: in-process scripted users)."""
+        services = self.services
+        if services is None or services.shim_url is None:
+            return None
+        token = services.shim_token
+        if token is None:
+            return services.shim_url
+        from ..shim.client import ShimClient
+
+        return ShimClient(services.shim_url, token=token)
+
+    @property
+    def user_shim_url(self) -> str | None:
+        return self.services.shim_url if self.services is not None else None
+
+    def _ensure_engine(self, module: pl.LightningModule) -> None:
+        if self.rollout is not None:
+            return
+        s = self.settings
+        trainer = module.trainer
+        world = trainer.world_size if trainer is not None else 1
+        model = None
+        if s.engine.generates_on_policy_weights:
+            # One process: generate on the training weights themselves. Several: sharded forwards
+            # would have to run in lockstep across ranks, so each rank generates with its own full copy.
+            self._shares_weights = world == 1
+            model = module.model if world == 1 else _generation_copy(module)
+        target = EngineTarget(
+            model_path=module.model_path,
+            tokenizer=module.tokenizer,
+            model=model,
+            ranks_per_device=_ranks_per_device(trainer),
+        )
+        self.engine = s.engine.build(target)
+        self.rollout = MultiTurnRollout(
+            self.engine,
+            module.tokenizer,
+            self._manager,
+            self._sampling,
+            max_length=s.max_length,
+            template_kwargs=s.template_kwargs,
+            max_concurrency=s.max_concurrency,
+        )
+        v = self.validation
+        if v is not None:
+            greedy = replace(
+                self._sampling, temperature=v.temperature, max_new_tokens=v.max_new_tokens or s.max_new_tokens
+            )
+            self.val_rollout = MultiTurnRollout(
+                self.engine,
+                module.tokenizer,
+                self._manager,
+                greedy,
+                max_length=s.max_length,
+                template_kwargs=s.template_kwargs,
+                max_concurrency=s.max_concurrency,
+            )
+
+    # -- per step --------------------------------------------------------------------------------
+
+    def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
+        """Sync the engine's weights, validate first when the schedule says so, run and score the episodes."""
+        trainer = module.trainer
+        self._ensure_engine(module)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        self._sync_weights(module)
+        timings["time/weight_sync_s"] = time.perf_counter() - t0
+        if self.validates_first(module):  # only with val_before_train, as simulator RL (docs/decisions.md D13)
+            self._validate(module, steps_done=0)
+
+        self.engine.wake_up()
+        first = trainer.global_rank * len(batch)  # prompt ids are global: ranks hold consecutive shares
+        group_ids = [f"s{trainer.global_step}-b{batch_idx}-p{first + i}" for i in range(len(batch))]
+        user_seconds = self._users.seconds
+        trajectories, rt = self._loop.run_until_complete(
+            self.rollout.run_batch(batch, self.settings.n_samples, group_ids=group_ids)
+        )
+        self.engine.sleep()
+        timings.update(
+            {"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment}
+        )
+        timings["time/user_simulator_s"] = self._users.seconds - user_seconds  # summed over concurrent episodes
+        t0 = time.perf_counter()
+        experience = build_experience(trajectories, self.advantage, pad_id=pad_id_of(module.tokenizer))
+        timings["time/reward_s"] = time.perf_counter() - t0
+        metrics = {**experience.metrics, **timings, "rollout/prompts_global": float(len(batch) * trainer.world_size)}
+        return RLStep(experience=experience, metrics=metrics)
+
+    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+        self._sync_weights(module)
+        self._validate(module, steps_done)
+
+    # -- weights and validation --------------------------------------------------------------------
+
+    def _sync_weights(self, module: pl.LightningModule) -> None:
+        # A collective under FSDP (the shards are gathered): ranks reach it together, with equal versions.
+        version = module.weights_version
+        if not self._shares_weights and version != self._engine_version:
+            self.engine.update_weights(module.model)
+        self._engine_version = version
+
+    def _validate(self, module: pl.LightningModule, steps_done: int) -> None:
+        """Greedy episodes on this rank's share of the val prompts; ``val/*`` over all ranks; best checkpoint."""
+        trainer = module.trainer
+        v = self.validation
+        rows = list(getattr(trainer.datamodule, "val_rows", None) or [])
+        if not rows:
+            raise ValueError(
+                "RL validation needs val prompts: set data.init_args.val_files (or drop model.init_args.validation)"
+            )
+        mine = shard_rows(rows, v, trainer.global_rank, trainer.world_size)
+        started = time.perf_counter()
+        group_ids = [f"val{steps_done}-r{trainer.global_rank}-p{i}" for i in range(len(mine))]
+        self.engine.wake_up()
+        trajectories, _ = self._loop.run_until_complete(
+            self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids)
+        )
+        self.engine.sleep()
+        threshold = self.advantage.success_threshold
+        records = [
+            EpisodeRecord(
+                data_source=str(mine[k // v.n_samples].get("data_source", "unknown")),
+                reward=sum(t.turn_rewards),
+                success=not t.failed and sum(t.turn_rewards) >= threshold - 1e-6,
+                turns=t.num_turns,
+                status=t.status,
+            )
+            for k, t in enumerate(trajectories)
+        ]
+        report_validation(
+            trainer, module, records, steps_done, self.best, extra={"time/validation_s": time.perf_counter() - started}
+        )
+
+
+def _generation_copy(module: pl.LightningModule) -> torch.nn.Module:
+    """A full, unsharded copy of the policy for this rank's generation (weights synced before use)."""
+    if module.lora is not None:
+        raise ValueError(
+            "the HF engine with several processes keeps a full copy for generation and cannot sync a "
+            "LoRA adapter into it; use VLLMEngineSettings (adapter sync) or train on one process"
+        )
+    from ..models import load_causal_lm
+
+    copy = load_causal_lm(module.model_path, dtype=module.dtype_name)
+    return copy.to(module.device).eval().requires_grad_(False)
+
+
+def _ranks_per_device(trainer: pl.Trainer | None) -> int:
+    """Processes sharing one accelerator's memory: all local ranks on CPU, one per GPU otherwise."""
+    if trainer is None:
+        return 1
+    from lightning.pytorch.accelerators import CPUAccelerator
+
+    return max(1, trainer.num_devices) if isinstance(trainer.accelerator, CPUAccelerator) else 1
