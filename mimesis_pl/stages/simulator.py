@@ -61,7 +61,7 @@ class SimRolloutSettings:
         enable_thinking: thinking for tasks that follow the global setting (single-turn QA always thinks).
         min_think_tokens: the format gate's reasoning floor.
         max_concurrency: rollouts in flight.
-        row_timeout_s: deadline per rollout (D29); past it the rollout is a ``task_error``.
+        row_timeout_s: deadline per rollout (spec simulator.md defect D29); past it the rollout is a ``task_error``.
         max_empty_batches: consecutive batches with no scored rollout before the run stops with an error
             (an unreachable judge must not spin forever without an update).
     """
@@ -330,8 +330,8 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
     """Training tensors of scored rollouts with ``advantages [B, L]`` from FoldGRPO.
 
     Groups are the rows (``trajectory.group_id``); rollouts are deduplicated by ``gen_uid``; a group with
-    a single scored rollout gets advantage 0 (D19). Unscored rollouts must already be filtered out, so
-    they never enter a group's mean or deviation (D3).
+    a single scored rollout gets advantage 0 (spec simulator.md defect D19). Unscored rollouts must already be filtered out, so
+    they never enter a group's mean or deviation (spec defect D3).
     """
     rows = [
         (r, traj) for r in results for traj in [r.trajectory, *r.extra_trajectories]
