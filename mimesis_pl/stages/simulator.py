@@ -330,8 +330,8 @@ def fold_experience(results: list[TaskResult], pad_id: int, norm_by_std: bool = 
     """Training tensors of scored rollouts with ``advantages [B, L]`` from FoldGRPO.
 
     Groups are the rows (``trajectory.group_id``); rollouts are deduplicated by ``gen_uid``; a group with
-    a single scored rollout gets advantage 0 (spec simulator.md defect D19). Unscored rollouts must already be filtered out, so
-    they never enter a group's mean or deviation (spec defect D3).
+    a single scored rollout gets advantage 0 (spec simulator.md defect D19). Unscored rollouts must already be
+    filtered out, so they never enter a group's mean or deviation (spec defect D3).
     """
     rows = [
         (r, traj) for r in results for traj in [r.trajectory, *r.extra_trajectories]
