@@ -254,6 +254,8 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
     began = time.perf_counter()
     pairs = pair_order(args.arms, args.seeds)
     done: dict[tuple[str, int], dict[str, Any]] = {}
+    if getattr(args, "partial", False):
+        return partial_results(args, out, results)
     # Each pair is a chain of subprocesses (fit, then test); `--jobs` of them run side by side.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_one, arm, seed, args, out, start_model): (arm, seed) for arm, seed in pairs}
@@ -266,6 +268,33 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
                 f"eval {got['eval_s']:.0f}s reward {reward:.3f}",
                 flush=True,
             )
+    results["seconds"]["total"] = round(time.perf_counter() - began, 1)
+    return finish_results(results, done, args.arms, args.seeds, out, "results")
+
+
+def partial_results(args: argparse.Namespace, out: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """The report of a study still running or stopped part-way: the seeds whose every arm is saved under
+    ``out/pairs`` (so every arm has the same seeds and the pairing holds), written as ``results_partial.*``."""
+    settings = pair_settings(args)
+    saved = {
+        (arm, seed): got
+        for arm in args.arms
+        for seed in args.seeds
+        if (got := load_pair(out / "pairs" / f"{arm}_seed{seed}.json", settings)) is not None
+    }
+    seeds = [seed for seed in args.seeds if all((arm, seed) in saved for arm in args.arms)]
+    if not seeds:
+        raise SystemExit(f"no seed has every arm saved under {out / 'pairs'} yet")
+    results["settings"].update(seeds=seeds, planned_seeds=list(args.seeds), partial=True)
+    results["seconds"]["total"] = round(sum(g["fit_s"] + g["eval_s"] for g in saved.values()) / args.jobs, 1)
+    return finish_results(results, saved, args.arms, seeds, out, "results_partial")
+
+
+def finish_results(
+    results: dict[str, Any], done: dict, arms: list[str], seeds: list[int], out: Path, name: str
+) -> dict[str, Any]:
+    args = argparse.Namespace(arms=arms, seeds=seeds, **{k: results["settings"].get(k) for k in ("val_every",)})
+    args.val_threshold = results["settings"].get("val_threshold")
     for arm in args.arms:
         for seed in args.seeds:
             got = done[arm, seed]
@@ -284,9 +313,8 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
             for arm in args.arms
             if arm != "sft"
         }
-    results["seconds"]["total"] = round(time.perf_counter() - began, 1)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    write_report(results, out)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    write_report(results, out, name)
     return results
 
 
@@ -377,14 +405,21 @@ def threshold_line(results: dict[str, Any]) -> str:
     return f"Steps to held-out val/reward ≥ {thr} (per seed): " + "; ".join(parts)
 
 
-def write_report(results: dict[str, Any], out: Path) -> None:
+def write_report(results: dict[str, Any], out: Path, name: str = "results") -> None:
     st = results["settings"]
+    minutes = results["seconds"]["total"] / 60
     setup = (
         f"Date: {st['date']}. Start: `{st['start_model']}`. Seeds {st['seeds']}, {st['steps']} RL steps per run "
-        f"(the main job's config otherwise), held-out: {st['tasks'] or 'all'} PersuadeGym test tasks × "
-        f"{st['trials']} sampled trials per seed. Wall time {results['seconds']['total'] / 60:.1f} min."
+        f"(the base config otherwise), held-out: {st['tasks'] or 'all'} PersuadeGym test tasks × "
+        f"{st['trials']} sampled trials per seed. "
+        + (
+            f"PARTIAL: the seeds with every arm finished, of {st['planned_seeds']} planned; "
+            f"{minutes:.1f} min of run time per job slot so far."
+            if st.get("partial")
+            else f"Wall time {minutes:.1f} min."
+        )
     )
-    seeds = " ".join(map(str, st["seeds"]))
+    seeds = " ".join(map(str, st.get("planned_seeds") or st["seeds"]))
     command = (
         f"Command: `python bench/learning_study.py run --seeds {seeds} --steps {st['steps']} "
         f"--tasks {st['tasks']} --trials {st['trials']} --jobs {st.get('jobs', 1)}"
@@ -411,8 +446,8 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         command,
         "",
     ]
-    (out / "results.md").write_text("\n".join(text))
-    plot(results, out / "learning_study.png")
+    (out / f"{name}.md").write_text("\n".join(text))
+    plot(results, out / ("learning_study.png" if name == "results" else f"learning_study_{name}.png"))
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -483,6 +518,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     run.add_argument("--val-threshold", type=float, default=0.7, help="the val/reward a run must reach")
     run.add_argument("--config", default=None, help="the base config of every arm (default: the main job's)")
+    run.add_argument(
+        "--partial",
+        action="store_true",
+        help="run nothing: report the seeds whose every arm is saved so far (results_partial.md)",
+    )
     cmp_ = sub.add_parser("compare", help="evaluate checkpoints side by side on the held-out tasks")
     cmp_.add_argument("models", nargs="+")
     cmp_.add_argument("--tasks", type=int, default=None)

@@ -187,3 +187,37 @@ def test_a_stopped_study_resumes_from_its_saved_pairs_and_refuses_other_settings
     assert again["curves"]["grpo/seed0"] == first["curves"]["grpo/seed0"]
     with pytest.raises(SystemExit, match="steps"):
         study.run_study(args(steps=3))
+
+
+def test_a_partial_report_pairs_only_the_seeds_every_arm_finished(tmp_path, monkeypatch):
+    import argparse
+    import json
+
+    def fake_train(arm, seed, steps, out, *validation):
+        run = out / "runs" / f"{arm}_seed{seed}"
+        run.mkdir(parents=True, exist_ok=True)
+        return run, 1.0
+
+    def fake_evaluate(model, out_dir, seed, tasks, trials):
+        bonus = 0.2 if "grpo" in str(out_dir) else 0.0
+        return {"t1": {"reward": 0.3 + bonus, "success": 0.0}, "t2": {"reward": 0.5 + bonus, "success": 1.0}}, 2.0
+
+    monkeypatch.setattr(study, "train", fake_train)
+    monkeypatch.setattr(study, "evaluate", fake_evaluate)
+    monkeypatch.setattr(study, "scalars", lambda run: {"rollout/episode_reward_mean": [0.1, 0.2]})
+    monkeypatch.setattr(study, "plot", lambda results, path: None)
+
+    def args(**kw):
+        base = dict(arms=["sft", "grpo"], seeds=[0, 1, 2], steps=2, tasks=None, trials=1, out=str(tmp_path), jobs=1)
+        return argparse.Namespace(**{**base, **kw})
+
+    with pytest.raises(SystemExit, match="no seed"):
+        study.run_study(args(partial=True))
+    study.run_study(args(seeds=[0, 1]))  # seeds 0 and 1 finish; then seed 2's sft arm only
+    study.run_study(args(seeds=[2], arms=["sft"]))
+    got = study.run_study(args(partial=True))
+    assert got["settings"]["seeds"] == [0, 1] and got["settings"]["planned_seeds"] == [0, 1, 2]
+    assert got["paired"]["grpo - sft"]["reward"]["mean"] == pytest.approx(0.2)
+    text = (tmp_path / "results_partial.md").read_text()
+    assert "PARTIAL" in text and "--seeds 0 1 2" in text
+    assert json.loads((tmp_path / "results_partial.json").read_text())["settings"]["partial"] is True
