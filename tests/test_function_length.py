@@ -15,10 +15,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "mimesis_pl"
 LIMIT = 60
 
-#: function (``path::qualified name``) → its code lines now
-ALLOWANCE: dict[str, int] = {
-    "mimesis_pl/rl/losses.py::csd_loss": 72,
-}
+#: function (``path::qualified name``) → its code lines now; empty since issue #27's last slice split the suites'
+#: and the CSD loss's long functions
+ALLOWANCE: dict[str, int] = {}
 
 
 def _code_lines(source: str) -> set[int]:
