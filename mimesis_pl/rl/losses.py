@@ -267,6 +267,9 @@ def csd_loss(
             (``"masked"``) or Σ response_mask (``"full"``); needs the two top-k tensors; no placebo
             correction exists for it.
 
+    Steps after the checks: the placebo-corrected target (:func:`placebo_target`), the estimator, the gap and
+    gate metrics (:func:`csd_gap_metrics`).
+
     Args:
         student_logprobs: [B, T] student log-probs of the sampled tokens (with grad).
         teacher_logprobs: [B, T] teacher log-probs of the same tokens (no grad); ignored, and allowed to
@@ -307,19 +310,9 @@ def csd_loss(
 
     dtype = _compute_dtype(student_logprobs)
     m = mask.to(dtype)
-    selected = m > 0
     s = student_logprobs.to(dtype)
     s_sg = s.detach()
-    # Teacher values outside the mask are placeholders (possibly NaN); a NaN there would survive the
-    # multiplication by a zero mask, in the loss and in its gradient, so they are replaced by s.
-    t = torch.where(selected, teacher_logprobs.detach().to(dtype), s_sg)
-    has_placebo = torch.zeros_like(selected)
-    target = t
-    if placebo_logprobs is not None:
-        p = placebo_logprobs.detach().to(dtype)
-        has_placebo = selected & ~torch.isnan(p)
-        target = torch.where(has_placebo, s_sg + (t - p), t)
-
+    teacher, target, has_placebo = placebo_target(s_sg, teacher_logprobs, m, placebo_logprobs)
     fn, wanted = _CSD_ESTIMATORS[estimator]
     available = {
         "student": s,
@@ -333,23 +326,46 @@ def csd_loss(
         "teacher_topk_logprobs": teacher_topk_logprobs,
     }
     loss = fn(**{name: available[name] for name in wanted})
+    return loss, csd_gap_metrics(s_sg, teacher, target, has_placebo, m, beta)
 
-    with torch.no_grad():
-        delta = target - s_sg
-        gate = torch.sigmoid(beta * delta)
-        raw_abs = masked_mean((t - s_sg).abs(), m)
-        gap_abs = masked_mean(delta.abs(), m)
-        metrics = {
-            "gate_mean": masked_mean(gate, m),
-            "gate_active_ratio": masked_mean((gate > 0.5).to(dtype), m),
-            "teacher_gap_mean": masked_mean(delta, m),
-            "gap_abs_mean": gap_abs,
-            "raw_gap_abs_mean": raw_abs,
-            "placebo_share": (raw_abs - gap_abs) / raw_abs.clamp_min(1e-6),
-            "placebo_token_frac": masked_mean(has_placebo.to(dtype), m),
-            "frac_tokens": m.sum() / max(1, m.numel()),
-        }
-    return loss, metrics
+
+def placebo_target(
+    student: Tensor, teacher_logprobs: Tensor, mask: Tensor, placebo_logprobs: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(t, t̃, has_placebo)`` of :func:`csd_loss` from the detached student log-probs ``student`` (its dtype).
+
+    t is the teacher where ``mask`` > 0 and ``student`` elsewhere: teacher values outside the mask are placeholders
+    (possibly NaN), and a NaN there would survive the multiplication by a zero mask, in the loss and in its
+    gradient. t̃ = student + (t − p) where a masked token has a placebo p (not NaN), t elsewhere.
+    """
+    selected = mask > 0
+    t = torch.where(selected, teacher_logprobs.detach().to(student.dtype), student)
+    if placebo_logprobs is None:
+        return t, t, torch.zeros_like(selected)
+    p = placebo_logprobs.detach().to(student.dtype)
+    has_placebo = selected & ~torch.isnan(p)
+    return t, torch.where(has_placebo, student + (t - p), t), has_placebo
+
+
+@torch.no_grad()
+def csd_gap_metrics(
+    student: Tensor, teacher: Tensor, target: Tensor, has_placebo: Tensor, mask: Tensor, beta: float
+) -> dict[str, Tensor]:
+    """The metrics of :func:`csd_loss` (see there) from the detached student log-probs, t, t̃ and the float mask."""
+    delta = target - student
+    gate = torch.sigmoid(beta * delta)
+    raw_abs = masked_mean((teacher - student).abs(), mask)
+    gap_abs = masked_mean(delta.abs(), mask)
+    return {
+        "gate_mean": masked_mean(gate, mask),
+        "gate_active_ratio": masked_mean((gate > 0.5).to(mask.dtype), mask),
+        "teacher_gap_mean": masked_mean(delta, mask),
+        "gap_abs_mean": gap_abs,
+        "raw_gap_abs_mean": raw_abs,
+        "placebo_share": (raw_abs - gap_abs) / raw_abs.clamp_min(1e-6),
+        "placebo_token_frac": masked_mean(has_placebo.to(mask.dtype), mask),
+        "frac_tokens": mask.sum() / max(1, mask.numel()),
+    }
 
 
 def _check_distill_inputs(

@@ -94,3 +94,14 @@ def test_rating_parse_is_strict():
     for bad in ("B is human", '{"score": 5}', '{"rating": 9}', '{"rating": 4.5}', '{"rating": true}'):
         with pytest.raises(JudgeFailure):
             parse_turing_rating(bad)
+
+
+def test_a_seed_is_comparable_within_the_tolerance_of_the_modal_count():
+    seeds = [{"n_scored": 100}, {"n_scored": 100}, {"n_scored": 95}, {"n_scored": 94}]
+    turing.mark_comparable(seeds, 0.05)
+    # modal count 100, tolerance 0.05 · 100 = 5 items: 95 is within it, 94 is not.
+    assert [s["comparable"] for s in seeds] == [True, True, True, False]
+    nothing = [{"n_scored": 0}, {"n_scored": 1}]
+    turing.mark_comparable(nothing, 0.5)
+    # modal 0 (first of the tie), the tolerance is taken of max(modal, 1) = 1: 0.5 item, so 1 is out.
+    assert [s["comparable"] for s in nothing] == [True, False]

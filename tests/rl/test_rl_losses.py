@@ -246,6 +246,41 @@ def test_teacher_nan_outside_mask_is_ignored():
 # ---------------------------------------------------------------- CSD: ref, k3, distill
 
 
+def test_placebo_target_hand_worked():
+    student = torch.tensor([[-1.0, -2.0, -3.0]], dtype=torch.float64)
+    teacher = torch.tensor([[-0.5, math.nan, -1.0]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 0.0, 1.0]], dtype=torch.float64)
+    placebo = torch.tensor([[-0.7, -9.0, math.nan]], dtype=torch.float64)
+    t, target, has_placebo = losses.placebo_target(student, teacher, mask, placebo)
+    # t: the teacher on masked tokens, the student (−2) on the unmasked one, whose NaN is dropped.
+    close(t, [[-0.5, -2.0, -1.0]])
+    # Token 0 has a placebo: t̃ = s + (t − p) = −1 + (−0.5 + 0.7) = −0.8. Token 1 is unmasked (its placebo −9 is
+    # ignored), token 2's placebo is NaN: t̃ = t there.
+    close(target, [[-0.8, -2.0, -1.0]])
+    assert has_placebo.tolist() == [[True, False, False]]
+    t, target, has_placebo = losses.placebo_target(student, teacher, mask, None)
+    close(target, [[-0.5, -2.0, -1.0]])
+    assert not has_placebo.any()
+
+
+def test_csd_gap_metrics_hand_worked():
+    student = torch.tensor([[-1.0, -2.0, -3.0]], dtype=torch.float64)
+    teacher = torch.tensor([[-0.5, -2.0, -1.0]], dtype=torch.float64)
+    target = torch.tensor([[-0.8, -2.0, -1.0]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 0.0, 1.0]], dtype=torch.float64)
+    has_placebo = torch.tensor([[True, False, False]])
+    metrics = losses.csd_gap_metrics(student, teacher, target, has_placebo, mask, beta=5.0)
+    # Masked tokens 0 and 2: Δ = t̃ − s = 0.2, 2.0; gates σ(5·0.2) = σ(1), σ(10), both > 0.5.
+    close(metrics["gate_mean"], (1 / (1 + math.exp(-1.0)) + 1 / (1 + math.exp(-10.0))) / 2)
+    close(metrics["gate_active_ratio"], 1.0)
+    close(metrics["teacher_gap_mean"], 1.1)  # (0.2 + 2.0) / 2
+    close(metrics["gap_abs_mean"], 1.1)
+    close(metrics["raw_gap_abs_mean"], 1.25)  # |t − s| = 0.5, 2.0
+    close(metrics["placebo_share"], 0.12)  # (1.25 − 1.1) / 1.25
+    close(metrics["placebo_token_frac"], 0.5)
+    close(metrics["frac_tokens"], 2 / 3)
+
+
 def test_ref_hand_worked():
     # s = [[−1, −2, 0], [−1, 0, 0]], mask = [[1, 1, 0], [1, 0, 0]], t − s = Δ = [[1, 1, ·], [−1, ·, ·]]
     # row 0: Σ −Δ·s = −(1·−1 + 1·−2) = 3, n = 2 → 1.5

@@ -48,10 +48,10 @@ from mimesis_pl.eval.simulator.scripted import (
     scripted_realusersim_assistant,
     scripted_realusersim_user,
 )
-from mimesis_pl.eval.simulator.suite import fmt, item_ref, pm, run_items, suite_identity
+from mimesis_pl.eval.simulator.suite import ItemRun, fmt, item_ref, pm, run_items, suite_identity
 from mimesis_pl.eval.simulator.text import FIDELITY_DIMENSIONS
 from mimesis_pl.eval.tables import markdown_table
-from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
+from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialFn, TrialOutcome, config_hash, join_id
 from mimesis_pl.eval.values import thaw
 
 
@@ -152,76 +152,80 @@ class RealUserSimSuite(FidelitySuite):
         return converse_hash, judge_hash
 
     async def run_batch(self, batch: list[RealUserSimItem], ctx: SuiteContext) -> None:
-        m, s = self._models, self.settings
+        """Prepare the conversations, play them, then judge the ones that finished; one row per conversation."""
+        m = self._models
         converse_hash, judge_hash = self._hashes()
+        talk_refs = self._converse_refs(batch, converse_hash)
+        talked = await self._run_stage(
+            talk_refs,
+            suite_identity("realusersim-converse", self.version, m["simulator"], {"assistant": m["assistant"]}),
+            self._talk,
+            ctx,
+        )
+        rows, judge_refs = self._rows_and_judge_refs(talk_refs, talked, judge_hash)
+        judged = await self._run_stage(
+            judge_refs,
+            suite_identity(self.name, self.version, m["simulator"], {"assistant": m["assistant"], "judge": m["judge"]}),
+            self._judge,
+            ctx,
+        )
+        self._rows.extend(apply_judgments(rows, judged))
 
-        async def talk(ref: TaskRef, _: int) -> TrialOutcome:
-            item, condition, seed = ref.payload
-            profile = {"task_only": None, "correct_profile": item.case, "shuffled_profile": item.donor}[condition]
-            conversation = await converse(
-                self._system_prompt(item.case, profile),
-                m["simulator"],
-                m["assistant"],
-                s["simulator"],
-                s["assistant"],
-                seed,
-                self.max_assistant_turns,
-                primer=(self._template.primer if self._template is not None else None) or PRIMER,
-            )
-            return TrialOutcome(
-                reward=1.0,
-                info={
-                    "messages": list(conversation.messages),
-                    "termination_reason": conversation.termination_reason,
-                    "n_user_messages": len(conversation.user_turns),
-                },
-            )
+    async def _run_stage(self, refs: list[TaskRef], identity: RunIdentity, fn: TrialFn, ctx: SuiteContext) -> ItemRun:
+        done = await run_items(refs, identity, fn, ctx.cache, ctx.retry, ctx.max_concurrency)
+        ctx.count(done)
+        return done
 
-        async def judge(ref: TaskRef, _: int) -> TrialOutcome:
-            item, _condition, _seed, messages = ref.payload
-            real = judged_turns(item.case.original_messages, self.judge_max_messages, synthetic=False)
-            synthetic = judged_turns(messages, self.judge_max_messages, synthetic=True)
-            hits, judgment = await judge_fidelity(
-                real, synthetic, self._prompts, m["judge"], s["judge"], self.format_max_tokens, self.format_attempts
-            )
-            return TrialOutcome(reward=sum(hits) / 5, info={"hits": list(hits), "judgment": judgment[:2000]})
-
-        talk_refs = []
+    def _converse_refs(self, batch: list[RealUserSimItem], converse_hash: str) -> list[TaskRef]:
+        """One cached conversation per case × condition × seed (a shuffled one is keyed by its donor too)."""
+        refs = []
         for item in batch:
             self._donors[item.case.case_id] = item.donor.case_id
             for condition in self.conditions:
                 shuffled = condition == "shuffled_profile"
                 item_id = join_id(condition, item.case.case_id, *([item.donor.case_id] if shuffled else []))
                 content = {"case": item.case, "donor": item.donor if shuffled else None}
-                talk_refs += [
+                refs += [
                     item_ref(
                         "realusersim/converse", item_id, seed, converse_hash, (item, condition, seed), content=content
                     )
                     for seed in self.seeds
                 ]
-        talked = await run_items(
-            talk_refs,
-            suite_identity("realusersim-converse", self.version, m["simulator"], {"assistant": m["assistant"]}),
-            talk,
-            ctx.cache,
-            ctx.retry,
-            ctx.max_concurrency,
+        return refs
+
+    async def _talk(self, ref: TaskRef, _: int) -> TrialOutcome:
+        m, s = self._models, self.settings
+        item, condition, seed = ref.payload
+        profile = {"task_only": None, "correct_profile": item.case, "shuffled_profile": item.donor}[condition]
+        conversation = await converse(
+            self._system_prompt(item.case, profile),
+            m["simulator"],
+            m["assistant"],
+            s["simulator"],
+            s["assistant"],
+            seed,
+            self.max_assistant_turns,
+            primer=(self._template.primer if self._template is not None else None) or PRIMER,
         )
-        ctx.count(talked)
+        return TrialOutcome(
+            reward=1.0,
+            info={
+                "messages": list(conversation.messages),
+                "termination_reason": conversation.termination_reason,
+                "n_user_messages": len(conversation.user_turns),
+            },
+        )
+
+    def _rows_and_judge_refs(
+        self, talk_refs: list[TaskRef], talked: ItemRun, judge_hash: str
+    ) -> tuple[dict[str, dict], list[TaskRef]]:
+        """A row per conversation (its error if it failed) and a judge item per finished one (keyed by the
+        transcript's hash); a row to be judged names its judge item under ``_judge``."""
         judge_refs, rows = [], {}
         for ref in talk_refs:
             item, condition, seed = ref.payload
             record = talked.records[ref.task_id]
-            row = {
-                "case_id": item.case.case_id,
-                "user_ip": item.case.user_ip,
-                "condition": condition,
-                "seed": seed,
-                "hits": None,
-                "error": None,
-                "termination_reason": None,
-                "n_user_messages": None,
-            }
+            row = conversation_row(item.case, condition, seed)
             rows[ref.task_id] = row
             if record.status != "scored":
                 row["error"] = f"{record.failure}: {record.error}"
@@ -242,22 +246,17 @@ class RealUserSimSuite(FidelitySuite):
                 )
             )
             row["_judge"] = judge_refs[-1].task_id
-        judged = await run_items(
-            judge_refs,
-            suite_identity(self.name, self.version, m["simulator"], {"assistant": m["assistant"], "judge": m["judge"]}),
-            judge,
-            ctx.cache,
-            ctx.retry,
-            ctx.max_concurrency,
+        return rows, judge_refs
+
+    async def _judge(self, ref: TaskRef, _: int) -> TrialOutcome:
+        m, s = self._models, self.settings
+        item, _condition, _seed, messages = ref.payload
+        real = judged_turns(item.case.original_messages, self.judge_max_messages, synthetic=False)
+        synthetic = judged_turns(messages, self.judge_max_messages, synthetic=True)
+        hits, judgment = await judge_fidelity(
+            real, synthetic, self._prompts, m["judge"], s["judge"], self.format_max_tokens, self.format_attempts
         )
-        ctx.count(judged)
-        for row in rows.values():
-            record = judged.records.get(row.pop("_judge", None) or "")
-            if record is not None and record.status == "scored":
-                row["hits"] = list(record.info["hits"])
-            elif record is not None:
-                row["error"] = f"{record.failure}: {record.error}"
-        self._rows.extend(rows.values())
+        return TrialOutcome(reward=sum(hits) / 5, info={"hits": list(hits), "judgment": judgment[:2000]})
 
     def _condition(self, condition: str) -> dict:
         rows = [r for r in self._rows if r["condition"] == condition]
@@ -288,53 +287,8 @@ class RealUserSimSuite(FidelitySuite):
             "simulator_prompt": prompt_source(self._template, self.conditions),
             "published": {"correct_profile": REALUSERSIM, "dataset_card_gpt4o": REALUSERSIM_CARD},
         }
-        head = [
-            "condition",
-            "cases",
-            "FI",
-            "95% CI (users)",
-            *FIDELITY_DIMENSIONS,
-            "close %",
-            "user turns",
-            "error %",
-            "FI judged only",
-        ]
-        rows = [
-            [
-                c,
-                str(v["n_cases"]),
-                pm(v["fi"]),
-                f"{fmt(v['ci95'][0])}–{fmt(v['ci95'][1])}",
-                *[pm(v["dimensions"][d]) for d in FIDELITY_DIMENSIONS],
-                pm(v["close_rate"]),
-                pm(v["mean_user_turns"], digits=2),
-                fmt(v["error_rate"]),
-                pm(v["fi_judged_only"]),
-            ]
-            for c, v in conditions.items()
-        ]
-        published = [[name, *[fmt(x) for x in values]] for name, values in REALUSERSIM.items()]
-        markdown = (
-            f"# RealUserSim PT3: {self._models['simulator'].name}\n\n"
-            + markdown_table(head, rows)
-            + "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
-            "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
-            + prompt_note(results["simulator_prompt"])
-            + "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
-            + markdown_table(["model", "FI", *FIDELITY_DIMENSIONS], published)
-            + f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
-            f"task only {REALUSERSIM_CARD['task_only']}.\n"
-        )
-        scalars = {}
-        for c, v in conditions.items():
-            scalars.update(
-                {
-                    f"realusersim/{c}/fi": v["fi"]["mean"],
-                    f"realusersim/{c}/error_rate": v["error_rate"],
-                    **{f"realusersim/{c}/{d}": v["dimensions"][d]["mean"] for d in FIDELITY_DIMENSIONS},
-                }
-            )
-        return SuiteReport(results, markdown, {k: float(x) for k, x in scalars.items() if x is not None})
+        markdown = realusersim_markdown(self._models["simulator"].name, conditions, results["simulator_prompt"])
+        return SuiteReport(results, markdown, realusersim_scalars(conditions))
 
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         conditions = report.results["conditions"]
@@ -351,3 +305,87 @@ class RealUserSimSuite(FidelitySuite):
             ylim=(0, 100),
             title=f"RealUserSim PT3 — {report.results['models']['simulator']['name']}",
         )
+
+
+def conversation_row(case: RealUserSimCase, condition: str, seed: int) -> dict:
+    """The row of one conversation before it is played out and judged (every outcome field still None)."""
+    return {
+        "case_id": case.case_id,
+        "user_ip": case.user_ip,
+        "condition": condition,
+        "seed": seed,
+        "hits": None,
+        "error": None,
+        "termination_reason": None,
+        "n_user_messages": None,
+    }
+
+
+def apply_judgments(rows: dict[str, dict], judged: ItemRun) -> list[dict]:
+    """The rows with their judge item's hits, or its failure as the row's error (``_judge`` dropped)."""
+    for row in rows.values():
+        record = judged.records.get(row.pop("_judge", None) or "")
+        if record is not None and record.status == "scored":
+            row["hits"] = list(record.info["hits"])
+        elif record is not None:
+            row["error"] = f"{record.failure}: {record.error}"
+    return list(rows.values())
+
+
+CONDITION_HEAD = [
+    "condition",
+    "cases",
+    "FI",
+    "95% CI (users)",
+    *FIDELITY_DIMENSIONS,
+    "close %",
+    "user turns",
+    "error %",
+    "FI judged only",
+]
+
+
+def condition_cells(condition: str, v: dict) -> list[str]:
+    """One line of the conditions table from a :func:`condition_summary`."""
+    return [
+        condition,
+        str(v["n_cases"]),
+        pm(v["fi"]),
+        f"{fmt(v['ci95'][0])}–{fmt(v['ci95'][1])}",
+        *[pm(v["dimensions"][d]) for d in FIDELITY_DIMENSIONS],
+        pm(v["close_rate"]),
+        pm(v["mean_user_turns"], digits=2),
+        fmt(v["error_rate"]),
+        pm(v["fi_judged_only"]),
+    ]
+
+
+def realusersim_markdown(simulator: str, conditions: dict[str, dict], simulator_prompt: dict) -> str:
+    """``results.md``: the conditions table, the prompt note, the published table and the dataset card."""
+    rows = [condition_cells(c, v) for c, v in conditions.items()]
+    published = [[name, *[fmt(x) for x in values]] for name, values in REALUSERSIM.items()]
+    return (
+        f"# RealUserSim PT3: {simulator}\n\n"
+        + markdown_table(CONDITION_HEAD, rows)
+        + "\nFI = 100·Σhits/(5·cases), mean ± SEM over seeds; failed conversations or judgments count as "
+        "0 hits (error %); CI: users resampled (all seeds pooled).\n\n"
+        + prompt_note(simulator_prompt)
+        + "## Published (the paper, correct profile; other assistant/judge models: context only)\n\n"
+        + markdown_table(["model", "FI", *FIDELITY_DIMENSIONS], published)
+        + f"\nDataset card (gpt-4o everywhere): correct profile {REALUSERSIM_CARD['correct_profile']}, "
+        f"task only {REALUSERSIM_CARD['task_only']}.\n"
+    )
+
+
+def realusersim_scalars(conditions: dict[str, dict]) -> dict[str, float]:
+    """The logged scalars: FI, error rate and each dimension's mean per condition (None ones left out)."""
+    scalars = {}
+    for c, v in conditions.items():
+        scalars.update(
+            {
+                f"realusersim/{c}/fi": v["fi"]["mean"],
+                f"realusersim/{c}/error_rate": v["error_rate"],
+                **{f"realusersim/{c}/{d}": v["dimensions"][d]["mean"] for d in FIDELITY_DIMENSIONS},
+            }
+        )
+    return {k: float(x) for k, x in scalars.items() if x is not None}

@@ -39,11 +39,8 @@ def _pm(stat: dict[str, Any]) -> str:
     return fmt(stat["mean"]) if stat.get("std") is None else f"{fmt(stat['mean'])} ± {fmt(stat['std'])}"
 
 
-def soul_markdown(r: dict[str, Any]) -> str:
-    """The report: per-set scores per seed, axes, the headline beside the paper's Overall, published rows."""
-    seeds, s = r["seeds"], r["summary"]
-    dropped = {int(k) for k in r["dropped_seeds"]}
-    head = [
+def _seed_head(seeds: list[int], dropped: set[int]) -> list[str]:
+    return [
         "set",
         "axis",
         "rows",
@@ -51,6 +48,11 @@ def soul_markdown(r: dict[str, Any]) -> str:
         "mean ± std",
         "unscored",
     ]
+
+
+def _set_rows(r: dict[str, Any]) -> list[list[str]]:
+    """One line per set run: its axis, rows, score per seed, mean ± std over seeds, unscored rows (all seeds)."""
+    seeds, s = r["seeds"], r["summary"]
     axis_of = {src: a for a, sets in SOUL_AXES.items() for src in sets}
     rows = []
     for src in r["sets"]:
@@ -65,31 +67,22 @@ def soul_markdown(r: dict[str, Any]) -> str:
                 str(unscored),
             ]
         )
-    for a in SOUL_AXES:
-        rows.append([f"**{a}**", "", "", *(fmt(r["per_seed"][x]["axes"][a]) for x in seeds), _pm(s["axes"][a]), ""])
-    rows.append(
-        [f"**{HEADLINE}**", "", "", *(fmt(r["per_seed"][x]["soul_index"]) for x in seeds), _pm(s["soul_index"]), ""]
-    )
-    rows.append(
-        [
-            ROW_WEIGHTED,
-            "",
-            "",
-            *(fmt(r["per_seed"][x]["overall_row_weighted"]) for x in seeds),
-            _pm(s["overall_row_weighted"]),
-            "",
-        ]
-    )
-    rows.append(
-        [
-            "AlignX (combined)",
-            "",
-            "",
-            *(fmt(r["per_seed"][x]["alignx_combined"]) for x in seeds),
-            _pm(s["alignx_combined"]),
-            "",
-        ]
-    )
+    return rows
+
+
+def _aggregate_rows(r: dict[str, Any]) -> list[list[str]]:
+    """The axes, the headline, the row-weighted Overall and AlignX (combined), per seed and mean ± std."""
+    s, per_seed = r["summary"], [r["per_seed"][x] for x in r["seeds"]]
+    lines = [(f"**{a}**", [p["axes"][a] for p in per_seed], s["axes"][a]) for a in SOUL_AXES]
+    for label, key in ((f"**{HEADLINE}**", "soul_index"), (ROW_WEIGHTED, "overall_row_weighted")):
+        lines.append((label, [p[key] for p in per_seed], s[key]))
+    lines.append(("AlignX (combined)", [p["alignx_combined"] for p in per_seed], s["alignx_combined"]))
+    return [[label, "", "", *(fmt(v) for v in values), _pm(stat), ""] for label, values, stat in lines]
+
+
+def _published_rows(r: dict[str, Any]) -> list[list[str]]:
+    """Our run first (headline / row-weighted), then the paper's models."""
+    s = r["summary"]
     ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
     pub_rows = [
         [
@@ -99,9 +92,14 @@ def soul_markdown(r: dict[str, Any]) -> str:
         ]
     ]
     pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
+    return pub_rows
+
+
+def _notes(r: dict[str, Any]) -> str:
+    """How the scores are made, what was left out, and what is comparable with the paper."""
     missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
     unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
-    notes = (
+    return (
         f"\nScores are task scores × 100 (validation mode: no format gate; the simulator sampled at temperature "
         f"{r['sampling']['temperature']:g}, top-p {r['sampling']['top_p']:g}, each request seeded with its run's "
         f"seed). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
@@ -121,13 +119,19 @@ def soul_markdown(r: dict[str, Any]) -> str:
         f"through the paper's row-weighted Overall; **{HEADLINE}** is our headline and is not the paper's number. "
         "Runs on the sample rows, with scripted counterparts or a subset of sets are not comparable.\n"
     )
+
+
+def soul_markdown(r: dict[str, Any]) -> str:
+    """The report: per-set scores per seed, axes, the headline beside the paper's Overall, published rows."""
+    seeds = r["seeds"]
+    dropped = {int(k) for k in r["dropped_seeds"]}
     published = (
         "\n## Published (the paper; other models and data — context, not a target; its Overall is "
-        "row-weighted over all 27 sets)\n\n" + markdown_table(["model", *SOUL_AXES, "Overall"], pub_rows)
+        "row-weighted over all 27 sets)\n\n" + markdown_table(["model", *SOUL_AXES, "Overall"], _published_rows(r))
     )
     return (
         f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"
-        + markdown_table(head, rows)
-        + notes
+        + markdown_table(_seed_head(seeds, dropped), _set_rows(r) + _aggregate_rows(r))
+        + _notes(r)
         + published
     )

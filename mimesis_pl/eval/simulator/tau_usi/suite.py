@@ -19,7 +19,7 @@ from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, Simula
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
-from mimesis_pl.eval.simulator.suite import fmt, item_ref, pm, run_items, suite_identity
+from mimesis_pl.eval.simulator.suite import item_ref, run_items, suite_identity
 from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
 from mimesis_pl.eval.simulator.tau_usi.data import (
     SURVEY_SCALES,
@@ -30,10 +30,10 @@ from mimesis_pl.eval.simulator.tau_usi.data import (
     load_human_batches,
 )
 from mimesis_pl.eval.simulator.tau_usi.features import STOP, conversation_features, report_row
-from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, mean_pstd, model_eval, score_batch
+from mimesis_pl.eval.simulator.tau_usi.report import batches_summary, tau_usi_markdown
+from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, model_eval, score_batch
 from mimesis_pl.eval.simulator.tau_usi.scripted import SURVEY_MARKER, scripted_tau_agent, scripted_tau_user
 from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
-from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
 from mimesis_pl.eval.values import thaw
 
@@ -262,12 +262,7 @@ class TauUSISuite(FidelitySuite):
         }
         for b, v in batches.items():
             v["eval_batch"] = None if evaluation is None else evaluation["batches"].get(b)
-        scored = {b: v for b, v in batches.items() if v["tasks"]}
-        metrics = ("D1", "D2", "D3", "D4", "ece", "eval", "usi5", "usi6", "sim_success", "human_success")
-        summary = {k: mean_pstd([v[k] for v in scored.values()]) for k in metrics}
-        if evaluation is not None:  # one Eval for the model: its spread is over the per-batch Evals
-            summary["eval"] = {k: evaluation[k] for k in ("mean", "std", "n")}
-        rollouts = sum(len(r) for r in self._results.values())
+        summary = batches_summary(batches, evaluation)
         results = {
             "suite": self.name,
             "version": self.version,
@@ -275,7 +270,7 @@ class TauUSISuite(FidelitySuite):
             "runtime": self.runtime_settings.kind,
             "seeds": self.seeds,
             "tasks": self._tasks,
-            "rollouts_scored": rollouts,
+            "rollouts_scored": sum(len(r) for r in self._results.values()),
             "rollouts_unscored": sum(self._failures.values()),
             "unscored_by_kind": dict(self._failures),
             "summary": summary,
@@ -287,64 +282,9 @@ class TauUSISuite(FidelitySuite):
             },
             "published": {"usi5": TAU_USI, "human_inter_annotator_usi5": TAU_USI_HUMAN},
         }
-        head = [
-            "batch",
-            "tasks",
-            "D1",
-            "D2",
-            "D3",
-            "D4",
-            "ECE↓",
-            "Eval",
-            "USI₅",
-            "USI₆",
-            "sim success",
-            "human success",
-        ]
-        rows = [
-            [
-                str(b),
-                str(v["tasks"]),
-                *[fmt(v.get(k), 2) for k in ("D1", "D2", "D3", "D4")],
-                fmt(v.get("ece"), 3),
-                fmt(v.get("eval_batch"), 2),
-                fmt(v.get("usi5"), 2),
-                fmt(v.get("usi6"), 2),
-                fmt(v.get("sim_success"), 2),
-                fmt(v.get("human_success"), 2),
-            ]
-            for b, v in batches.items()
-        ]
-        rows.append(
-            [
-                "mean ± std",
-                "",
-                *[pm(summary[k], "std", 2) for k in ("D1", "D2", "D3", "D4")],
-                pm(summary["ece"], "std", 3),
-                pm(summary["eval"], "std", 2),
-                pm(summary["usi5"], "std", 2),
-                pm(summary["usi6"], "std", 2),
-                pm(summary["sim_success"], "std", 2),
-                pm(summary["human_success"], "std", 2),
-            ]
-        )
-        published = [
-            [name, *[fmt(x, 3 if i == 4 else 2) for i, x in enumerate(values)]] for name, values in TAU_USI.items()
-        ]
-        markdown = (
-            f"# tau-USI: {results['models']['simulator']['name']} with agent {results['models']['agent']['name']}\n\n"
-            + markdown_table(head, rows)
-            + f"\nRollouts scored {rollouts}, unscored {results['rollouts_unscored']} {self._failures or ''} "
-            "(left out of the rows). USI₅ = mean(D1..D4, 100·(1−ECE)); USI₆ adds the model's one Eval (its mean, "
-            "the same in every batch; the Eval column shows each batch's own score). ± is the population std "
-            "over batches, as the paper's. Comparable with the paper's USI₅ only with the real human file, the frozen "
-            "difficulty map and the real tool runtime; the scripted runtime and made-up tasks are not.\n\n"
-            f"## Published (the paper, USI₅; humans {TAU_USI_HUMAN})\n\n"
-            + markdown_table(["model", "D1", "D2", "D3", "D4", "ECE↓", "USI₅"], published)
-        )
         scalars = {f"tau_usi/{k}": float(v["mean"]) for k, v in summary.items() if v["mean"] is not None}
         scalars["tau_usi/rollouts_unscored"] = float(results["rollouts_unscored"])
-        return SuiteReport(results, markdown, scalars)
+        return SuiteReport(results, tau_usi_markdown(results), scalars)
 
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         batches = report.results["batches"]

@@ -23,7 +23,7 @@ from mimesis_pl.eval.simulator.models import (
     stable_hash,
 )
 from mimesis_pl.eval.simulator.scripted import scripted_turing_judge, scripted_turing_user
-from mimesis_pl.eval.simulator.suite import fmt, item_ref, mean_sem, pm, run_items, suite_identity
+from mimesis_pl.eval.simulator.suite import ItemRun, fmt, item_ref, mean_sem, pm, run_items, suite_identity
 from mimesis_pl.eval.simulator.text import parse_turing_rating
 from mimesis_pl.eval.simulator.turing.data import TuringRow
 from mimesis_pl.eval.simulator.turing.scoring import PENALTIES, clean_generation, penalties, seed_summary
@@ -90,49 +90,45 @@ class TuringSuite(FidelitySuite):
         self._gen_failed = {s: 0 for s in self.seeds}
         self._score_failed = {s: Counter() for s in self.seeds}
 
+    def _hashes(self) -> tuple[str, str]:
+        gen_hash = config_hash(sampling_identity(self.simulator_settings))
+        score_hash = config_hash(
+            {"generation": gen_hash, "judge": sampling_identity(self.judge_settings), "prompt": JUDGE_SYSTEM}
+        )
+        return gen_hash, score_hash
+
     async def run_batch(self, batch: list[TuringRow], ctx: SuiteContext) -> None:
+        """Generate one turn per row × seed, then judge every generation that has a user history to judge against."""
         sim, judge = self._models["simulator"], self._models["judge"]
-        ss, js = self.simulator_settings, self.judge_settings
-        gen_hash = config_hash(sampling_identity(ss))
-        score_hash = config_hash({"generation": gen_hash, "judge": sampling_identity(js), "prompt": JUDGE_SYSTEM})
-
-        async def generate(ref: TaskRef, _: int) -> TrialOutcome:
-            row, seed = ref.payload
-            raw = await sim.complete(row.prompt, temperature=ss.temperature, max_tokens=ss.max_tokens, seed=seed)
-            text = clean_generation(raw)
-            if not text:
-                raise SimulatorFailure(f"{row.key} seed {seed}: empty generation after cleaning: {raw[:80]!r}")
-            return TrialOutcome(reward=1.0, info={"text": text})
-
-        async def score(ref: TaskRef, _: int) -> TrialOutcome:
-            row, seed, text = ref.payload
-            generated_is_b = stable_hash(text, row.user_id, row.post_id, row.target_idx) % 2 == 1
-            a, b = (row.ground_truth, text) if generated_is_b else (text, row.ground_truth)
-            reply = await judge.complete(
-                judge_messages(row, a, b), temperature=js.temperature, max_tokens=js.max_tokens
-            )
-            raw = parse_turing_rating(reply)
-            rating = canonical_rating(raw, generated_is_b)
-            return TrialOutcome(
-                reward=turing_reward(rating),
-                info={
-                    "raw": raw,
-                    "rating": rating,
-                    "generated_is_b": generated_is_b,
-                    "seed": seed,
-                    **penalties(text, row),
-                },
-            )
-
-        gen_identity = suite_identity("turing-generate", self.version, sim, {})
-        score_identity = suite_identity(self.name, self.version, sim, {"judge": judge})
+        gen_hash, score_hash = self._hashes()
         gen_refs = [
             item_ref("turing/generate", row.key, seed, gen_hash, (row, seed), content=row)
             for seed in self.seeds
             for row in batch
         ]
-        generated = await run_items(gen_refs, gen_identity, generate, ctx.cache, ctx.retry, ctx.max_concurrency)
+        gen_identity = suite_identity("turing-generate", self.version, sim, {})
+        generated = await run_items(gen_refs, gen_identity, self._generate, ctx.cache, ctx.retry, ctx.max_concurrency)
         ctx.count(generated)
+        score_refs = self._score_refs(gen_refs, generated, score_hash)
+        score_identity = suite_identity(self.name, self.version, sim, {"judge": judge})
+        scored = await run_items(score_refs, score_identity, self._score, ctx.cache, ctx.retry, ctx.max_concurrency)
+        ctx.count(scored)
+        self._keep_scores(score_refs, scored)
+        self._rows.extend(batch)
+
+    async def _generate(self, ref: TaskRef, _: int) -> TrialOutcome:
+        ss = self.simulator_settings
+        row, seed = ref.payload
+        raw = await self._models["simulator"].complete(
+            row.prompt, temperature=ss.temperature, max_tokens=ss.max_tokens, seed=seed
+        )
+        text = clean_generation(raw)
+        if not text:
+            raise SimulatorFailure(f"{row.key} seed {seed}: empty generation after cleaning: {raw[:80]!r}")
+        return TrialOutcome(reward=1.0, info={"text": text})
+
+    def _score_refs(self, gen_refs: list[TaskRef], generated: ItemRun, score_hash: str) -> list[TaskRef]:
+        """A judge item per finished generation (keyed by its text's hash); failed generations are counted."""
         score_refs = []
         for ref in gen_refs:
             row, seed = ref.payload
@@ -149,8 +145,30 @@ class TuringSuite(FidelitySuite):
                     "turing/score", join_id(row.key, digest), seed, score_hash, (row, seed, text), content=(row, text)
                 )
             )
-        scored = await run_items(score_refs, score_identity, score, ctx.cache, ctx.retry, ctx.max_concurrency)
-        ctx.count(scored)
+        return score_refs
+
+    async def _score(self, ref: TaskRef, _: int) -> TrialOutcome:
+        js = self.judge_settings
+        row, seed, text = ref.payload
+        generated_is_b = stable_hash(text, row.user_id, row.post_id, row.target_idx) % 2 == 1
+        a, b = (row.ground_truth, text) if generated_is_b else (text, row.ground_truth)
+        reply = await self._models["judge"].complete(
+            judge_messages(row, a, b), temperature=js.temperature, max_tokens=js.max_tokens
+        )
+        raw = parse_turing_rating(reply)
+        rating = canonical_rating(raw, generated_is_b)
+        return TrialOutcome(
+            reward=turing_reward(rating),
+            info={
+                "raw": raw,
+                "rating": rating,
+                "generated_is_b": generated_is_b,
+                "seed": seed,
+                **penalties(text, row),
+            },
+        )
+
+    def _keep_scores(self, score_refs: list[TaskRef], scored: ItemRun) -> None:
         for ref in score_refs:
             record = scored.records[ref.task_id]
             seed = ref.payload[1]
@@ -158,13 +176,12 @@ class TuringSuite(FidelitySuite):
                 self._scores[ref.task_id] = record
             else:
                 self._score_failed[seed][record.failure or "unknown"] += 1
-        self._rows.extend(batch)
 
     def _per_seed(self, seed: int) -> dict[str, object]:
         records = [r for r in self._scores.values() if r.info["seed"] == seed]
         return seed_summary(seed, records, self._score_failed[seed], self._gen_failed[seed])
 
-    def report(self, ctx: SuiteContext) -> SuiteReport:
+    def _check_scored(self) -> None:
         attempted = len(self._scores) + sum(sum(c.values()) for c in self._score_failed.values())
         if attempted and not self._scores:
             raise RuntimeError(
@@ -173,19 +190,12 @@ class TuringSuite(FidelitySuite):
             )
         if not self._scores:
             raise RuntimeError("Turing: no item could be scored (every generation failed or no row has a history)")
+
+    def report(self, ctx: SuiteContext) -> SuiteReport:
+        self._check_scored()
         seeds = [self._per_seed(s) for s in self.seeds]
-        counts = [s["n_scored"] for s in seeds]
-        modal = Counter(counts).most_common(1)[0][0]
-        for s in seeds:
-            s["comparable"] = abs(s["n_scored"] - modal) <= self.comparable_tolerance * max(modal, 1)
-        metrics = (
-            "turing_rating_mean",
-            "turing_reward_mean",
-            "tie_rate",
-            "gt_accuracy",
-            *(f"penalty_{p}" for p in PENALTIES),
-        )
-        summary = {m: mean_sem([s[m] for s in seeds]) for m in metrics}
+        mark_comparable(seeds, self.comparable_tolerance)
+        summary = {m: mean_sem([s[m] for s in seeds]) for m in TURING_METRICS}
         results = {
             "suite": self.name,
             "version": self.version,
@@ -202,64 +212,9 @@ class TuringSuite(FidelitySuite):
             },
             "published": "none comparable: the paper reports pairwise realism win rates between simulators",
         }
-        head = [
-            "seed",
-            "n scored",
-            "rating",
-            "reward",
-            "tie rate",
-            "gt acc",
-            "assistant-like",
-            "copy",
-            "wrong role",
-            "judge fail",
-            "gen fail",
-            "comparable",
-        ]
-        rows = [
-            [
-                str(s["seed"]),
-                str(s["n_scored"]),
-                fmt(s["turing_rating_mean"], 2),
-                fmt(s["turing_reward_mean"], 3),
-                fmt(s["tie_rate"], 2),
-                fmt(s["gt_accuracy"], 2),
-                fmt(s["penalty_assistant_like"], 2),
-                fmt(s["penalty_source_copy"], 2),
-                fmt(s["penalty_wrong_role"], 2),
-                str(s["judge_failures"]),
-                str(s["generation_failures"]),
-                "yes" if s["comparable"] else "NO",
-            ]
-            for s in seeds
-        ]
-        rows.append(
-            [
-                "mean ± SEM",
-                "",
-                pm(summary["turing_rating_mean"], digits=2),
-                pm(summary["turing_reward_mean"], digits=3),
-                pm(summary["tie_rate"], digits=2),
-                pm(summary["gt_accuracy"], digits=2),
-                pm(summary["penalty_assistant_like"], digits=2),
-                pm(summary["penalty_source_copy"], digits=2),
-                pm(summary["penalty_wrong_role"], digits=2),
-                "",
-                "",
-                "",
-            ]
-        )
-        markdown = (
-            f"# Turing: {results['simulator']} judged by {results['judge']}\n\n"
-            + markdown_table(head, rows)
-            + "\nRating: canonical 1-7, higher = the generated turn looked more human (4 = tie). gt acc = "
-            "share of non-tie ratings that picked the real turn (0.5 = indistinguishable). Failed "
-            "generations and judge calls are unscored and counted, never rated.\n"
-            f"Published: {results['published']}.\n"
-        )
         scalars = {f"turing/{m}": float(v["mean"]) for m, v in summary.items() if v["mean"] is not None}
         scalars["turing/judge_failures"] = float(sum(s["judge_failures"] for s in seeds))
-        return SuiteReport(results, markdown, scalars)
+        return SuiteReport(results, turing_markdown(results), scalars)
 
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         seeds = report.results["per_seed"]
@@ -271,3 +226,83 @@ class TuringSuite(FidelitySuite):
             ylabel="items",
             title=f"Turing ratings (canonical; 4 = tie) — {report.results['simulator']}",
         )
+
+
+TURING_METRICS = (
+    "turing_rating_mean",
+    "turing_reward_mean",
+    "tie_rate",
+    "gt_accuracy",
+    *(f"penalty_{p}" for p in PENALTIES),
+)
+
+SEED_HEAD = [
+    "seed",
+    "n scored",
+    "rating",
+    "reward",
+    "tie rate",
+    "gt acc",
+    "assistant-like",
+    "copy",
+    "wrong role",
+    "judge fail",
+    "gen fail",
+    "comparable",
+]
+
+
+def mark_comparable(seeds: list[dict], tolerance: float) -> None:
+    """Set each seed's ``comparable``: its scored count is within ``tolerance`` × the modal count of the mode."""
+    modal = Counter(s["n_scored"] for s in seeds).most_common(1)[0][0]
+    for s in seeds:
+        s["comparable"] = abs(s["n_scored"] - modal) <= tolerance * max(modal, 1)
+
+
+def seed_cells(s: dict) -> list[str]:
+    """One seed's line of the table."""
+    return [
+        str(s["seed"]),
+        str(s["n_scored"]),
+        fmt(s["turing_rating_mean"], 2),
+        fmt(s["turing_reward_mean"], 3),
+        fmt(s["tie_rate"], 2),
+        fmt(s["gt_accuracy"], 2),
+        fmt(s["penalty_assistant_like"], 2),
+        fmt(s["penalty_source_copy"], 2),
+        fmt(s["penalty_wrong_role"], 2),
+        str(s["judge_failures"]),
+        str(s["generation_failures"]),
+        "yes" if s["comparable"] else "NO",
+    ]
+
+
+def summary_cells(summary: dict) -> list[str]:
+    """The table's last line: mean ± SEM over seeds of every metric (counts left blank)."""
+    return [
+        "mean ± SEM",
+        "",
+        pm(summary["turing_rating_mean"], digits=2),
+        pm(summary["turing_reward_mean"], digits=3),
+        pm(summary["tie_rate"], digits=2),
+        pm(summary["gt_accuracy"], digits=2),
+        pm(summary["penalty_assistant_like"], digits=2),
+        pm(summary["penalty_source_copy"], digits=2),
+        pm(summary["penalty_wrong_role"], digits=2),
+        "",
+        "",
+        "",
+    ]
+
+
+def turing_markdown(results: dict) -> str:
+    """``results.md``: one line per seed, the mean ± SEM line, the reading notes."""
+    rows = [seed_cells(s) for s in results["per_seed"]] + [summary_cells(results["summary"])]
+    return (
+        f"# Turing: {results['simulator']} judged by {results['judge']}\n\n"
+        + markdown_table(SEED_HEAD, rows)
+        + "\nRating: canonical 1-7, higher = the generated turn looked more human (4 = tie). gt acc = "
+        "share of non-tie ratings that picked the real turn (0.5 = indistinguishable). Failed "
+        "generations and judge calls are unscored and counted, never rated.\n"
+        f"Published: {results['published']}.\n"
+    )
