@@ -293,24 +293,22 @@ def partial_results(args: argparse.Namespace, out: Path, results: dict[str, Any]
 def finish_results(
     results: dict[str, Any], done: dict, arms: list[str], seeds: list[int], out: Path, name: str
 ) -> dict[str, Any]:
-    args = argparse.Namespace(arms=arms, seeds=seeds, **{k: results["settings"].get(k) for k in ("val_every",)})
-    args.val_threshold = results["settings"].get("val_threshold")
-    for arm in args.arms:
-        for seed in args.seeds:
+    """Summaries, pairs and steps-to-threshold of ``done`` over ``arms`` × ``seeds``; writes ``name``.json/.md."""
+    for arm in arms:
+        for seed in seeds:
             got = done[arm, seed]
             if got["curves"] is not None:
                 results["curves"][f"{arm}/seed{seed}"] = got["curves"]
             results["seconds"][f"{arm}/seed{seed}"] = {"fit": round(got["fit_s"], 1), "eval": round(got["eval_s"], 1)}
-        results["arms"][arm] = summarise([done[arm, seed]["scores"] for seed in args.seeds])
-    results["paired"] = paired_results(done, args.arms, args.seeds)
-    threshold = getattr(args, "val_threshold", None)
-    if getattr(args, "val_every", None) and threshold is not None:
+        results["arms"][arm] = summarise([done[arm, seed]["scores"] for seed in seeds])
+    results["paired"] = paired_results(done, arms, seeds)
+    threshold = results["settings"].get("val_threshold")
+    if results["settings"].get("val_every") and threshold is not None:
         results["steps_to_threshold"] = {
             arm: [
-                steps_to_threshold((done[arm, s]["curves"] or {}).get("val/reward@steps", []), threshold)
-                for s in args.seeds
+                steps_to_threshold((done[arm, s]["curves"] or {}).get("val/reward@steps", []), threshold) for s in seeds
             ]
-            for arm in args.arms
+            for arm in arms
             if arm != "sft"
         }
     (out / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
