@@ -21,9 +21,9 @@ import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from ..llm import ChatCompletionsClient, Endpoint, RetryableError
+from ..llm import ChatCompletionsClient, ChatModelSettings, RetryableError, reference_role
 
 V = TypeVar("V")
 Messages = Sequence[Mapping[str, str]]
@@ -35,51 +35,19 @@ def request_log() -> deque[list[dict[str, str]]]:
     return deque(maxlen=KEEP_REQUESTS)
 
 
-@dataclass
-class EndpointSettings:
-    """One role's model: its :class:`~mimesis_pl.llm.Endpoint` (:meth:`endpoint`) and its sampling.
-
-    Args:
-        kind: ``scripted`` (offline stand-in) or ``openai`` (an OpenAI-compatible server).
-        url: base URL ending in ``/v1`` (``openai`` only).
-        model: model name sent with every request.
-        api_key_env: environment variable holding the API key (``None``: no auth header).
-        temperature: sampling temperature.
-        max_tokens: completion cap (``None``: the server's default).
-        reasoning_effort: sent when set (``low`` for the judge, ``minimal`` for partners in the reference).
-        timeout_s: per request.
-        max_retries: extra attempts after a retryable failure (bounded: S29).
-        retry_backoff_s: first backoff; doubles each attempt.
-        failure_rate: ``scripted`` only — the deterministic share of calls that fail (by a hash of the
-            request), to exercise the failure path; 0 in real use.
-    """
-
-    kind: Literal["scripted", "openai"] = "scripted"
-    url: str | None = None
-    model: str = "gpt-5-5"
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    timeout_s: float = 300.0
-    max_retries: int = 5
-    retry_backoff_s: float = 1.0
-    failure_rate: float = 0.0
-
-    def endpoint(self, role: str) -> Endpoint:
-        """The served endpoint (kind ``openai``); a ``ValueError`` naming ``role`` without an http(s) ``url``."""
-        if not (self.url or "").startswith(("http://", "https://")):
-            raise ValueError(f"{role}: kind 'openai' needs url: http(s)://HOST/v1, got {self.url!r}")
-        return Endpoint.of(self, self.url)
+def EndpointSettings(**fields: Any) -> ChatModelSettings:  # noqa: N802 — the old class name, kept callable
+    """The former simulator-RL role settings class: now :func:`~mimesis_pl.llm.reference_role`, a
+    :class:`~mimesis_pl.llm.ChatModelSettings` on the reference's judge defaults (docs/decisions.md D16)."""
+    return reference_role(**fields)
 
 
 @dataclass
 class RoleSettings:
     """The three external roles of simulator RL, each configured on its own (S4)."""
 
-    judge: EndpointSettings = field(default_factory=EndpointSettings)
-    partner: EndpointSettings = field(default_factory=EndpointSettings)
-    support_agent: EndpointSettings = field(default_factory=EndpointSettings)
+    judge: ChatModelSettings = field(default_factory=reference_role)
+    partner: ChatModelSettings = field(default_factory=reference_role)
+    support_agent: ChatModelSettings = field(default_factory=reference_role)
 
 
 class ChatModel(Protocol):
@@ -203,7 +171,7 @@ class OpenAIChatModel:
     :meth:`complete_json` return ``None`` instead (and count the failure), as the tasks expect.
     """
 
-    def __init__(self, settings: EndpointSettings, role: str, error: type[Exception] = _ClientError) -> None:
+    def __init__(self, settings: ChatModelSettings, role: str, error: type[Exception] = _ClientError) -> None:
         self.settings = settings
         self.role = role
         self.failures = 0
@@ -220,8 +188,7 @@ class OpenAIChatModel:
         }
         if s.max_tokens is not None:
             body["max_completion_tokens"] = s.max_tokens
-        if s.reasoning_effort not in (None, "none"):
-            body["reasoning_effort"] = s.reasoning_effort
+        body |= {**s.extra_body, **s.optional_body()}
         if json_mode:
             body["response_format"] = {"type": "json_object"}
         return body
@@ -348,7 +315,7 @@ class ScriptedPartner:
         return self.reply
 
 
-def build_judge(settings: EndpointSettings) -> Judge:
+def build_judge(settings: ChatModelSettings) -> Judge:
     if settings.kind == "openai":
         return OpenAIJudge(settings, "judge")
     return ScriptedJudge(settings.failure_rate)

@@ -7,8 +7,8 @@ import importlib
 import logging
 from typing import Any
 
+from ..llm import ChatModelSettings
 from .clients import (
-    EndpointSettings,
     Judge,
     OpenAIChatModel,
     RoleSettings,
@@ -19,13 +19,13 @@ from .clients import (
 log = logging.getLogger(__name__)
 
 
-def build_partner(settings: EndpointSettings, role: str = "partner") -> Any:
+def build_partner(settings: ChatModelSettings, role: str = "partner") -> Any:
     if settings.kind == "openai":
         return OpenAIChatModel(settings, role)
     return ScriptedPartner()
 
 
-def build_support_agent(settings: EndpointSettings) -> Any:
+def build_support_agent(settings: ChatModelSettings) -> Any:
     # Imported lazily, like the tasks: a broken support-agent module fails only the rows that need it.
     try:
         module = importlib.import_module("mimesis_pl.tasks.usersim_behavior.support")

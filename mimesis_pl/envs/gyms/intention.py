@@ -51,7 +51,7 @@ from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 from mimesis_pl.llm import RetryableError
 
 if TYPE_CHECKING:
-    from mimesis_pl.tasks.clients import EndpointSettings
+    from mimesis_pl.llm import ChatModelSettings
 
 IMPORTANCE_WEIGHT = {3: 1.0, 2: 0.7, 1: 0.4}
 # Words that say nothing about *which* detail is meant.
@@ -183,7 +183,7 @@ class IntentionGym(Gym):
         details_paths: Sequence[str | Path] | None = None,
         multi_detail_penalty: float = 0.2,
         reward_rule: Literal["userrl", "share"] = "userrl",
-        judge: EndpointSettings | Mapping[str, Any] | None = None,
+        judge: ChatModelSettings | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(user=user)
         if not 0.0 <= multi_detail_penalty < 1.0:

@@ -1,7 +1,7 @@
 """Served judges of the built-in gyms (docs/decisions.md A52).
 
 A judged gym (Turtle, Telepathy, Intention, Persuade, Search, Travel: its own grader, A43) takes ``judge=`` — an
-:class:`~mimesis_pl.tasks.clients.EndpointSettings` (or its YAML mapping) of an OpenAI-compatible
+:class:`~mimesis_pl.llm.ChatModelSettings` (or its YAML mapping) of an OpenAI-compatible
 endpoint — and then asks that model what UserRL asks its judge, seeing what UserRL's judge sees and
 nothing more. Without ``judge`` (the offline default) the gym's keyword rule grades; every report
 names which grader ran (:func:`grader_label`).
@@ -20,35 +20,31 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from mimesis_pl.eval.failures import JudgeFailure
-from mimesis_pl.llm import RetryableError
-
-if TYPE_CHECKING:  # mimesis_pl.tasks imports the rollout, which imports this package: imported lazily
-    from mimesis_pl.tasks.clients import EndpointSettings
+from mimesis_pl.llm import ChatModelSettings, RetryableError, reference_role
 
 T = TypeVar("T")
 RULE_GRADER = "rule (offline default; not comparable with UserRL's LLM judge)"
 
 
-def judge_settings(value: EndpointSettings | Mapping[str, Any] | None, *, where: str) -> EndpointSettings | None:
-    """``judge:`` as given in YAML or code: ``None`` (rule grader), a mapping or an :class:`EndpointSettings`.
+def judge_settings(value: ChatModelSettings | Mapping[str, Any] | None, *, where: str) -> ChatModelSettings | None:
+    """``judge:`` as given in YAML or code: ``None`` (rule grader), a mapping (on the reference's judge defaults,
+    :func:`~mimesis_pl.llm.reference_role`) or a :class:`~mimesis_pl.llm.ChatModelSettings`.
 
     A ``scripted`` kind means the rule grader too (``None``). Unknown keys are an error naming ``where``.
     """
-    from mimesis_pl.tasks.clients import EndpointSettings
-
     if value is None:
         return None
     if isinstance(value, Mapping):
-        known = {f.name for f in dataclasses.fields(EndpointSettings)}
+        known = {f.name for f in dataclasses.fields(ChatModelSettings)}
         unknown = sorted(set(value) - known)
         if unknown:
             raise ValueError(f"{where}: judge has unknown keys {unknown}; known: {sorted(known)}")
-        value = EndpointSettings(**dict(value))
-    if not isinstance(value, EndpointSettings):
-        raise TypeError(f"{where}: judge must be a mapping or EndpointSettings, got {type(value).__name__}")
+        value = reference_role(**dict(value))
+    if not isinstance(value, ChatModelSettings):
+        raise TypeError(f"{where}: judge must be a mapping or ChatModelSettings, got {type(value).__name__}")
     if value.kind == "scripted":
         return None
     if not value.url:
@@ -59,7 +55,7 @@ def judge_settings(value: EndpointSettings | Mapping[str, Any] | None, *, where:
 RULE_ONLY = "rule (as UserRL: no judge)"
 
 
-def grader_label(settings: EndpointSettings | None) -> str:
+def grader_label(settings: ChatModelSettings | None) -> str:
     """How a judged gym's answers are graded, for reports: the rule grader or the served judge's model."""
     return RULE_GRADER if settings is None else f"LLM judge {settings.model} (UserRL's judging)"
 
@@ -120,7 +116,7 @@ class GymJudge:
     sent (for leak tests).
     """
 
-    def __init__(self, settings: EndpointSettings, *, gym: str) -> None:
+    def __init__(self, settings: ChatModelSettings, *, gym: str) -> None:
         from mimesis_pl.tasks.clients import OpenAIChatModel
 
         self.settings = settings
@@ -144,7 +140,7 @@ class GymJudge:
         await self.model.aclose()
 
 
-def make_judge(value: EndpointSettings | Mapping[str, Any] | None, *, gym: str) -> GymJudge | None:
+def make_judge(value: ChatModelSettings | Mapping[str, Any] | None, *, gym: str) -> GymJudge | None:
     settings = judge_settings(value, where=f"{gym} option 'judge'")
     return None if settings is None else GymJudge(settings, gym=gym)
 

@@ -43,7 +43,7 @@ from mimesis_pl.envs.text import content_words, is_vague, sentences, stem, surfa
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 
 if TYPE_CHECKING:
-    from mimesis_pl.tasks.clients import EndpointSettings
+    from mimesis_pl.llm import ChatModelSettings
 
 STANCES: tuple[str, ...] = (
     "Strongly Agree",
@@ -96,7 +96,7 @@ class PersuadeGym(Gym):
         *,
         user: UserSimulator | None = None,
         reward_rule: Literal["userrl", "progress"] = "userrl",
-        judge: EndpointSettings | Mapping[str, Any] | None = None,
+        judge: ChatModelSettings | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(user=user)
         if reward_rule not in ("userrl", "progress"):

@@ -38,7 +38,7 @@ from mimesis_pl.envs.text import STOPWORDS, content_words, overlap_fraction, que
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 
 if TYPE_CHECKING:
-    from mimesis_pl.tasks.clients import EndpointSettings
+    from mimesis_pl.llm import ChatModelSettings
 
 _ARTICLES = frozenset({"a", "an", "the"})
 
@@ -121,7 +121,7 @@ class TelepathyGym(Gym):
         *,
         user: UserSimulator | None = None,
         entities_path: str | Path | None = None,
-        judge: EndpointSettings | Mapping[str, Any] | None = None,
+        judge: ChatModelSettings | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(user=user)
         # Only needed for rows without reward_model.ground_truth (the UserRL parquet rows all have it).

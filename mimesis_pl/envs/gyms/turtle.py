@@ -47,7 +47,7 @@ from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 from mimesis_pl.llm import RetryableError
 
 if TYPE_CHECKING:
-    from mimesis_pl.tasks.clients import EndpointSettings
+    from mimesis_pl.llm import ChatModelSettings
 
 FULL_MATCH = 0.6
 PARTIAL_MATCH = 0.3
@@ -122,7 +122,7 @@ class TurtleGym(Gym):
         *,
         user: UserSimulator | None = None,
         success_threshold: float = 1.0,
-        judge: EndpointSettings | Mapping[str, Any] | None = None,
+        judge: ChatModelSettings | Mapping[str, Any] | None = None,
         stories_path: str | Path | None = None,
     ) -> None:
         super().__init__(user=user)

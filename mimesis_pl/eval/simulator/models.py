@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mimesis_pl.eval.failures import InfrastructureFailure
-from mimesis_pl.llm import ChatCompletionsClient, Endpoint
+from mimesis_pl.llm import ChatCompletionsClient, ChatModelSettings
 from mimesis_pl.tasks.clients import reply_text
 
 Message = Mapping[str, str]
@@ -40,57 +39,6 @@ class ChatModel(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass
-class ChatModelSettings:
-    """One role's model (simulator, assistant/agent or judge).
-
-    Args:
-        kind: ``openai`` (an OpenAI-compatible ``/v1/chat/completions`` endpoint) or ``scripted``
-            (the suite's deterministic offline stand-in for this role).
-        model: served model name (the cache name of a scripted model).
-        base_url: endpoint root ending in ``/v1`` (``openai`` only).
-        api_key_env: name of the environment variable holding the API key (``None``: no auth header).
-        revision: what was served (checkpoint tag / hash): part of every cache key, so a new checkpoint
-            never reuses old results.
-        temperature, max_tokens: sampling settings sent with every request (always sent: docs/decisions.md S24).
-        timeout_s, max_retries, retry_backoff_s: per request, extra attempts after a retryable failure, and
-            the first wait between them (doubling).
-        enable_thinking: forwarded as ``chat_template_kwargs.enable_thinking`` when set.
-        reasoning_effort: forwarded unless ``None``.
-        extra_body: merged into every request body.
-    """
-
-    kind: Literal["openai", "scripted"] = "scripted"
-    model: str = "scripted"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    revision: str = "unversioned"
-    temperature: float = 0.7
-    max_tokens: int = 1024
-    timeout_s: float = 120.0
-    max_retries: int = 2
-    retry_backoff_s: float = 0.5
-    enable_thinking: bool | None = None
-    reasoning_effort: str | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-
-    def check(self, role: str) -> None:
-        if self.kind == "openai" and not (self.base_url or "").startswith(("http://", "https://")):
-            raise ValueError(f"{role}.base_url must be an http(s) URL for kind 'openai', got {self.base_url!r}")
-        if not self.model or not self.revision:
-            raise ValueError(f"{role}.model and {role}.revision must be non-empty")
-        if self.max_tokens < 1 or self.temperature < 0:
-            raise ValueError(f"{role}: max_tokens must be >= 1 and temperature >= 0")
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind}:{self.model}"
-
-    def endpoint(self) -> Endpoint:
-        """Where a served (``openai``) role's requests go (:class:`~mimesis_pl.llm.Endpoint`)."""
-        return Endpoint.of(self, str(self.base_url))
-
-
 class ServedChatModel:
     """A :class:`ChatModel` on an OpenAI-compatible endpoint; failures raise ``failure`` (after retries)."""
 
@@ -98,7 +46,7 @@ class ServedChatModel:
         settings.check(failure.__name__)
         self.settings = settings
         self.name, self.revision = settings.label, settings.revision
-        self._client = ChatCompletionsClient(settings.endpoint(), failure)
+        self._client = ChatCompletionsClient(settings.endpoint(failure.__name__), failure)
 
     def body(
         self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None
@@ -113,11 +61,7 @@ class ServedChatModel:
         }
         if seed is not None:
             body["seed"] = seed
-        if s.enable_thinking is not None:
-            body["chat_template_kwargs"] = {"enable_thinking": s.enable_thinking}
-        if s.reasoning_effort not in (None, "none"):
-            body["reasoning_effort"] = s.reasoning_effort
-        return body
+        return body | s.optional_body()
 
     async def complete(
         self, messages: Sequence[Message], *, temperature: float, max_tokens: int, seed: int | None = None

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ...llm import ChatModelSettings
 from ..base import PartnerUnavailable
-from ..clients import EndpointSettings, OpenAIChatModel, request_log
+from ..clients import OpenAIChatModel, request_log
 from .abcd import FIELD_PHRASES
 from .behaviors import Public, mentions
 
@@ -77,7 +78,7 @@ class ScriptedSupportAgent:
 class OpenAISupportAgent:
     """A served support agent (per-role endpoint and model)."""
 
-    def __init__(self, settings: EndpointSettings) -> None:
+    def __init__(self, settings: ChatModelSettings) -> None:
         self.model = OpenAIChatModel(settings, "support_agent")
 
     @property
@@ -96,5 +97,5 @@ class OpenAISupportAgent:
         await self.model.aclose()
 
 
-def build_support_agent(settings: EndpointSettings) -> ScriptedSupportAgent | OpenAISupportAgent:
+def build_support_agent(settings: ChatModelSettings) -> ScriptedSupportAgent | OpenAISupportAgent:
     return OpenAISupportAgent(settings) if settings.kind == "openai" else ScriptedSupportAgent()

@@ -28,7 +28,7 @@ from mimesis_pl.envs.gyms.search.backends import SearchHit, SearchSettings, make
 from mimesis_pl.envs.tasks import GymTask
 
 if TYPE_CHECKING:
-    from mimesis_pl.tasks.clients import EndpointSettings
+    from mimesis_pl.llm import ChatModelSettings
 
 
 def normalize_answer(text: str) -> str:
@@ -97,7 +97,7 @@ class SearchGym(Gym):
         max_search_results: int = 5,
         max_search_steps: int = 5,
         questions_path: str | Path | None = None,
-        judge: EndpointSettings | Mapping[str, Any] | None = None,
+        judge: ChatModelSettings | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(user=user)
         if max_search_results < 1 or max_search_steps < 0:

@@ -43,8 +43,9 @@ from mimesis_pl.eval.simulator.soul.report import (
 from mimesis_pl.eval.simulator.soul.scoring import SOUL_NAMES, across_seeds, degenerate_seeds, seed_summary
 from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
+from mimesis_pl.llm import ChatModelSettings
 from mimesis_pl.tasks.base import TaskContext
-from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
+from mimesis_pl.tasks.clients import RoleSettings
 from mimesis_pl.tasks.conversation import Policy
 from mimesis_pl.tasks.roles import build_roles
 from mimesis_pl.tasks.runner import run_row
@@ -73,7 +74,7 @@ def task_row(row: SoulRow) -> dict[str, Any]:
     return {"data_source": row.data_source, "prompt": [dict(m) for m in row.prompt], "extra_info": dict(row.extra_info)}
 
 
-def endpoint_identity(settings: EndpointSettings, revision: str | None = None) -> str:
+def endpoint_identity(settings: ChatModelSettings, revision: str | None = None) -> str:
     """What determines a role's answers, for the cache key (S75): kind and model, and for a served role the
     endpoint URL and the explicit revision when given (a scripted role: its failure rate)."""
     if settings.kind == "scripted":
