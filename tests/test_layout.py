@@ -270,3 +270,13 @@ def test_no_package_hides_imports_behind_module_getattr():
         )
     ]
     assert offenders == [], f"module-level __getattr__ in {offenders}: import plainly instead"
+
+
+def test_the_readme_layout_names_every_package_folder_and_top_level_module():
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    modules = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    missing = [f"{name}/" for name in folders if f"{name}/" not in layout]
+    missing += [name for name in modules if name not in layout]
+    assert missing == [], f"README's Layout does not name: {missing}"
