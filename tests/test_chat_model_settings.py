@@ -6,6 +6,7 @@ import pytest
 
 from mimesis_pl.cli import MimesisCLI
 from mimesis_pl.envs.gyms.judging import judge_settings
+from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator import models as suite_models
 from mimesis_pl.llm import REFERENCE_ROLE, ChatModelSettings, reference_role
 from mimesis_pl.tasks import clients
@@ -48,6 +49,15 @@ def test_the_suites_keep_their_defaults():
         120.0,
         2,
         0.5,
+    )
+
+
+def test_a_suite_role_needs_a_token_cap():
+    with pytest.raises(ValueError, match="judge.max_tokens must be set"):
+        suite_models.build_chat_model(ChatModelSettings(max_tokens=None), "judge", JudgeFailure, lambda *a: "x")
+    assert (
+        suite_models.build_chat_model(ChatModelSettings(), "judge", JudgeFailure, lambda *a: "x").name
+        == "scripted:scripted"
     )
 
 

@@ -102,8 +102,13 @@ class ScriptedChatModel:
 def build_chat_model(
     settings: ChatModelSettings, role: str, failure: type[InfrastructureFailure], scripted: Responder
 ) -> ChatModel:
-    """The model ``settings`` asks for; ``scripted`` is the suite's offline stand-in for ``role``."""
+    """The model ``settings`` asks for; ``scripted`` is the suite's offline stand-in for ``role``.
+
+    A suite sends its sampling settings with every request (docs/decisions.md S24), so ``max_tokens`` must be set.
+    """
     settings.check(role)
+    if settings.max_tokens is None:
+        raise ValueError(f"{role}.max_tokens must be set: a suite sends it with every request")
     if settings.kind == "openai":
         return ServedChatModel(settings, failure)
     return ScriptedChatModel(settings.label, scripted, settings.revision)
