@@ -268,8 +268,15 @@ def run_study(args: argparse.Namespace) -> dict[str, Any]:
                 f"eval {got['eval_s']:.0f}s reward {reward:.3f}",
                 flush=True,
             )
-    results["seconds"]["total"] = round(time.perf_counter() - began, 1)
+    results["seconds"]["wall"] = round(time.perf_counter() - began, 1)
+    results["seconds"]["total"] = run_time_per_slot(done, args.jobs)
     return finish_results(results, done, args.arms, args.seeds, out, "results")
+
+
+def run_time_per_slot(done: dict[tuple[str, int], dict[str, Any]], jobs: int) -> float:
+    """The runs' own fit + eval seconds, summed and divided over the ``jobs`` side-by-side slots: the study's
+    cost also when some runs were read back from ``out/pairs`` by a resumed invocation."""
+    return round(sum(got["fit_s"] + got["eval_s"] for got in done.values()) / max(1, jobs), 1)
 
 
 def partial_results(args: argparse.Namespace, out: Path, results: dict[str, Any]) -> dict[str, Any]:
@@ -286,7 +293,7 @@ def partial_results(args: argparse.Namespace, out: Path, results: dict[str, Any]
     if not seeds:
         raise SystemExit(f"no seed has every arm saved under {out / 'pairs'} yet")
     results["settings"].update(seeds=seeds, planned_seeds=list(args.seeds), partial=True)
-    results["seconds"]["total"] = round(sum(g["fit_s"] + g["eval_s"] for g in saved.values()) / args.jobs, 1)
+    results["seconds"]["total"] = run_time_per_slot(saved, args.jobs)
     return finish_results(results, saved, args.arms, seeds, out, "results_partial")
 
 
@@ -414,7 +421,12 @@ def write_report(results: dict[str, Any], out: Path, name: str = "results") -> N
             f"PARTIAL: the seeds with every arm finished, of {st['planned_seeds']} planned; "
             f"{minutes:.1f} min of run time per job slot so far."
             if st.get("partial")
-            else f"Wall time {minutes:.1f} min."
+            else f"Run time {minutes:.1f} min per job slot (the runs' fit + eval time over {st.get('jobs', 1)} slots"
+            + (
+                f"; this invocation's wall time {results['seconds']['wall'] / 60:.1f} min)."
+                if "wall" in results["seconds"]
+                else ")."
+            )
         )
     )
     seeds = " ".join(map(str, st.get("planned_seeds") or st["seeds"]))

@@ -185,6 +185,9 @@ def test_a_stopped_study_resumes_from_its_saved_pairs_and_refuses_other_settings
     assert calls == [("grpo", 0), ("grpo", 1)]
     again = json.loads((tmp_path / "results.json").read_text())
     assert again["curves"]["grpo/seed0"] == first["curves"]["grpo/seed0"]
+    # the cost counts the runs read back too: (sft 0 + 2 s, grpo 1 + 2 s) x 2 seeds over 1 slot
+    assert again["seconds"]["total"] == 10.0 and again["seconds"]["wall"] < 10.0
+    assert "Run time 0.2 min per job slot" in (tmp_path / "results.md").read_text()
     with pytest.raises(SystemExit, match="steps"):
         study.run_study(args(steps=3))
 
