@@ -47,8 +47,7 @@ def judge_settings(value: ChatModelSettings | Mapping[str, Any] | None, *, where
         raise TypeError(f"{where}: judge must be a mapping or ChatModelSettings, got {type(value).__name__}")
     if value.kind == "scripted":
         return None
-    if not value.url:
-        raise ValueError(f"{where}: judge kind 'openai' needs url: http(s)://HOST/v1")
+    value.served_url(f"{where}: judge")
     return value
 
 
