@@ -13,6 +13,10 @@ import sys
 from .cli_base import TRAINER_DEFAULTS, ConfigError, DataOnlyCLI, MimesisCLI, root_message
 from .lifecycle import SIGTERM_EXIT_CODE
 from .quiet import silence_known_noise
+from .rollout.failures import RolloutFailureError
+
+#: Exit code of a run stopped because too many episodes failed for infrastructure reasons (A76).
+ROLLOUT_FAILURE_EXIT_CODE = 3
 
 __all__ = ["TRAINER_DEFAULTS", "ConfigError", "DataOnlyCLI", "MimesisCLI", "main", "root_message"]
 
@@ -55,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"mimesis-pl {argv[0] if argv else ''}: error: {err}", file=sys.stderr)
         return 2
+    except RolloutFailureError as err:  # the simulator, a judge or a partner is down (A76)
+        print(f"mimesis-pl {argv[0] if argv else ''}: stopped: {err}", file=sys.stderr)
+        return ROLLOUT_FAILURE_EXIT_CODE
     except SIGTERMException:  # Lightning's carries no code, so the shell would see success (A72)
         print("mimesis-pl: stopped by SIGTERM (see the checkpoint path logged above)", file=sys.stderr)
         return SIGTERM_EXIT_CODE

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 from mimesis_pl.cli import main
@@ -19,7 +21,7 @@ def scalars(run):
     return {tag: [e.value for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
-def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_path, monkeypatch):
+def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     # the config checkpoints every 2 steps into the run folder
     main(["fit", "--config", CONFIG, f"--trainer.logger.init_args.save_dir={tmp_path / 'a'}", "--trainer.max_steps=2"])
@@ -39,6 +41,18 @@ def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_p
         "rollout/episode_reward_mean",
     ):
         assert tag in first, tag
+
+    # Every coached turn is saved in the run folder, and `mimesis-pl data notes` reads it (A77).
+    notes = [json.loads(line) for line in (run / "coach_notes.jsonl").read_text().splitlines()]
+    assert {n["step"] for n in notes} == {0, 1}
+    made = [n for n in notes if n["status"] == "ok"]
+    assert len(made) == sum(first["coach/made"]) and all(n["note"] and n["episode_id"] for n in made)
+    assert sum(n["dropped_as_leak"] for n in notes) == sum(first["coach/leaked"])
+    assert set(notes[0]) >= {"step", "episode_id", "task", "turn", "status", "note", "dropped_as_leak", "placebo"}
+    capsys.readouterr()
+    assert main(["data", "notes", str(run), "--step", "1", "--n", "1"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"{len(notes)} coached turns over steps 0–1") and "note:" in shown
 
     ckpt = next((run / "checkpoints").glob("*step=2*.ckpt"))
     state = torch.load(ckpt, weights_only=False)

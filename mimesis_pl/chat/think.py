@@ -52,8 +52,12 @@ def opens_with_think(text: str) -> bool:
     return any(t.opener.match(body) for t in _CONVENTIONS)
 
 
-def split_think(text: str, *, strict: bool = False) -> tuple[str | None, str]:
+def split_think(text: str, *, strict: bool = False, prefilled: bool = False) -> tuple[str | None, str]:
     """Return ``(reasoning, public_text)``; ``reasoning`` is ``None`` when ``text`` has no tag.
+
+    ``prefilled=True`` says the request's generation prompt already opened a ``<think>`` block (a thinking
+    template that pre-fills the opener), so ``text`` starts *inside* reasoning: a reply that never closes it
+    is all reasoning (public ``""``), never public text (docs/decisions.md A75).
 
     Lenient (default), for each convention:
 
@@ -69,6 +73,8 @@ def split_think(text: str, *, strict: bool = False) -> tuple[str | None, str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"split_think expects a str, got {type(text).__name__}")
+    if prefilled and not opens_with_think(text):
+        text = THINK_OPEN + text
     if strict:
         return _split_strict(text)
     if not has_think_tag(text):
@@ -165,3 +171,16 @@ def strip_reasoning(text: str, strict: bool = False) -> str:
             "matches how replies are cleaned"
         )
     return public
+
+
+def request_prefills_think(request: object) -> bool:
+    """Whether a chat-completion request body asks the server's template to pre-fill ``<think>``.
+
+    vLLM, SGLang and ``mimesis-pl serve`` take the thinking switch as ``chat_template_kwargs.enable_thinking``;
+    ``true`` there makes a thinking template (ours, Qwen3.5's) end the generation prompt inside an open
+    ``<think>`` block, so the reply starts inside reasoning (see ``split_think(prefilled=True)``).
+    """
+    if not isinstance(request, dict):
+        return False
+    kwargs = request.get("chat_template_kwargs")
+    return isinstance(kwargs, dict) and kwargs.get("enable_thinking") is True

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade,usersim-rows} ...
+USAGE = """usage: mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade,usersim-rows,notes} ...
 
   show            render samples of a configured DataModule with the trained tokens marked
   prepare-gyms    split UserRL-format gym parquet files into train/val prompt sets by task
   record-experts  record successful scripted-expert episodes as agent-SFT conversations (JSONL)
   mix-persuade    add PersuadeGym training tasks recombined from the training arguments
   usersim-rows    build usersim-behavior rows (every applicable behaviour + control) from ABCD conversations
+  notes           read what a CSD run's coach told the agent (<run>/coach_notes.jsonl)
 """
 
 
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         from .expert_traces import main as run
     elif cmd == "mix-persuade":
         from .persuade_mix import main as run
+    elif cmd == "notes":
+        from .notes_show import main as run
     elif cmd == "usersim-rows":
         from ..tasks.usersim_behavior.builder import main as run
     else:

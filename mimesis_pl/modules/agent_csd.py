@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -79,10 +80,14 @@ class AgentCSD(AgentGRPO):
         super().setup(stage)
         if stage == "fit":  # after the rollout stage: the coach must not share the users' endpoint
             self.coach_stage.setup(self.tokenizer, user_shim_url=self.rollout_stage.user_shim_url)
+            self.coach_stage.notes_path = coach_notes_path(self.trainer)
 
     def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         step = super().collect(batch, batch_idx)
-        return replace(step, teacher=self.coach_stage.teacher(step, batch, self.rollout_stage.privileged_source()))
+        teacher = self.coach_stage.teacher(
+            step, batch, self.rollout_stage.privileged_source(), global_step=int(self.global_step)
+        )
+        return replace(step, teacher=teacher)
 
     # -- the update --------------------------------------------------------------------------------
 
@@ -229,3 +234,13 @@ class CSDTerm:
 
     def empty_microbatch(self) -> None:
         self.module.csd_empty_microbatch()
+
+
+def coach_notes_path(trainer: Any) -> Path | None:
+    """``<run folder>/coach_notes.jsonl`` (``coach_notes.rank<r>.jsonl`` on rank r > 0); ``None`` without a
+    trainer or run folder."""
+    if trainer is None or not (trainer.log_dir or trainer.default_root_dir):
+        return None
+    rank = trainer.global_rank
+    name = "coach_notes.jsonl" if rank == 0 else f"coach_notes.rank{rank}.jsonl"
+    return Path(trainer.log_dir or trainer.default_root_dir) / name

@@ -11,11 +11,14 @@ placebo row whose note comes from another group and another task). The rows come
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from ..chat import ChatRenderer
+from ..csd.notebook import NoteRecord
 from ..csd.prompts import NOTE_FRAMINGS, NoteFraming, frame_note
 from ..envs import GymTask
 from ..rl.placebo import PlaceboPool
@@ -164,6 +167,8 @@ class CoachStage:
         self._threads: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._renderer: ChatRenderer | None = None
+        #: Where each step's notes are appended as JSON lines (set by the module: ``<run>/coach_notes.jsonl``).
+        self.notes_path: Path | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -194,8 +199,14 @@ class CoachStage:
 
     # -- per step --------------------------------------------------------------------------------
 
-    def teacher(self, step: RLStep, batch: list[dict[str, Any]], privileged_source: Any) -> TeacherBatch:
-        """Coach the step's trained trajectories (``privileged_source``: the user shim's URL or client)."""
+    def teacher(
+        self, step: RLStep, batch: list[dict[str, Any]], privileged_source: Any, *, global_step: int = 0
+    ) -> TeacherBatch:
+        """Coach the step's trained trajectories (``privileged_source``: the user shim's URL or client).
+
+        With :attr:`notes_path` set, every selected turn's outcome is appended there as one JSON line
+        (:func:`note_lines`): what the coach told the agent, and what it was kept from saying.
+        """
         from ..csd import coach_batch
 
         s = self.settings
@@ -205,6 +216,7 @@ class CoachStage:
         for row in batch:
             task = GymTask.from_row(row, source=row.get("_source", "<row>"))
             hidden[task.key] = task.hidden
+        records: list[NoteRecord] = []
         notes, counts = self._loop.run_until_complete(
             coach_batch(
                 chosen,
@@ -216,27 +228,17 @@ class CoachStage:
                 require_evidence=s.require_evidence,
                 drop_leaked=s.drop_leaked_notes,
                 max_concurrency=s.max_concurrency,
+                records=records,
             )
         )
-        real, placebo = [], []
-        placebo_drawn = 0
-        for b, traj in enumerate(chosen):
-            mine = {t: note for (i, t), note in notes.items() if i == b}
-            if s.placebo_only:
-                mine = {t: p for t, note in mine.items() if (p := self.pool.draw(note, traj.group_id, traj.task_key))}
-            width = len(traj.input_ids) + s.width_headroom
-            real.append(build_teacher_rows(traj.input_ids, traj.turn_spans, mine, self._note_ids, width, prompt_len=0))
-            if s.placebo:
-                drawn = {t: self.pool.draw(note, traj.group_id, traj.task_key) for t, note in mine.items()}
-                drawn = {t: p for t, p in drawn.items() if p}
-                placebo_drawn += len(drawn)
-                placebo.append(
-                    build_teacher_rows(traj.input_ids, traj.turn_spans, drawn, self._note_ids, width, prompt_len=0)
-                )
+        real, placebo, placebos = self._teacher_rows(chosen, notes)
+        placebo_drawn = len(placebos)
         # Notes join the pool only after this batch drew its placebos: a draw never sees its own batch.
         for (i, _), note in notes.items():
             self.pool.add(note, chosen[i].group_id, chosen[i].task_key)
         self.totals.update(counts)
+        if self.notes_path is not None:
+            write_note_lines(self.notes_path, note_lines(records, chosen, placebos, global_step))
         coached_tokens = sum(int(r.teacher_mask.sum()) for r in real)
         response_tokens = sum(t.response_length for t in chosen)
         metrics = {f"coach/{k}": float(v) for k, v in counts.items()}
@@ -253,6 +255,28 @@ class CoachStage:
             real=real, placebo=placebo if s.placebo else None, metrics=metrics, spans=[t.turn_spans for t in chosen]
         )
 
+    def _teacher_rows(
+        self, chosen: list[Any], notes: dict[tuple[int, int], str]
+    ) -> tuple[list[Any], list[Any], dict[tuple[int, int], str]]:
+        """Per trajectory its real teacher rows and its placebo rows; and the placebo drawn per (trajectory, turn)."""
+        s = self.settings
+        real, placebo = [], []
+        placebos: dict[tuple[int, int], str] = {}
+        for b, traj in enumerate(chosen):
+            mine = {t: note for (i, t), note in notes.items() if i == b}
+            if s.placebo_only:
+                mine = {t: p for t, note in mine.items() if (p := self.pool.draw(note, traj.group_id, traj.task_key))}
+            width = len(traj.input_ids) + s.width_headroom
+            real.append(build_teacher_rows(traj.input_ids, traj.turn_spans, mine, self._note_ids, width, prompt_len=0))
+            if s.placebo:
+                drawn = {t: self.pool.draw(note, traj.group_id, traj.task_key) for t, note in mine.items()}
+                drawn = {t: p for t, p in drawn.items() if p}
+                placebos.update({(b, t): p for t, p in drawn.items()})
+                placebo.append(
+                    build_teacher_rows(traj.input_ids, traj.turn_spans, drawn, self._note_ids, width, prompt_len=0)
+                )
+        return real, placebo, placebos
+
     def _note_ids(self, note: str) -> list[int]:
         """Tokens of a note as one complete user message placed at a turn's header start."""
         if self.settings.null_probe:
@@ -264,3 +288,39 @@ def note_turn_ids(renderer: ChatRenderer, note: str, framing: NoteFraming = "hin
     """Tokens of ``note`` (framed) as one complete user message, spliced in at a turn's header start."""
     content = frame_note(note, framing)
     return renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": content})
+
+
+def note_lines(
+    records: list[NoteRecord], trajectories: list[Any], placebos: dict[tuple[int, int], str], global_step: int
+) -> list[dict[str, Any]]:
+    """One JSON-ready line per coached turn: step, episode, group, task, turn, status, the note (``None`` when
+    the coach gave none or it was dropped), ``dropped_as_leak``, ``evidenced`` (the user's reply before the turn
+    carried private reasoning) and the placebo note the teacher's control row got (``None``: none drawn).
+    The hidden values a dropped note named are not written (only their count)."""
+    lines = []
+    for r in records:
+        traj = trajectories[r.trajectory]
+        lines.append(
+            {
+                "step": global_step,
+                "episode_id": traj.episode_id,
+                "group_id": traj.group_id,
+                "task": traj.task_key,
+                "turn": r.turn,
+                "status": r.status,
+                "note": r.note,
+                "dropped_as_leak": r.status == "leaked" and r.note is None,
+                "leaked_values": len(r.leaks),
+                "evidenced": r.evidenced,
+                "placebo": placebos.get((r.trajectory, r.turn)),
+            }
+        )
+    return lines
+
+
+def write_note_lines(path: Path, lines: list[dict[str, Any]]) -> None:
+    """Append ``lines`` to ``path`` as JSON lines (the folder is made when missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        for line in lines:
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -247,4 +247,5 @@ class _EpisodeState:
             data_source=task.data_source,
             task_key=task.key,
             counters=dict(summary.counters),
+            error=summary.error,
         )

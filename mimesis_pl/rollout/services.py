@@ -6,8 +6,9 @@ Three set-ups, chosen in YAML by ``class_path`` (``users:``):
 - :class:`ScriptedUserSettings`: the offline scripted user, in process (no HTTP; fastest, for unit tests);
 - :class:`ScriptedHTTPUserSettings`: the scripted user served as an OpenAI-compatible endpoint on loopback,
   with the real shim in front of it — the embedded default, exercising the same path as a served model;
-- :class:`OpenAIUserSettings`: a served simulator (vLLM/SGLang) at ``upstream_url``; the job starts a shim
-  in front of it (``shim: true``) or uses a running one (``shim_url``).
+- :class:`OpenAIUserSettings`: a served simulator (vLLM/SGLang/``mimesis-pl serve``) at ``upstream_url``; the job
+  starts a shim in front of it (``shim: true``) or uses a running one (``shim_url``);
+- :class:`CheckpointUserSettings`: a trained simulator folder, served by the job itself on loopback behind the shim.
 
 :class:`SimulatorServices` starts what the settings ask for and stops it again (the owner — the rollout
 stage or the evaluation module — calls ``start`` in its setup and ``stop`` in its teardown).
@@ -17,13 +18,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from ..llm import api_key
 from ..shim.background import ServerThread
 from ..shim.service import PrivilegedShim
 from ..users import OpenAIUser, ScriptedUser
 from ..users.scripted_server import start_scripted_server
+from .local_models import LocalModelSettings, acquire_model_server
 
 
 class UserSimSettings:
@@ -77,40 +80,119 @@ class ScriptedHTTPUserSettings(UserSimSettings):
 
 
 @dataclass
-class OpenAIUserSettings(UserSimSettings):
-    """A served simulator (vLLM/SGLang, OpenAI-compatible) behind the privileged shim.
+class ServedUserSettings(UserSimSettings):
+    """What every served user simulator sends and how its replies are read (fields shared by
+    :class:`OpenAIUserSettings` and :class:`CheckpointUserSettings`).
 
     Args:
-        upstream_url: the served simulator, e.g. ``http://127.0.0.1:8000/v1`` (or give ``shim_url``).
-        model: the served model's name.
-        shim: start a shim in front of ``upstream_url`` (its ``<think>`` stays private, readable by the coach).
-        shim_url: a shim already running (then none is started).
+        model: the served model's name (``None`` on a checkpoint: the name its server gives it).
+        shim: start a privileged shim in front of the simulator (its ``<think>`` stays private, readable by the coach).
         shim_token_env: environment variable holding the shim's bearer token (the token never enters a config).
-        api_key_env: environment variable holding the served simulator's key (sent by the shim we start, or
-            by the users when there is no shim).
         temperature: sampling temperature.
         max_tokens: completion cap per user turn.
         timeout_s: per request.
         strip_prose_reasoning: cut "Thinking Process: …" prose (base Qwen3.5) from the users' turns (kept
             private, like a ``<think>`` block).
+        enable_thinking: sent as ``chat_template_kwargs.enable_thinking`` (``None``: the server's default).
+        reasoning_prefilled: the replies start inside a pre-filled ``<think>`` (``true``), never (``false``), or
+            exactly when ``enable_thinking`` is on (``null``); an unclosed reply is then private reasoning and the
+            turn a counted ``user_error``, never text shown to the agent (docs/decisions.md A75).
+        seed: sent with every request (``None``: none).
+        extra_body: merged into every request body (e.g. ``{"top_p": 0.95}``).
     """
 
-    upstream_url: str | None = None
-    model: str = "scripted-user"
+    model: str | None = "scripted-user"
     shim: bool = True
-    shim_url: str | None = None
     shim_token_env: str | None = None
-    api_key_env: str | None = None
     temperature: float = 0.0
     max_tokens: int = 1024
     timeout_s: float = 120.0
     strip_prose_reasoning: bool = False
+    enable_thinking: bool | None = None
+    reasoning_prefilled: bool | None = None
+    seed: int | None = None
+    extra_body: dict[str, Any] | None = None
+
+    @property
+    def prefilled(self) -> bool:
+        """Whether replies start inside reasoning (``reasoning_prefilled``, else ``enable_thinking``)."""
+        return self.reasoning_prefilled if self.reasoning_prefilled is not None else self.enable_thinking is True
+
+
+@dataclass
+class OpenAIUserSettings(ServedUserSettings):
+    """A served simulator (vLLM/SGLang/``mimesis-pl serve``, OpenAI-compatible) behind the privileged shim.
+
+    Args:
+        upstream_url: the served simulator, e.g. ``http://127.0.0.1:8000/v1`` (or give ``shim_url``).
+        shim_url: a shim already running (then none is started).
+        api_key_env: environment variable holding the served simulator's key (sent by the shim we start, or
+            by the users when there is no shim).
+    """
+
+    upstream_url: str | None = None
+    shim_url: str | None = None
+    api_key_env: str | None = None
 
     kind: ClassVar[str] = "openai"
 
     def __post_init__(self) -> None:
         if not (self.upstream_url or self.shim_url):
             raise ValueError("users (OpenAIUserSettings) needs upstream_url (a served simulator) or shim_url")
+
+
+@dataclass
+class CheckpointUserSettings(ServedUserSettings):
+    """A trained simulator checkpoint, served by the job itself on loopback (``mimesis-pl serve``'s server, in
+    this process) behind the real shim — no server to start by hand.
+
+    Args:
+        model_dir: the simulator's HF folder, e.g. the simulator-RL export ``runs/<job>/version_0/hf/final``.
+        chat_template: a shipped template name or a ``.jinja`` path (``None``: the export's ``chat_template.jinja``).
+        device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+        dtype: the served weights' dtype.
+        max_batch_size: concurrent requests generated in one batch.
+
+    A ThoughtTrace simulator thinks: ``enable_thinking`` defaults to on here, so the template pre-fills
+    ``<think>`` as in training. ``seed`` defaults to 0 so that the served replies are a function of the
+    context (the server never draws from the training process's random state).
+    """
+
+    model_dir: str = ""
+    model: str | None = None
+    chat_template: str | None = None
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    max_batch_size: int = 32
+    temperature: float = 0.7
+    max_tokens: int = 256
+    enable_thinking: bool | None = True
+    seed: int | None = 0
+
+    kind: ClassVar[str] = "checkpoint"
+
+    def __post_init__(self) -> None:
+        if not self.model_dir:
+            raise ValueError("users (CheckpointUserSettings) needs model_dir: the trained simulator's HF folder")
+        self.server_settings().check("users")
+
+    def server_settings(self) -> LocalModelSettings:
+        return LocalModelSettings(
+            model_dir=self.model_dir,
+            served_model_name=self.model,
+            chat_template=self.chat_template,
+            device=self.device,
+            dtype=self.dtype,
+            max_batch_size=self.max_batch_size,
+        )
+
+    @property
+    def label(self) -> str:
+        """The simulator's name and the content hash of its weights (evaluation caches key on it)."""
+        from ..serve import revision_of
+
+        name = self.model or Path(self.model_dir).name
+        return f"{self.kind}:{name}@{revision_of(self.model_dir)}"
 
 
 class _ScriptedUserServer:
@@ -142,6 +224,7 @@ class SimulatorServices:
         self._threads: list[ServerThread] = []
         self.shim_url: str | None = None
         self.upstream_url: str | None = None
+        self.model_name: str | None = None  # the in-job server's name for a checkpoint
 
     @property
     def shim_token(self) -> str | None:
@@ -155,6 +238,10 @@ class SimulatorServices:
         api_key_env = None
         if isinstance(s, ScriptedHTTPUserSettings):
             upstream = self._start(_ScriptedUserServer(), "mimesis-scripted-user")
+        elif isinstance(s, CheckpointUserSettings):
+            lease = acquire_model_server(s.server_settings())
+            self._threads.append(lease)
+            upstream, self.model_name = lease.url, lease.model_name
         else:
             upstream, api_key_env = s.upstream_url, s.api_key_env
         self.upstream_url = upstream
@@ -162,10 +249,25 @@ class SimulatorServices:
             self.shim_url = s.shim_url
         elif s.shim:
             upstream_key = api_key(api_key_env, where="users.api_key_env")
-            self.shim_url = self._start(
-                PrivilegedShim(upstream, token=self.shim_token, upstream_api_key=upstream_key), "mimesis-user-shim"
+            shim = PrivilegedShim(
+                upstream,
+                token=self.shim_token,
+                upstream_api_key=upstream_key,
+                reasoning_prefilled=getattr(s, "reasoning_prefilled", None),
             )
+            self.shim_url = self._start(shim, "mimesis-user-shim")
         return self
+
+    def describe(self) -> str:
+        """The users' endpoints in words, for error messages (e.g. ``the user simulator 'sim' at URL (shim URL)``)."""
+        s = self.settings
+        if isinstance(s, ScriptedUserSettings):
+            return "the in-process scripted user"
+        name = self.model_name or getattr(s, "model", None)
+        where = f"the user simulator {name!r} at {self.upstream_url or self.shim_url}"
+        if isinstance(s, CheckpointUserSettings):
+            where += f" (served in this job from {s.model_dir})"
+        return where + (f" behind the shim at {self.shim_url}" if self.shim_url else "")
 
     def _start(self, server: Any, name: str) -> str:
         thread = ServerThread(server, name=name)
@@ -181,14 +283,20 @@ class SimulatorServices:
         base = self.shim_url or self.upstream_url
         # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
         key_env = s.shim_token_env if self.shim_url else getattr(s, "api_key_env", None)
+        served = isinstance(s, ServedUserSettings)
         return OpenAIUser(
             base_url=_v1(base),
-            model=s.model,
+            model=self.model_name or s.model,
             api_key_env=key_env,
             temperature=s.temperature,
             max_tokens=s.max_tokens,
             timeout_s=s.timeout_s,
-            strip_prose_reasoning=getattr(s, "strip_prose_reasoning", False),
+            strip_prose_reasoning=served and s.strip_prose_reasoning,
+            extra_body=s.extra_body if served else None,
+            enable_thinking=s.enable_thinking if served else None,
+            # The shim splits a pre-filled reply itself and hands back only public text (A75).
+            reasoning_prefilled=False if self.shim_url or not served else s.prefilled,
+            seed=s.seed if served else None,
         )
 
     def stop(self) -> None:

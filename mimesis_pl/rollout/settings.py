@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from .engines.base import AGENT_TURN_TOKENS
 from .engines.settings import EngineSettings, HFEngineSettings
+from .failures import check_max_failed_share
 from .services import ScriptedHTTPUserSettings, UserSimSettings
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,9 @@ class RolloutSettings:
         top_k: keep the k most likely tokens (-1: off).
         enable_thinking: the chat template's ``enable_thinking`` (``None``: the template's default).
         max_concurrency: episodes in flight at once.
+        max_failed_share: the run stops with an error (exit code 3) when more than this share of a step's (or a
+            validation pass's) episodes fail for infrastructure reasons (``user_error``, ``env_error``,
+            ``judge_error``, ``timeout``): the simulator or a judge is down (docs/decisions.md A76); 1 never stops.
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
@@ -87,8 +91,10 @@ class RolloutSettings:
     top_k: int = -1
     enable_thinking: bool | None = None
     max_concurrency: int = 128
+    max_failed_share: float = 0.5
 
     def __post_init__(self) -> None:
+        check_max_failed_share(self.max_failed_share, "rollout.max_failed_share")
         if self.n_samples < 1:
             raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
         if self.n_samples == 1:  # A73

@@ -44,6 +44,7 @@ class Trajectory:
     data_source: str = ""
     task_key: str = ""
     counters: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.response_mask) != len(self.input_ids):

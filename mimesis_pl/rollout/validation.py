@@ -88,7 +88,7 @@ class ValidationSettings:
 
 
 #: The ``val/<name>`` scalars every validation logs (:func:`validation_metrics` and :func:`report_validation`).
-HEADLINE_METRICS = ("reward", "core", "success_rate", "turns_mean", "episodes", "steps_done")
+HEADLINE_METRICS = ("reward", "core", "success_rate", "turns_mean", "episodes", "unscored", "steps_done")
 
 
 def validation_due(steps_done: int, settings: ValidationSettings, is_last: bool = False) -> bool:
@@ -108,10 +108,17 @@ class EpisodeRecord:
     success: bool
     turns: int
     status: str
+    scored: bool = True
 
 
 def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
-    """Sums over this rank's episodes (mergeable across ranks with :func:`merge_summaries`)."""
+    """Sums over this rank's episodes (mergeable across ranks with :func:`merge_summaries`).
+
+    Unscored episodes (an infrastructure failure: ``scored=False``) are counted under ``statuses`` and
+    ``unscored`` only, never as a zero reward (as agent evaluation leaves them out; docs/decisions.md A76).
+    """
+    statuses = Counter(r.status for r in records)
+    records = [r for r in records if r.scored]
     by_source: dict[str, list[float]] = {}
     for r in records:
         acc = by_source.setdefault(r.data_source, [0.0, 0.0])
@@ -122,8 +129,9 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
         "reward_sum": sum(r.reward for r in records),
         "successes": sum(bool(r.success) for r in records),
         "turns_sum": sum(r.turns for r in records),
-        "statuses": dict(Counter(r.status for r in records)),
+        "statuses": dict(statuses),
         "by_source": by_source,
+        "unscored": sum(statuses.values()) - len(records),
     }
 
 
@@ -131,6 +139,7 @@ def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary of several ranks' summaries."""
     out: dict[str, Any] = {
         "episodes": 0,
+        "unscored": 0,
         "reward_sum": 0.0,
         "successes": 0,
         "turns_sum": 0,
@@ -138,8 +147,8 @@ def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "by_source": {},
     }
     for part in parts:
-        for key in ("episodes", "reward_sum", "successes", "turns_sum"):
-            out[key] += part[key]
+        for key in ("episodes", "reward_sum", "successes", "turns_sum", "unscored"):
+            out[key] += part.get(key, 0)
         out["statuses"].update(part["statuses"])
         for source, (total, count) in part["by_source"].items():
             acc = out["by_source"].setdefault(source, [0.0, 0.0])
@@ -151,16 +160,18 @@ def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def validation_metrics(summary: dict[str, Any], prefix: str = "val") -> dict[str, float]:
     """``val/reward`` (mean episode reward), ``val/core`` (mean over data sources of their mean reward),
-    ``val/success_rate``, ``val/turns_mean``, ``val/episodes``, ``val/status/<status>`` (counts) and
-    ``val/reward/<data_source>``."""
-    n = max(1, summary["episodes"])
+    ``val/success_rate``, ``val/turns_mean``, ``val/episodes`` (scored), ``val/unscored``, ``val/status/<status>``
+    (counts, unscored included) and ``val/reward/<data_source>``; over scored episodes only, NaN when none."""
+    n = summary["episodes"]
     means = {source: total / count for source, (total, count) in sorted(summary["by_source"].items()) if count}
+    nan = float("nan")  # no scored episode: nothing to report, and no best checkpoint is kept on it
     metrics = {
-        f"{prefix}/reward": summary["reward_sum"] / n,
-        f"{prefix}/core": sum(means.values()) / len(means) if means else 0.0,
-        f"{prefix}/success_rate": summary["successes"] / n,
-        f"{prefix}/turns_mean": summary["turns_sum"] / n,
-        f"{prefix}/episodes": float(summary["episodes"]),
+        f"{prefix}/reward": summary["reward_sum"] / n if n else nan,
+        f"{prefix}/core": sum(means.values()) / len(means) if means else nan,
+        f"{prefix}/success_rate": summary["successes"] / n if n else nan,
+        f"{prefix}/turns_mean": summary["turns_sum"] / n if n else nan,
+        f"{prefix}/episodes": float(n),
+        f"{prefix}/unscored": float(summary.get("unscored", 0)),
     }
     for status, count in summary["statuses"].items():
         metrics[f"{prefix}/status/{status}"] = float(count)

@@ -9,6 +9,10 @@ some gateways send an object), ``message.reasoning_details`` (OpenRouter: a list
 (docs/decisions.md A11); we strip every one of them from the reply and keep their readable text as the
 private reasoning, so no channel leaks or is lost (A71). Encrypted or redacted parts carry no readable text:
 they are removed and stored as nothing.
+
+When the request pre-filled the ``<think>`` opener (``prefilled=True``), the served text starts inside the
+reasoning: a reply that never closes it (cut by ``max_tokens``, or the model ended its turn early) is all
+reasoning and its public text is empty, whether or not a reasoning parser ran upstream (A75).
 """
 
 from __future__ import annotations
@@ -56,8 +60,11 @@ class SplitChoice:
     finish_reason: str | None
 
 
-def split_completion(response: Any) -> tuple[dict[str, Any], list[SplitChoice]]:
+def split_completion(response: Any, *, prefilled: bool = False) -> tuple[dict[str, Any], list[SplitChoice]]:
     """Return ``(public_response, choices)`` for an upstream chat-completion JSON body.
+
+    ``prefilled``: the request's generation prompt opened a ``<think>`` block (A75); an unclosed reply is
+    then private reasoning, never public text.
 
     ``public_response`` keeps the upstream shape (id, model, usage, finish_reason, tool_calls, …) with
     each ``message.content`` replaced by its public text and the reasoning fields removed, so any
@@ -79,7 +86,7 @@ def split_completion(response: Any) -> tuple[dict[str, Any], list[SplitChoice]]:
         if not isinstance(message, dict):
             raise ValueError(f"upstream reply has no object at choices[{i}].message")
         message = dict(message)
-        split.append(_split_message(message, i, choice.get("finish_reason")))
+        split.append(_split_message(message, i, choice.get("finish_reason"), prefilled))
         public_choice = {**choice, "message": message}
         if split[-1].reasoning and public_choice.get("logprobs") is not None:
             # Token logprobs spell out the reasoning tokens one by one; they cannot be shown.
@@ -88,7 +95,7 @@ def split_completion(response: Any) -> tuple[dict[str, Any], list[SplitChoice]]:
     return {**response, "choices": public_choices}, split
 
 
-def _split_message(message: dict[str, Any], i: int, finish_reason: Any) -> SplitChoice:
+def _split_message(message: dict[str, Any], i: int, finish_reason: Any, prefilled: bool = False) -> SplitChoice:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         # Content-part lists would need their own parsing; refusing is safer than leaking a part.
@@ -100,7 +107,9 @@ def _split_message(message: dict[str, Any], i: int, finish_reason: Any) -> Split
                 parts.append(text)  # some servers fill several fields with the same text
     public: str | None = None
     if content is not None:
-        inline, public = split_think(content)
+        # A reasoning field means a parser upstream already took the reasoning out of the content; without
+        # one, a pre-filled opener leaves the content starting inside the reasoning.
+        inline, public = split_think(content, prefilled=prefilled and not parts)
         if inline:
             parts.append(inline)
         message["content"] = public

@@ -53,6 +53,14 @@ def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
         help="environment variable holding the key sent to the upstream",
     )
     p.add_argument("--model", default=None, help="force this model name into every forwarded request")
+    p.add_argument(
+        "--reasoning-prefilled",
+        choices=("auto", "true", "false"),
+        default="auto",
+        help="the upstream's replies start inside a pre-filled <think> (true), never (false), or as each "
+        "request's chat_template_kwargs.enable_thinking says (auto, the default); an unclosed reply is then "
+        "private reasoning, never public text",
+    )
     for flag, kind, default, text in _LIMITS:
         p.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
     return p
@@ -89,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             limits=limits,
             upstream_api_key=api_key,
             model_override=args.model,
+            reasoning_prefilled={"auto": None, "true": True, "false": False}[args.reasoning_prefilled],
             upstream_timeout_s=args.upstream_timeout_s,
             max_upstream_connections=args.max_upstream_connections,
         )

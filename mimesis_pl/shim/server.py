@@ -32,6 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
+from mimesis_pl.chat.think import request_prefills_think
 from mimesis_pl.shim.reply import split_completion
 from mimesis_pl.shim.store import PrivilegedStore, check_episode_id
 from mimesis_pl.shim.upstream import UpstreamClient, UpstreamError
@@ -60,6 +61,14 @@ class ShimState:
     model_override: str | None
     counters: ShimCounters
     started_at: float
+    reasoning_prefilled: bool | None = None
+
+    def prefilled(self, body: dict[str, Any]) -> bool:
+        """Whether this request's reply starts inside ``<think>``: the shim's setting, else the request's
+        thinking switch (``chat_template_kwargs.enable_thinking``; docs/decisions.md A75)."""
+        if self.reasoning_prefilled is not None:
+            return self.reasoning_prefilled
+        return request_prefills_think(body)
 
 
 STORE_KEY = web.AppKey("store", PrivilegedStore)
@@ -110,6 +119,7 @@ def create_app(
     token: str | None = None,
     model_override: str | None = None,
     max_request_bytes: int = 32 * 1024 * 1024,
+    reasoning_prefilled: bool | None = None,
 ) -> web.Application:
     """Build the aiohttp application; the upstream session opens and closes with the app.
 
@@ -119,6 +129,8 @@ def create_app(
         token: when set, ``Authorization: Bearer <token>`` is required on every route.
         model_override: replaces ``model`` in every forwarded request (a served model has one name).
         max_request_bytes: largest accepted request body (long conversations exceed aiohttp's 1 MiB).
+        reasoning_prefilled: replies start inside ``<think>`` (``True``), never (``False``), or as each
+            request's ``chat_template_kwargs.enable_thinking`` says (``None``).
     """
     app = web.Application(
         client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token]
@@ -126,7 +138,9 @@ def create_app(
     app[IN_FLIGHT_KEY] = set()
     app[STORE_KEY] = store
     app[UPSTREAM_KEY] = upstream
-    app[STATE_KEY] = ShimState(token or None, model_override or None, ShimCounters(), time.time())
+    app[STATE_KEY] = ShimState(
+        token or None, model_override or None, ShimCounters(), time.time(), reasoning_prefilled=reasoning_prefilled
+    )
 
     async def upstream_session(app: web.Application):
         await upstream.start()
@@ -168,7 +182,7 @@ async def _complete(request: web.Request, episode: str | None) -> web.Response:
         body["model"] = state.model_override
     try:
         reply = await request.app[UPSTREAM_KEY].chat_completions(body)
-        public_reply, choices = split_completion(reply)
+        public_reply, choices = split_completion(reply, prefilled=state.prefilled(body))
     except UpstreamError as exc:
         counters.upstream_errors += 1
         if exc.diagnostic:

@@ -32,6 +32,7 @@ from ..rollout.engines import SamplingParams
 from ..rollout.engines.settings import EngineTarget
 from ..rollout.event_loop import shutdown_loop
 from ..rollout.experience import build_experience
+from ..rollout.failures import AGENT_FAILURES, check_failure_share
 from ..rollout.loop import MultiTurnRollout
 from ..rollout.services import SimulatorServices, TimedUsers
 from ..rollout.settings import AdvantageSettings, RolloutSettings
@@ -180,6 +181,7 @@ class RolloutStage(ValidatingStage):
             self.rollout.run_batch(batch, self.settings.n_samples, group_ids=group_ids)
         )
         self.engine.sleep()
+        self._check_failures(trajectories, f"step {trainer.global_step}")
         timings.update(
             {"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment}
         )
@@ -189,6 +191,16 @@ class RolloutStage(ValidatingStage):
         timings["time/reward_s"] = time.perf_counter() - t0
         metrics = {**experience.metrics, **timings, "rollout/prompts_global": float(len(batch) * trainer.world_size)}
         return RLStep(experience=experience, metrics=metrics)
+
+    def _check_failures(self, trajectories: list[Any], what: str) -> None:
+        check_failure_share(
+            [t.status for t in trajectories],
+            [t.error for t in trajectories],
+            failures=AGENT_FAILURES,
+            max_share=self.settings.max_failed_share,
+            what=what,
+            services=self.services.describe() if self.services is not None else "the user simulator",
+        )
 
     def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
         self._sync_weights(module)
@@ -220,6 +232,7 @@ class RolloutStage(ValidatingStage):
             self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids)
         )
         self.engine.sleep()
+        self._check_failures(trajectories, f"the validation after {steps_done} steps")
         threshold = self.advantage.success_threshold
         records = [
             EpisodeRecord(
@@ -228,6 +241,7 @@ class RolloutStage(ValidatingStage):
                 success=not t.failed and sum(t.turn_rewards) >= threshold - 1e-6,
                 turns=t.num_turns,
                 status=t.status,
+                scored=not t.failed,
             )
             for k, t in enumerate(trajectories)
         ]

@@ -29,6 +29,7 @@ from ..rollout.engines import SamplingParams
 from ..rollout.engines.settings import EngineSettings, EngineTarget, HFEngineSettings
 from ..rollout.event_loop import shutdown_loop
 from ..rollout.experience import Experience
+from ..rollout.failures import check_failure_share, check_max_failed_share
 from ..rollout.step import RLStep
 from ..rollout.trajectory import collate_trajectories
 from ..rollout.validation import ValidationSettings, shard_rows
@@ -64,6 +65,9 @@ class SimRolloutSettings:
         row_timeout_s: deadline per rollout (spec simulator.md defect D29); past it the rollout is a ``task_error``.
         max_empty_batches: consecutive batches with no scored rollout before the run stops with an error
             (an unreachable judge must not spin forever without an update).
+        max_failed_share: the run stops with an error (exit code 3) when more than this share of a batch's (or a
+            validation pass's) rollouts end in ``task_error`` (a partner, support agent or environment that did not
+            answer; docs/decisions.md A76); 1 never stops.
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
@@ -78,8 +82,10 @@ class SimRolloutSettings:
     max_concurrency: int = 256
     row_timeout_s: float | None = 1800.0
     max_empty_batches: int = 20
+    max_failed_share: float = 0.5
 
     def __post_init__(self) -> None:
+        check_max_failed_share(self.max_failed_share, "model.init_args.rollout.max_failed_share")
         if self.n_samples < 1:
             raise ValueError(f"model.init_args.rollout.n_samples must be >= 1, got {self.n_samples}")
         if self.max_empty_batches < 1:
@@ -255,6 +261,7 @@ class TaskRolloutStage(ValidatingStage):
         started = time.perf_counter()
         ctx.global_step = int(module.global_step)
         results = self._run(batch, self.settings.n_samples, ctx, f"s{module.global_step}-b{batch_idx}")
+        self._check_failures(results, f"step {module.global_step}")
         metrics = step_metrics(results)
         metrics["time/rollout_s"] = time.perf_counter() - started
         scored = [r for r in results if r.trained]
@@ -279,6 +286,16 @@ class TaskRolloutStage(ValidatingStage):
         experience = Experience(trajectories=rows, tensors=t, metrics={}, trained=list(range(len(rows))))
         return RLStep(experience=experience, metrics=metrics)
 
+    def _check_failures(self, results: list[TaskResult], what: str) -> None:
+        check_failure_share(
+            [r.status for r in results],
+            [r.error for r in results],
+            failures=frozenset({"task_error"}),
+            max_share=self.settings.max_failed_share,
+            what=what,
+            services="a partner, support agent or environment of the tasks (model.init_args.roles)",
+        )
+
     # -- validation --------------------------------------------------------------------------------
 
     def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
@@ -301,6 +318,7 @@ class TaskRolloutStage(ValidatingStage):
         self._sync_engine(module)
         started = time.perf_counter()
         results = self._run(rows, v.n_samples, ctx, f"val{module.global_step}")
+        self._check_failures(results, f"the validation at step {module.global_step}")
         metrics = validation_metrics(results)
         metrics["time/validation_s"] = time.perf_counter() - started
         for logger in module.loggers:
