@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,8 +71,8 @@ def parse_request(body: Any, *, model_name: str, default_thinking: bool | None) 
             raise BadRequest(f"{name}={body.get(name)!r} is not supported by mimesis-pl serve", name)
     return ChatRequest(
         messages=_messages(body.get("messages")),
-        temperature=_number(body, "temperature", 1.0, low=0.0),
-        top_p=_number(body, "top_p", 1.0, low=0.0, high=1.0, open_low=True),
+        temperature=_number(body, "temperature", 1.0, lambda t: t >= 0, ">= 0 (0 = greedy)"),
+        top_p=_number(body, "top_p", 1.0, lambda p: 0 < p <= 1, "in (0, 1]"),
         top_k=_top_k(body.get("top_k")),
         max_tokens=_max_tokens(body),
         stop=_stop(body.get("stop")),
@@ -83,18 +83,15 @@ def parse_request(body: Any, *, model_name: str, default_thinking: bool | None) 
     )
 
 
-def _number(
-    body: Mapping, name: str, default: float, *, low: float, high: float | None = None, open_low: bool = False
-) -> float:
+def _number(body: Mapping, name: str, default: float, ok: Callable[[float], bool], wanted: str) -> float:
+    """``body[name]`` as a float (``default`` when absent); a 400 unless it is a number with ``ok(value)``."""
     value = body.get(name)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadRequest(f"{name} must be a number, got {type(value).__name__} {value!r}", name)
-    too_low = value <= low if open_low else value < low
-    if too_low or (high is not None and value > high):
-        bounds = f"{'(' if open_low else '['}{low}, {high if high is not None else 'inf'}{']' if high else ')'}"
-        raise BadRequest(f"{name} must be in {bounds}, got {value!r}", name)
+    if not ok(value):
+        raise BadRequest(f"{name} must be {wanted}, got {value!r}", name)
     return float(value)
 
 
@@ -140,7 +137,8 @@ def _template_kwargs(value: Any, default_thinking: bool | None) -> dict[str, Any
     thinking = kwargs.get("enable_thinking", default_thinking)
     if thinking not in (None, True, False):
         raise BadRequest(
-            f"enable_thinking must be true, false or null, got {thinking!r}", "chat_template_kwargs.enable_thinking"
+            f"chat_template_kwargs.enable_thinking must be true, false or null, got {thinking!r}",
+            "chat_template_kwargs.enable_thinking",
         )
     kwargs.pop("enable_thinking", None)
     if thinking is not None:
