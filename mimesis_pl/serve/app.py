@@ -133,4 +133,5 @@ async def _models(request: web.Request) -> web.Response:
 
 
 async def _health(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True, "model": request.app[MODEL_KEY].model_name})
+    others = [t for t in request.app[IN_FLIGHT_KEY] if t is not asyncio.current_task()]
+    return web.json_response({"ok": True, "model": request.app[MODEL_KEY].model_name, "in_flight": len(others)})
