@@ -116,7 +116,7 @@ def default_served_name(model_dir: str | Path) -> str:
     ``runs/<job>/version_N/hf/final`` -> ``<job>-final``; ``…/<parent>/best`` -> ``<parent>-best``;
     any other folder: its own name.
     """
-    folder = Path(model_dir).resolve()
+    folder = Path(os.path.abspath(model_dir))  # as given, "." and ".." normalised; a symlink keeps its own name
     if folder.name not in EXPORT_FOLDER_NAMES:
         return folder.name
     parents = folder.parents
