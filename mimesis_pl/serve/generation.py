@@ -101,7 +101,7 @@ class ServedModel:
                 temperature=request.temperature,
                 top_p=request.top_p,
                 top_k=request.top_k,
-                stop_token_ids=self.stop_ids,
+                stop_token_ids=() if request.ignore_eos else self.stop_ids,  # vLLM's ignore_eos: a fixed length
                 seed=seed,
             )
             for seed in seeds

@@ -34,6 +34,7 @@ class ChatRequest:
     n: int = 1
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] | None = None
+    ignore_eos: bool = False
 
 
 # Fields whose effect the engine cannot give: refused unless they carry their neutral value (no silent drop).
@@ -80,6 +81,7 @@ def parse_request(body: Any, *, model_name: str, default_thinking: bool | None) 
         n=_int(body, "n", 1, low=1),
         template_kwargs=_template_kwargs(body.get("chat_template_kwargs"), default_thinking),
         tools=_tools(body.get("tools"), body.get("tool_choice")),
+        ignore_eos=_flag(body, "ignore_eos"),
     )
 
 
@@ -103,6 +105,13 @@ def _int(body: Mapping, name: str, default: int | None, *, low: int | None = Non
         raise BadRequest(f"{name} must be an integer, got {type(value).__name__} {value!r}", name)
     if low is not None and value < low:
         raise BadRequest(f"{name} must be >= {low}, got {value}", name)
+    return value
+
+
+def _flag(body: Mapping, name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{name} must be true or false, got {value!r}", name)
     return value
 
 

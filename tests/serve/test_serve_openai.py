@@ -122,6 +122,13 @@ def test_sixteen_concurrent_requests_are_all_answered_in_batches(server):
     assert server.served.engine.batches_run - before < 16
 
 
+def test_ignore_eos_generates_exactly_max_tokens(client, server):
+    reply = client.chat.completions.create(
+        model=server.model_name, messages=USER, max_tokens=20, temperature=0, extra_body={"ignore_eos": True}
+    )
+    assert reply.usage.completion_tokens == 20 and reply.choices[0].finish_reason == "length"
+
+
 def test_a_stop_string_cuts_the_text_and_finishes_on_stop(client, server):
     full = client.chat.completions.create(model=server.model_name, messages=USER, max_tokens=12, temperature=0)
     text = full.choices[0].message.content

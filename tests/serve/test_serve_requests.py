@@ -38,6 +38,7 @@ def parse(**body):
         ({"seed": True}, "seed"),
         ({"stop": 5}, "stop"),
         ({"stream": True}, "stream"),
+        ({"ignore_eos": 1}, "ignore_eos"),
         ({"logprobs": True}, "logprobs"),
         ({"presence_penalty": 0.5}, "presence_penalty"),
         ({"tool_choice": "required"}, "tool_choice"),
