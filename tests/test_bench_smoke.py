@@ -41,6 +41,10 @@ TOY = {
         ["--rows", "200", "--eager-max-rows", "200", "--batches", "4", "--window", "64", "--rounds", "1"],
         "streaming@200/eager@200",
     ),
+    "bench_serve.py": (
+        ["--requests", "2", "--max-new-tokens", "2", "--rounds", "1", "--clients", "1", "2"],
+        "served/inproc wall time @2",
+    ),
     "bench_shim.py": (["--requests", "8", "--rounds", "1", "--episodes", "10", "--max-episodes", "10"], "shim RSS"),
 }
 

@@ -29,7 +29,8 @@ from .chat_templates import (
 )
 
 VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-REASONING_PARSERS = {"qwen3": "qwen3", "qwen3_5": "qwen3"}
+# Our chatml template writes the same <think> tags as Qwen3 (pre-filled opener with thinking on).
+REASONING_PARSERS = {"chatml": "qwen3", "qwen3": "qwen3", "qwen3_5": "qwen3"}
 
 
 def template_file(model_dir: Path, chat_template: str | None) -> Path | None:
@@ -93,7 +94,7 @@ def vllm_serve_command(
         "--port",
         str(port),
         "--served-model-name",
-        served_model_name or _default_name(folder),
+        served_model_name or default_served_name(folder),
     ]
     if template is not None:
         argv += ["--chat-template", str(template)]
@@ -106,12 +107,22 @@ def vllm_serve_command(
     return argv + list(extra or [])
 
 
-def _default_name(folder: Path) -> str:
-    # runs/<job>/version_N/hf/final -> "<job>-final"; any other folder: its own name.
-    parents = folder.resolve().parents
-    return (
-        f"{parents[2].name}-{folder.name}" if folder.resolve().parent.name == "hf" and len(parents) > 2 else folder.name
-    )
+EXPORT_FOLDER_NAMES = ("final", "best")
+
+
+def default_served_name(model_dir: str | Path) -> str:
+    """The served model name of an export when none is given: never a bare ``final`` or ``best``.
+
+    ``runs/<job>/version_N/hf/final`` -> ``<job>-final``; ``…/<parent>/best`` -> ``<parent>-best``;
+    any other folder: its own name.
+    """
+    folder = Path(os.path.abspath(model_dir))  # as given, "." and ".." normalised; a symlink keeps its own name
+    if folder.name not in EXPORT_FOLDER_NAMES:
+        return folder.name
+    parents = folder.parents
+    if folder.parent.name == "hf" and len(parents) > 2:
+        return f"{parents[2].name}-{folder.name}"
+    return f"{folder.parent.name}-{folder.name}" if folder.parent.name else folder.name
 
 
 def _tokenizer_template(folder: Path) -> str | None:
