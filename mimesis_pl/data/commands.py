@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade,usersim-rows,notes} ...
+USAGE = """usage: mimesis-pl data COMMAND ...
 
   show            render samples of a configured DataModule with the trained tokens marked
   prepare-gyms    split UserRL-format gym parquet files into train/val prompt sets by task
   record-experts  record successful scripted-expert episodes as agent-SFT conversations (JSONL)
+  record-simulator  record the scripted users' side of gym episodes as simulator SFT rows (role-swap chat rows)
   mix-persuade    add PersuadeGym training tasks recombined from the training arguments
   usersim-rows    build usersim-behavior rows (every applicable behaviour + control) from ABCD conversations
   notes           read what a CSD run's coach told the agent (<run>/coach_notes.jsonl)
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         from .gym_prep import main as run
     elif cmd == "record-experts":
         from .expert_traces import main as run
+    elif cmd == "record-simulator":
+        from .simulator_traces import main as run
     elif cmd == "mix-persuade":
         from .persuade_mix import main as run
     elif cmd == "notes":

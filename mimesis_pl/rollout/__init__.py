@@ -1,10 +1,17 @@
 """Rollouts: engines, the multi-turn token-in/token-out loop, trajectories, the coach stage of a CSD step and the
 typed data a step hands to the update (the rollout stages live in :mod:`mimesis_pl.stages`)."""
 
-from .coaching import CoachingSettings, CoachStage, OpenAICoachSettings, ScriptedCoachSettings
+from .coaching import (
+    CheckpointCoachSettings,
+    CoachingSettings,
+    CoachStage,
+    OpenAICoachSettings,
+    ScriptedCoachSettings,
+)
 from .experience import Experience, build_experience
 from .loop import MultiTurnRollout
 from .services import (
+    CheckpointUserSettings,
     OpenAIUserSettings,
     ScriptedHTTPUserSettings,
     ScriptedUserSettings,
@@ -17,6 +24,8 @@ from .trajectory import Trajectory, collate_trajectories
 
 __all__ = [
     "AdvantageSettings",
+    "CheckpointCoachSettings",
+    "CheckpointUserSettings",
     "CoachStage",
     "CoachingSettings",
     "EpisodeSettings",

@@ -23,6 +23,7 @@ from ..csd.prompts import NOTE_FRAMINGS, NoteFraming, frame_note
 from ..envs import GymTask
 from ..rl.placebo import PlaceboPool
 from ..rl.teacher import build_teacher_rows
+from .local_models import LocalModelSettings, acquire_model_server
 from .step import RLStep, TeacherBatch
 
 
@@ -101,6 +102,66 @@ class OpenAICoachSettings(CoachSettings):
             max_chars=max_chars,
         )
         return coach, threads
+
+
+@dataclass
+class CheckpointCoachSettings(CoachSettings):
+    """A coach checkpoint served by the job itself on loopback (``mimesis-pl serve``'s server, in this process),
+    behind its own shim. Naming the user simulator's folder (with the same serving fields) shares the users'
+    server and weights; the coach still has its own shim, so its calls never enter the users' privileged channel.
+
+    Args:
+        model_dir: the coach's HF folder (e.g. the simulator's export, to coach with the simulator itself).
+        model: the served name (``None``: the one the server derives from the folder).
+        chat_template: a shipped template name or a ``.jinja`` path (``None``: the export's ``chat_template.jinja``).
+        device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+        dtype: the served weights' dtype.
+        max_batch_size: concurrent requests generated in one batch.
+        temperature: sampling temperature.
+        max_tokens: completion cap per note.
+        timeout_s: per request.
+    """
+
+    model_dir: str = ""
+    model: str | None = None
+    chat_template: str | None = None
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    max_batch_size: int = 32
+    temperature: float = 0.7
+    max_tokens: int = 300
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not self.model_dir:
+            raise ValueError("coaching.coach (CheckpointCoachSettings) needs model_dir: the coach's HF folder")
+        self.server_settings().check("coaching.coach")
+
+    def server_settings(self) -> LocalModelSettings:
+        return LocalModelSettings(
+            model_dir=self.model_dir,
+            served_model_name=self.model,
+            chat_template=self.chat_template,
+            device=self.device,
+            dtype=self.dtype,
+            max_batch_size=self.max_batch_size,
+        )
+
+    def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
+        lease = acquire_model_server(self.server_settings())
+        try:
+            served = OpenAICoachSettings(
+                upstream_url=lease.url,
+                model=lease.model_name,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                timeout_s=self.timeout_s,
+            )
+            coach, threads = served.build(max_chars, user_shim_url)
+        except BaseException:
+            lease.stop()
+            raise
+        return coach, [*threads, lease]
 
 
 @dataclass
