@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=32, help="requests per level (at least the clients)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--max-batch-size", type=int, default=16)
-    parser.add_argument("--batch-wait-ms", type=float, default=2.0, help="both sides' wait for company")
+    parser.add_argument("--batch-wait-ms", type=float, default=10.0, help="both sides' wait for company")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads of each side (a shared machine)")
     args = parser.parse_args()

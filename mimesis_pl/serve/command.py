@@ -38,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=DTYPES, default="auto")
     p.add_argument("--max-batch-size", type=int, default=32, help="most sequences per generate call (default: 32)")
     p.add_argument(
-        "--batch-wait-ms", type=float, default=2.0, help="an idle engine's wait for requests to batch with (default: 2)"
+        "--batch-wait-ms",
+        type=float,
+        default=10.0,
+        help="an idle engine's wait for requests to batch with (default: 10)",
     )
     p.add_argument("--max-model-len", type=int, default=None, help="default: the config's max_position_embeddings")
     p.add_argument("--token-env", default=None, metavar="NAME", help="environment variable holding the bearer token")

@@ -46,7 +46,7 @@ class ServeSettings:
     device: Device = "auto"
     dtype: Dtype = "auto"
     max_batch_size: int = 32
-    batch_wait_ms: float = 2.0
+    batch_wait_ms: float = 10.0
     max_model_len: int | None = None
     token_env: str | None = None
     seed: int = 0
