@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--dtype", choices=DTYPES, default="auto")
     p.add_argument("--max-batch-size", type=int, default=32, help="most sequences per generate call (default: 32)")
+    p.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=10.0,
+        help="an idle engine's wait for requests to batch with (default: 10)",
+    )
     p.add_argument("--max-model-len", type=int, default=None, help="default: the config's max_position_embeddings")
     p.add_argument("--token-env", default=None, metavar="NAME", help="environment variable holding the bearer token")
     p.add_argument("--seed", type=int, default=0, help="seeds the draw of seeds for requests without one")
@@ -56,6 +62,7 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
         device=args.device,
         dtype=args.dtype,
         max_batch_size=args.max_batch_size,
+        batch_wait_ms=args.batch_wait_ms,
         max_model_len=args.max_model_len,
         token_env=args.token_env,
         seed=args.seed,

@@ -189,4 +189,4 @@ def build_engine(settings: ServeSettings, tokenizer: Any) -> Any:
     model = load_causal_lm(settings.model_dir, dtype=dtype).to(device)
     model.eval()
     model.requires_grad_(False)
-    return HFEngine(model, tokenizer, max_batch_size=settings.max_batch_size)
+    return HFEngine(model, tokenizer, max_batch_size=settings.max_batch_size, batch_wait_ms=settings.batch_wait_ms)

@@ -31,6 +31,7 @@ class ServeSettings:
         device: ``auto`` is CUDA when available, else CPU.
         dtype: ``auto`` is bfloat16 on CUDA and float32 on CPU.
         max_batch_size: most sequences in one ``generate`` call.
+        batch_wait_ms: how long a request arriving at an idle engine waits for others to batch with.
         max_model_len: prompt + completion tokens allowed; ``None``: the config's ``max_position_embeddings``.
         token_env: environment variable holding the bearer token required on every route.
         seed: seeds the server's own draw of per-request seeds (requests without ``seed``).
@@ -45,6 +46,7 @@ class ServeSettings:
     device: Device = "auto"
     dtype: Dtype = "auto"
     max_batch_size: int = 32
+    batch_wait_ms: float = 10.0
     max_model_len: int | None = None
     token_env: str | None = None
     seed: int = 0
@@ -62,6 +64,12 @@ class ServeSettings:
             raise ValueError(f"{where}.port must be an int in 0..65535 (0 = a free port), got {self.port!r}")
         if not isinstance(self.max_batch_size, int) or self.max_batch_size < 1:
             raise ValueError(f"{where}.max_batch_size must be an int >= 1, got {self.max_batch_size!r}")
+        if (
+            isinstance(self.batch_wait_ms, bool)
+            or not isinstance(self.batch_wait_ms, (int, float))
+            or (self.batch_wait_ms < 0)
+        ):
+            raise ValueError(f"{where}.batch_wait_ms must be a number >= 0, got {self.batch_wait_ms!r}")
         if self.max_model_len is not None and (not isinstance(self.max_model_len, int) or self.max_model_len < 2):
             raise ValueError(f"{where}.max_model_len must be null or an int >= 2, got {self.max_model_len!r}")
         if self.enable_thinking not in (None, True, False):

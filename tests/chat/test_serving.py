@@ -96,3 +96,9 @@ def test_launcher_script_dry_run(tmp_path):
     argv = shlex.split(out.stdout)
     assert argv[1:3] == ["-m", VLLM_SERVER_MODULE] and flag(argv, "--tool-call-parser") == "llama3_json"
     assert argv[-2:] == ["--max-model-len", "4096"]
+
+
+def test_the_chatml_family_gets_the_qwen3_reasoning_parser(tmp_path):
+    # Our chatml template writes Qwen3's <think> tags (docs/decisions.md D18): 'auto' must not leave them in content.
+    argv = vllm_serve_command(str(export_with(tmp_path, "chatml")), reasoning_parser="auto", python="python")
+    assert flag(argv, "--reasoning-parser") == "qwen3"

@@ -48,7 +48,9 @@ def test_the_vllm_route_runs_vllm_as_a_module_with_template_thinking_and_name(tm
 def test_the_hf_route_serves_behind_the_shim_and_stops_on_sigterm():
     port, shim_port = _free_port(), _free_port()
     args = ["bash", str(SCRIPT), str(TINY), "--engine", "hf", "--port", str(port), "--shim-port", str(shim_port)]
-    process = subprocess.Popen(args, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        args, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         lines = [process.stdout.readline() for _ in range(2)]  # the server's ready line, then the script's
         assert lines[1].startswith("simulator "), lines
@@ -70,6 +72,6 @@ def test_the_hf_route_serves_behind_the_shim_and_stops_on_sigterm():
             with socket.socket() as sock:
                 assert sock.connect_ex(("127.0.0.1", p)) != 0
     finally:
-        if process.poll() is None:
-            process.kill()
+        if process.poll() is None:  # a failed check: stop the script and its children (one session)
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
