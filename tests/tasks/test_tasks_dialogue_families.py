@@ -113,7 +113,8 @@ def test_humanual_length_factor_tag_and_score():
     assert length_factor(" ".join(["w"] * 6), ref) == pytest.approx(6 / 12)
     v = HumanualVerdict(stance=1, emotion=1, belief=0.5, value=0.5, goal=0, communication=0)
     assert humanual_score(v, "a b", "ref", tagged=True) == pytest.approx(0.5)
-    assert humanual_score(v, "a b", "ref", tagged=False) == pytest.approx(0.25)
+    assert humanual_score(v, "a b", "ref", tagged=False) == pytest.approx(0.5)  # as the reference (S80)
+    assert humanual_score(v, "a b", "ref", tagged=False, untagged_factor=0.5) == pytest.approx(0.25)
     assert extract_response("x <response> hi </response>") == ("hi", True)
     assert extract_response("plain") == ("plain", False)
 
