@@ -19,6 +19,7 @@ from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings,
 from mimesis_pl.eval.simulator.datamodules import SoulDataModule
 from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
 from mimesis_pl.eval.simulator.soul import suite as soul
+from mimesis_pl.eval.simulator.soul.scoring import SOTOPIA_DIMENSIONS
 from mimesis_pl.eval.trials import TrialCache
 from mimesis_pl.tasks.base import TaskResult
 from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
@@ -166,11 +167,13 @@ def test_partner_outage_rows_are_unscored_and_rerun_once_the_partner_is_fixed(tm
         _run(suite, rows, _ctx(tmp_path))
     lines = cache_lines(tmp_path / "items.jsonl")
     assert [r["status"] for r in lines] == ["unscored", "unscored"] and lines[0]["failure"] == "environment"
-    monkeypatch.setattr(soul, "run_row", _fake(lambda row: {}))
+    raw = {f"sotopia/{d}": 5.0 for d in SOTOPIA_DIMENSIONS}  # a scored Sotopia row logs its raw dimensions
+    monkeypatch.setattr(soul, "run_row", _fake(lambda row: raw))
     ctx = _ctx(tmp_path)
     report = _run(soul.SoulSuite(settings, seeds=[0]), rows, ctx)
     assert (ctx.ran, ctx.reused) == (2, 0)  # the outage rows are run again, never reused as scored
     assert report.results["per_seed"][0]["datasets"]["sotopia"] == pytest.approx(90.0)
+    assert report.results["per_seed"][0]["overall"] == pytest.approx(50.0)  # 0.1 x mean raw 5.0, x 100 (S82)
 
 
 def test_cache_is_keyed_by_row_content_and_counterpart_endpoint(tmp_path, monkeypatch):
