@@ -97,7 +97,7 @@ def test_coser_mapping_thoughts_and_next_speaker():
     assert coser_score(CoserVerdict(10, 10, 10, 10)) == 1.0
     assert coser_score(CoserVerdict(1, 1, 1, 1)) == 0.0
     assert parse_verdict(json.dumps(dict(zip(CoserVerdict.SCORE_RANGES, (1, 1, 0, -3)))), CoserVerdict) is None
-    assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)
+    assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((100 + 0 + 44.4 + 44.4) / 400)  # int 5 (S83)
     assert strip_thoughts("[I hate this] Fine. (sighs)") == "Fine. (sighs)"
     speakers = ["Nora", "Environment", "Ida"]
     assert next_speaker("Next Speaker: Ida", speakers, "Nora", 1) == "Ida"
