@@ -244,3 +244,40 @@ def test_the_tiny_sample_set_has_what_its_readme_says():
     assert {s: n for s, n in counts.items() if n != 2} == {"mistakes": 3}
     readme = Path("assets/data/eval/README.md").read_text()
     assert "two rows for each of the 27 SOUL sets" in readme
+
+
+def test_a_plain_text_served_simulator_scores_the_same_with_thinking_on_and_off(tmp_path):
+    """Issue 33 item 1: an API simulator never writes a think tag; with thinking on its turns are read whole (S78),
+    so the four judged sets the old rule zeroed score as with thinking off (same scripted judge and partner)."""
+    reply = "<response>Message: hmm ok, so what would you suggest for the rent then?</response>"
+    sets = ("mirrorbench", "humanual-chat", "sotopia", "sim_arena_math")
+    rows = _rows(*sets)
+
+    async def serve(request: web.Request) -> web.Response:
+        await request.json()
+        return web.json_response({"choices": [{"message": {"content": reply}, "finish_reason": "stop"}]})
+
+    async def run(thinking: bool) -> dict:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", serve)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"
+        engine = ChatCompletionsEngineSettings(base_url=url, model="api-sim")
+        settings = soul.SoulSimulatorSettings(model_path=TINY, engine=engine, revision="v1", max_new_tokens=64)
+        suite = soul.SoulSuite(settings, seeds=[0], enable_thinking=thinking, allow_unscored_sets=True)
+        suite.start()
+        ctx = _ctx(tmp_path / f"think{int(thinking)}")
+        try:
+            await suite.run_batch(rows, ctx)
+            return suite.report(ctx).results["per_seed"][0]["datasets"]
+        finally:
+            await suite.aclose()
+            await runner.cleanup()
+
+    on, off = asyncio.run(run(True)), asyncio.run(run(False))
+    assert set(on) == set(sets)
+    for name in sets:
+        assert on[name] == pytest.approx(off[name]) and on[name] > 0, (name, on, off)
