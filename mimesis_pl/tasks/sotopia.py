@@ -308,6 +308,8 @@ async def sotopia_rollout(task: SotopiaRow, run: Rollout) -> TaskResult:
     verdict = await run.ctx.judge.judge(request, SotopiaVerdict)
     verdict = None if verdict is None else integer_verdict(verdict)
     sub = {} if verdict is None else {f.name: float(getattr(verdict, f.name)) for f in fields(verdict)}
+    if sub:  # the reference's sotopia/eval_avg: the raw mean, whose tenth is its all/score (SOUL's Overall, S82)
+        sub["eval_avg"] = sum(sub.values()) / len(sub)
     return finish(run, conv, score=verdict_score(verdict, sotopia_score), sub=sub, transcript=lines)
 
 

@@ -230,6 +230,7 @@ def test_served_partner_and_judge_are_a_change_of_settings(tiny_tokenizer):
 
     result, seen, ctx = asyncio.run(run())
     assert result.status == "ok" and result.reward == 1.0 and result.metrics["sotopia/goal"] == 10.0
+    assert result.metrics["sotopia/eval_avg"] == pytest.approx(40 / 7)  # the raw mean (10+5+10+0+0+5+10)/7, S82
     assert len(seen) == 3 and "response_format" in seen[-1] and "response_format" not in seen[0]
     assert 'Leo Park said: "Fine, I will pay on Friday."' in ctx.policy.engine.prompts[1]
     assert not any("I weigh what this person" in json.dumps(body) for body in seen)  # reasoning never leaves
