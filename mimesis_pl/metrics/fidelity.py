@@ -36,7 +36,8 @@ def cluster_bootstrap_ci(
 ) -> tuple[float, float]:
     """95% CI of the Fidelity Index, resampling *users* (not cases) with replacement.
 
-    Per user ``h_u = Σ hits`` over their cases and ``t_u = 5 · #cases``; each of ``n_boot`` draws takes
+    Users are indexed in order of first appearance (the draws depend on it); per user ``h_u = Σ hits`` over their
+    cases and ``t_u = 5 · #cases``; each of ``n_boot`` draws takes
     ``|U|`` users with replacement (``numpy.random.default_rng(seed)``) and estimates
     ``Σ h / max(Σ t, 1)``; the CI is the 2.5th / 97.5th percentile, ×100.
     """
@@ -47,7 +48,7 @@ def cluster_bootstrap_ci(
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     if array.shape[0] == 0:
         return float("nan"), float("nan")
-    users = sorted(set(user_ids))
+    users = list(dict.fromkeys(user_ids))  # first appearance, as the reference's groups (S88)
     index = {u: i for i, u in enumerate(users)}
     h = np.zeros(len(users))
     t = np.zeros(len(users))

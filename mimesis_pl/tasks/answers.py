@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 
 _NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
@@ -14,6 +15,25 @@ def extract_answer(text: str) -> str | None:
     """The stripped body of the first ``<answer>…</answer>`` (as the reference reads it); no tag → ``None``."""
     found = _ANSWER.search(text or "")
     return found.group(1).strip() if found else None
+
+
+def answer_reader(body: str, *, ignore_case: bool = True) -> Callable[[str | None], str | None]:
+    """A reader of the first ``<answer>…</answer>`` whose body matches the regex ``body`` (stripped), as the
+    reference's ``re.search(r"<answer>BODY</answer>", reply)`` reads it: ``<answer>I would say B</answer>
+    <answer>B</answer>`` gives ``B`` with a letter body (docs/decisions.md S84). ``ignore_case=False`` matches the
+    tag and the body case-sensitively (AlignX, HumanLLM)."""
+    pattern = re.compile(f"<answer>({body})</answer>", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+
+    def read(text: str | None) -> str | None:
+        found = pattern.search(text or "")
+        return found.group(1).strip() if found else None
+
+    return read
+
+
+def letter_reader(letters: str, *, ignore_case: bool = True) -> Callable[[str | None], str | None]:
+    """:func:`answer_reader` of a tag holding one of ``letters``, whitespace around it allowed."""
+    return answer_reader(rf"\s*[{letters}]\s*", ignore_case=ignore_case)
 
 
 def bare_letter(answer: str | None, letters: str = "ABCD", *, case_sensitive: bool = False) -> str | None:

@@ -82,31 +82,86 @@ def _kind(f: dataclasses.Field) -> str:
     return f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
 
 
-def read_verdict(text: str, schema: type[V]) -> V:
-    """A ``schema`` dataclass from a judge's JSON text; raises :class:`VerdictInvalid` naming the problem.
+_STRING_LITERAL = re.compile(r'"([^"\\]*(\\.[^"\\]*)*)"')
 
-    Every field of ``schema`` must be present; ``float`` fields take finite numbers (not booleans) inside
-    their :func:`score_range` (out of range is a judge failure, never clamped: docs/decisions.md S60) and
-    ``bool`` fields take booleans (or the strings ``"true"``/``"false"``). Extra keys are ignored.
-    """
-    body = _FENCE.sub(r"\1", text.strip())
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The reply's JSON object as the reference's ``_parse_json_inner`` finds it (S86): the whole reply (a code
+    fence aside; raw newlines inside strings escaped), else the largest object decoded anywhere in it, so prose
+    around the JSON is skipped."""
+    body = _STRING_LITERAL.sub(lambda m: m.group().replace("\n", "\\n"), _FENCE.sub(r"\1", text.strip()))
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, TypeError):
-        raise VerdictInvalid("reply is not JSON") from None
-    if not isinstance(data, dict):
+        data = None
+    if isinstance(data, dict):
+        return data
+    if data is not None:  # valid JSON, but not an object: the reference rejects it too
         raise VerdictInvalid(f"reply is a JSON {type(data).__name__}, not an object")
+    found: list[dict[str, Any]] = []
+    decoder, start = json.JSONDecoder(), body.find("{")
+    while start != -1:
+        try:
+            obj, _ = decoder.raw_decode(body[start:])
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            found.append(obj)
+        start = body.find("{", start + 1)
+    if not found:
+        raise VerdictInvalid("reply is not JSON and holds no JSON object")
+    return max(found, key=lambda o: len(json.dumps(o)))
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().lower())
+
+
+def _field_value(data: Mapping[str, Any], name: str) -> Any:
+    """``data[name]``, also under the name's spelling with spaces or another case ("Storyline Consistency"); a
+    ``{reasoning, score}`` object gives its ``score``, as the reference's nested judge shape."""
+    if name in data:
+        raw = data[name]
+    else:
+        keyed = {_key(k): v for k, v in data.items() if isinstance(k, str)}
+        if _key(name) not in keyed:
+            raise VerdictInvalid(f"field {name!r} is missing")
+        raw = keyed[_key(name)]
+    if isinstance(raw, Mapping) and "score" in raw:
+        raw = raw["score"]
+    return raw
+
+
+def _number(raw: Any) -> Any:
+    """A number sent as a string (``"7"``) read as the number, as the reference's parser coerces it."""
+    if isinstance(raw, str):
+        try:
+            return float(raw.strip())
+        except ValueError:
+            return raw
+    return raw
+
+
+def read_verdict(text: str, schema: type[V]) -> V:
+    """A ``schema`` dataclass from a judge's reply; raises :class:`VerdictInvalid` naming the problem.
+
+    The reply is read as the reference reads it (S86): its JSON object, else the largest one inside prose;
+    a field may be flat or a ``{reasoning, score}`` object, keyed by its name or that name spaced/capitalised.
+    Every field of ``schema`` must be present; ``float`` fields take finite numbers, or numeric strings, (not
+    booleans) inside their :func:`score_range` (out of range is a judge failure, never clamped: docs/decisions.md
+    S60) and ``bool`` fields take booleans (or the strings ``"true"``/``"false"``). Extra keys are ignored.
+    """
+    data = _json_object(text)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(schema):  # type: ignore[arg-type]
-        if f.name not in data:
-            raise VerdictInvalid(f"field {f.name!r} is missing")
-        raw = data[f.name]
+        raw = _field_value(data, f.name)
         if _kind(f) == "bool":
             if isinstance(raw, str) and raw.lower() in ("true", "false"):
                 raw = raw.lower() == "true"
             if not isinstance(raw, bool):
                 raise VerdictInvalid(f"field {f.name!r} must be true/false, got {raw!r}")
         elif _kind(f) == "float":
+            raw = _number(raw)
             if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
                 raise VerdictInvalid(f"field {f.name!r} must be a finite number, got {raw!r}")
             lo, hi = score_range(schema, f.name)

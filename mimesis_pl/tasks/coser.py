@@ -12,7 +12,8 @@ S48).
 The judge sees the book, the major characters, the speaking characters' profiles (:func:`involved_profiles`) and
 the original scene (inner thoughts removed, except the environment's), told to judge only what
 follows the replayed rounds when ``continue_from`` > 0, and scores four dimensions 1–10;
-``score = mean((s − 1) / 9)`` over scores the judge client has checked to be in 1–10 (:func:`coser_score`).
+``score = mean(round(100 · (int(s) − 1) / 9, 1)) / 100`` over scores the judge client has checked to be in 1–10,
+as the reference casts and rounds them (:func:`coser_score`, docs/decisions.md S83).
 Every character that spoke yields a trajectory with the same reward and ``gen_uid``
 (``TaskResult.extra_trajectories``), so FoldGRPO counts the rollout once.
 """
@@ -54,8 +55,10 @@ class CoserVerdict:
 
 
 def coser_score(verdict: CoserVerdict) -> float:
-    dims = [(getattr(verdict, f.name) - 1) / 9 for f in fields(verdict)]
-    return sum(dims) / len(dims)
+    """The reference's: each dimension cast to an integer (truncated), put on 0–100 and rounded to 0.1; the mean
+    of the four, / 100."""
+    dims = [round((int(getattr(verdict, f.name)) - 1) * 100 / 9, 1) for f in fields(verdict)]
+    return sum(dims) / len(dims) / 100
 
 
 def strip_thoughts(text: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from .base import PartnerUnavailable, Rollout, Status, TaskContext, TaskResult
 from .conversation import PolicyConversation
-from .think_format import FormatCheck, GeneratedTurn, check_think_format, gated_reward, public_text
+from .think_format import FormatCheck, GeneratedTurn, check_think_format, clean_response, gated_reward
 
 
 def clamp01(x: float) -> float:
@@ -30,8 +30,8 @@ def clamp01(x: float) -> float:
 
 
 def said(conv: PolicyConversation, text: str) -> str:
-    """What others may see of a generated turn: the public part (reasoning never leaks)."""
-    return public_text(text, bool(conv.enable_think)).strip()
+    """What others may see of a generated turn: the reference's cleaned text (:func:`clean_response`, S78)."""
+    return clean_response(text, bool(conv.enable_think)).strip()
 
 
 async def partner_reply(ctx: TaskContext, messages: Sequence[Mapping[str, str]], what: str = "partner") -> str:

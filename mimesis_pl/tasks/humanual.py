@@ -1,8 +1,9 @@
 """Humanual: write the reply a given person would write, judged against their real reply.
 
 Rows: :class:`HumanualRow`. One policy turn (the global thinking setting). The reply is the first
-``<response></response>`` body (any case); a reply without the tag is judged on its public text and its score halved
-(the reference asked the judge to do this; here it is a pure rule). The judge scores six dimensions in [0, 1]
+``<response></response>`` body (any case); a reply without the tag is judged on its whole cleaned text, as in the
+reference. The task option ``untagged_factor`` (default 1, the reference) multiplies an untagged reply's score: 0.5
+is our earlier rule (docs/decisions.md S80). The judge scores six dimensions in [0, 1]
 against the ground-truth reply; ``score = clamp(mean(6) · length_factor)`` (:func:`humanual_score`).
 """
 
@@ -44,11 +45,14 @@ def length_factor(generated: str, reference: str) -> float:
     return min(1.0, len(_WORD.findall(generated)) / (0.3 * ref))
 
 
-def humanual_score(verdict: HumanualVerdict, generated: str, reference: str, tagged: bool) -> float:
+def humanual_score(
+    verdict: HumanualVerdict, generated: str, reference: str, tagged: bool, untagged_factor: float = 1.0
+) -> float:
+    """``clamp(mean(6 dimensions) · length_factor)``, times ``untagged_factor`` for a reply without the tag (S80)."""
     judge = sum(getattr(verdict, f.name) for f in fields(verdict)) / len(
         fields(verdict)
     )  # validated in [0, 1] (docs/decisions.md S60)
-    return clamp01(judge * length_factor(generated, reference) * (1.0 if tagged else 0.5))
+    return clamp01(judge * length_factor(generated, reference) * (1.0 if tagged else untagged_factor))
 
 
 def extract_response(public: str) -> tuple[str, bool]:
@@ -134,7 +138,8 @@ async def humanual_rollout(task: HumanualRow, run: Rollout) -> TaskResult:
         prompt = judge_prompt(context, reference, reply)
         request = JudgeRequest(prompt, [("SIMULATED", reply)], reference, "SIMULATED")
         verdict = await run.ctx.judge.judge(request, HumanualVerdict)
-        score = verdict_score(verdict, lambda v: humanual_score(v, reply, reference, tagged))
+        factor = float(run.option("untagged_factor", 1.0))
+        score = verdict_score(verdict, lambda v: humanual_score(v, reply, reference, tagged, factor))
         if verdict is not None:
             sub["length_factor"] = length_factor(reply, reference)
     return finish(run, conv, score=score, sub=sub, transcript=[("context", context), ("simulated", reply)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .registry import ROUTES
+from .registry import HUMANUAL_KINDS, ROUTES
 
 #: data_source → the option names its task reads (tests check this table against the tasks' code).
 TASK_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -19,6 +19,7 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "sim_arena_math": ("max_user_turns",),
     "sim_arena_doc": ("max_user_turns",),
     "usersim-behavior": ("abcd_dir",),
+    **{key: ("untagged_factor",) for key in ("humanual", *(f"humanual-{k}" for k in HUMANUAL_KINDS))},
 }
 
 

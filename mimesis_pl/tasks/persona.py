@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .answers import bare_letter
+from .answers import bare_letter, letter_reader
 from .fields import (
     as_index,
     as_json_list,
@@ -26,6 +26,8 @@ from .fields import (
     row_error,
 )
 from .preference import (
+    ALIGNX_READ,
+    HUMANLLM_READ,
     alignx_prompt,
     alignx_score,
     humanllm_prompt,
@@ -260,23 +262,23 @@ def lifechoices(data_source: str) -> SingleTurnTask:
 
 
 def mistakes(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, mistakes_prompt, mistakes_score)
+    return SingleTurnTask(data_source, mistakes_prompt, mistakes_score, read=letter_reader(ABCD))
 
 
 def twinvoice(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, twinvoice_prompt, twinvoice_score)
+    return SingleTurnTask(data_source, twinvoice_prompt, twinvoice_score, read=letter_reader(ABCD))
 
 
 def social_r1(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, social_r1_prompt, social_r1_score)
+    return SingleTurnTask(data_source, social_r1_prompt, social_r1_score, read=letter_reader(LETTERS))
 
 
 def behavior_chain(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, behavior_chain_prompt, behavior_chain_score)
+    return SingleTurnTask(data_source, behavior_chain_prompt, behavior_chain_score, read=letter_reader(ABCD))
 
 
 def alignx(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, alignx_prompt, alignx_score, prefix="alignx")
+    return SingleTurnTask(data_source, alignx_prompt, alignx_score, prefix="alignx", read=ALIGNX_READ)
 
 
 def socsci210(data_source: str) -> SingleTurnTask:
@@ -284,4 +286,4 @@ def socsci210(data_source: str) -> SingleTurnTask:
 
 
 def humanllm(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, humanllm_prompt, humanllm_score)
+    return SingleTurnTask(data_source, humanllm_prompt, humanllm_score, read=HUMANLLM_READ)

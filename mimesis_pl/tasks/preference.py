@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .answers import bare_letter, option_letters
+from .answers import answer_reader, bare_letter, letter_reader, option_letters
 from .fields import as_index, as_list, as_text, conversation_prompt, first_of, required, required_text, row_error
 from .single_turn import Scored, chat
 
@@ -96,6 +96,10 @@ def alignx_prompt(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[
         "Which response would this user prefer? Answer <answer>A</answer> or <answer>B</answer>.",
     ]
     return chat(_ALIGNX_SYSTEM, "\n\n".join(parts))
+
+
+#: AlignX reads ``<answer>\s*([AB])\s*</answer>`` with the tag and the letter case-sensitive, as the reference (S84).
+ALIGNX_READ = letter_reader("AB", ignore_case=False)
 
 
 def alignx_score(answer: str | None, info: Mapping[str, Any], row: Mapping[str, Any]) -> Scored:
@@ -182,6 +186,8 @@ MAX_CANDIDATES = 20
 _CANDIDATE_1 = re.compile(r"Candidate\s*1\s*:")
 _HISTORY = re.compile(r"History\s*\d+\s*:")
 _RANKING = re.compile(r"^[A-T](?:,[A-T]){4}$")
+#: HumanLLM reads the first ``<answer>X1,…,X5</answer>`` with no space anywhere, case-sensitive, as the reference.
+HUMANLLM_READ = answer_reader(r"[A-T](?:,[A-T]){4}", ignore_case=False)
 _HUMANLLM_SYSTEM = (
     "You simulate a shopper choosing what to buy next. Read the user's description, purchase history and the "
     "candidate items. You may think briefly first. Your final line must be exactly <answer>X1,X2,X3,X4,X5</answer>: "
@@ -195,10 +201,11 @@ _HUMANLLM_TASK = (
 
 
 def humanllm_candidates(info: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
-    """5-20 candidates (a list; a JSON/list string is accepted too); fewer or more is a row error (S53)."""
+    """The candidates (a list; a JSON/list string is accepted too): any non-empty list, as the reference; only the
+    first 20 (A-T) are shown, and with fewer than five no ranking can score (S85, which replaces S53)."""
     candidates = [as_text(c) for c in as_list(required(info, row, "candidates"), row, "candidates")]
-    if not TOP_K <= len(candidates) <= MAX_CANDIDATES:
-        raise row_error(row, "candidates", f"must hold {TOP_K}-{MAX_CANDIDATES} items (A-T), got {len(candidates)}")
+    if not candidates:
+        raise row_error(row, "candidates", "must hold at least one item")
     return candidates
 
 

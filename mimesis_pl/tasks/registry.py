@@ -15,6 +15,7 @@ from .base import Task
 _PERSONA = "mimesis_pl.tasks.persona"
 _TOM = "mimesis_pl.tasks.tom"
 _HUMANUAL = "mimesis_pl.tasks.humanual:humanual"
+HUMANUAL_KINDS = ("book", "chat", "email", "news", "opinion", "politics")
 
 #: data_source → "module:factory"; the factory takes the data_source and returns a Task.
 ROUTES: dict[str, str] = {
@@ -42,7 +43,7 @@ ROUTES: dict[str, str] = {
     "sim_arena_math": "mimesis_pl.tasks.sim_arena:sim_arena_math",
     "sim_arena_doc": "mimesis_pl.tasks.sim_arena:sim_arena_doc",
     "humanual": _HUMANUAL,  # generic, routed but not in the mixture
-    **{f"humanual-{kind}": _HUMANUAL for kind in ("book", "chat", "email", "news", "opinion", "politics")},
+    **{f"humanual-{kind}": _HUMANUAL for kind in HUMANUAL_KINDS},
 }
 
 #: The mixture's 24 tasks: task name → (train file, val file, val data_source).

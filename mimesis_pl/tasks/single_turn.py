@@ -29,19 +29,30 @@ class Scored:
 
 PromptFn = Callable[[Mapping[str, Any], Mapping[str, Any]], list[dict[str, str]]]
 ScoreFn = Callable[[str | None, Mapping[str, Any], Mapping[str, Any]], Scored]
+ReadFn = Callable[[str | None], str | None]
 
 
 class SingleTurnTask:
-    """``prompt(info, row)`` → messages; ``score(answer, info, row)`` → :class:`Scored`.
+    """``prompt(info, row)`` → messages; ``score(answer, info, row)`` → :class:`Scored`, where ``answer`` is
+    ``read(cleaned reply)``: the first ``<answer>`` body by default, the first that matches the family's own
+    pattern for the letter families (:func:`~.answers.answer_reader`, docs/decisions.md S84).
 
     ``prefix`` names the metrics (``fantom/reward``); several data sources may share one prefix.
     """
 
-    def __init__(self, data_source: str, prompt: PromptFn, score: ScoreFn, prefix: str | None = None) -> None:
+    def __init__(
+        self,
+        data_source: str,
+        prompt: PromptFn,
+        score: ScoreFn,
+        prefix: str | None = None,
+        read: ReadFn = extract_answer,
+    ) -> None:
         self.data_source = data_source
         self.prompt = prompt
         self.score = score
         self.prefix = prefix or data_source
+        self.read = read
 
     def parse(self, row: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:
         """``(extra_info, prompt messages)`` of a row; a :class:`RowError` naming file, row and field otherwise.
@@ -61,7 +72,7 @@ class SingleTurnTask:
         info, messages = self.parse(row)
         conv = PolicyConversation(ctx.policy, messages, enable_think=True, sample=f"{row_name(row)} {gen_uid}")
         turn = await only_turn(conv, row, "to answer")
-        scored = self.score(extract_answer(clean_response(turn.text, True)), info, row)
+        scored = self.score(self.read(clean_response(turn.text, True)), info, row)
         fmt = check_think_format(conv.turns, True, ctx.policy.count_tokens, ctx.min_think_tokens)
         reward = gated_reward(scored.reward, fmt, is_train=ctx.is_train)
         metrics = {

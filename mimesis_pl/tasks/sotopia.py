@@ -12,7 +12,8 @@ partner reply is a ``task_error``, S40), or a ``leave`` at action index ≥ 5 (d
 Score (the reported score *is* the training reward, on [0, 1]: docs/decisions.md S23): the judge gives
 seven integer dimensions
 on their own ranges; each is normalised to [0, 1] and averaged with weights (:data:`DIMENSIONS`):
-``score = Σ w_d · (raw_d − lo_d) / (hi_d − lo_d) / Σ w_d``. Raw dimensions are logged as ``sotopia/<dim>``.
+``score = Σ w_d · (raw_d − lo_d) / (hi_d − lo_d) / Σ w_d``, each raw score first cast to an integer (truncated) as
+the reference casts it (:func:`integer_verdict`, S83). Raw dimensions are logged as ``sotopia/<dim>``.
 The judge sees the scenario, the relationship, both participants' backgrounds and goals, and the episode.
 A failed judge call is ``judge_failed`` (the reference filled midpoints; S3). The reference's hack judge is
 not implemented.
@@ -60,6 +61,11 @@ class SotopiaVerdict:
     social_rules: float
     financial_and_material_benefits: float
     goal: float
+
+
+def integer_verdict(verdict: SotopiaVerdict) -> SotopiaVerdict:
+    """The verdict with every dimension cast to an integer as the reference's ``int(raw)`` does (7.5 → 7, −2.5 → −2)."""
+    return SotopiaVerdict(**{f.name: float(int(getattr(verdict, f.name))) for f in fields(verdict)})
 
 
 def sotopia_score(verdict: SotopiaVerdict) -> float:
@@ -300,7 +306,10 @@ async def sotopia_rollout(task: SotopiaRow, run: Rollout) -> TaskResult:
         return finish(run, conv, score=0.0, transcript=lines)
     request = JudgeRequest(judge_prompt(task, task.me, transcript_text(lines)), lines, task.goals[task.me], "SIMULATED")
     verdict = await run.ctx.judge.judge(request, SotopiaVerdict)
+    verdict = None if verdict is None else integer_verdict(verdict)
     sub = {} if verdict is None else {f.name: float(getattr(verdict, f.name)) for f in fields(verdict)}
+    if sub:  # the reference's sotopia/eval_avg: the raw mean, whose tenth is its all/score (SOUL's Overall, S82)
+        sub["eval_avg"] = sum(sub.values()) / len(sub)
     return finish(run, conv, score=verdict_score(verdict, sotopia_score), sub=sub, transcript=lines)
 
 

@@ -8,10 +8,11 @@ without ``eval`` (docs/decisions.md S6); a missing or malformed gold is a row er
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 from typing import Any
 
-from .answers import bare_letter, has_word, token_f1
+from .answers import bare_letter, has_word, letter_reader, token_f1
 from .base import RowError, row_name
 from .fields import as_index, as_list, as_text, first_of, literal_list, required, row_error
 from .single_turn import Scored, SingleTurnTask, chat
@@ -196,7 +197,7 @@ def fantom(data_source: str) -> SingleTurnTask:
 
 
 def hitom(data_source: str) -> SingleTurnTask:
-    return SingleTurnTask(data_source, hitom_prompt, hitom_score)
+    return SingleTurnTask(data_source, hitom_prompt, hitom_score, read=letter_reader(string.ascii_uppercase))
 
 
 def paratomi(data_source: str) -> SingleTurnTask:

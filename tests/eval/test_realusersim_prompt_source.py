@@ -11,6 +11,7 @@ from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.datamodules import RealUserSimDataModule
 from mimesis_pl.eval.simulator.loaders import DataFormatError, RealUserSimCase
+from mimesis_pl.eval.simulator.realusersim import prompt as prompt_module
 from mimesis_pl.eval.simulator.realusersim import suite as realusersim
 from mimesis_pl.eval.simulator.realusersim_prompt import demographic_block, load_prompt_template, render_prompt
 from mimesis_pl.eval.trials import TrialCache
@@ -100,6 +101,12 @@ def test_reports_say_which_prompt_ran_and_whether_fi_is_comparable(tmp_path, mon
     path = tmp_path / "card_prompt.txt"
     path.write_text(TEMPLATE)
     monkeypatch.undo()
+    report, seen = _run(tmp_path / "sample_judge", monkeypatch, simulator_prompt=str(path))
+    # the bundled judge prompts are our wording: never comparable, whatever the simulator prompt (S87)
+    assert not any(report.results["simulator_prompt"]["comparable_with_published_fi"].values())
+    assert "Judge prompts: the bundled sample" in report.markdown
+    monkeypatch.undo()
+    monkeypatch.setattr(prompt_module, "SAMPLE_JUDGE_PROMPTS", tmp_path / "none.txt")  # as if the dataset's file
     report, seen = _run(tmp_path / "card", monkeypatch, simulator_prompt=str(path))
     source = report.results["simulator_prompt"]
     assert source["comparable_with_published_fi"] == {

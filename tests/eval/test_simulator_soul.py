@@ -46,14 +46,16 @@ def test_scores_axes_headline_and_row_weighted_overall_by_hand():
     assert axes == {"CONV": None, "SS": None, "COG": 62.5, "ROLE": 50.0, "EVAL": None}
     assert soul_index(axes) == pytest.approx(56.25)  # (62.5 + 50) / 2: the S23 headline
     summary = seed_summary(scores)
-    # Row-weighted (the paper's Overall): (3 + 0.5 + 1) / 7 rows = 64.2857...; it differs from the headline.
-    assert summary["overall_row_weighted"] == pytest.approx(450 / 7)
+    # Row-weighted: (3 + 0.5 + 1) / 7 rows = 64.2857...; it differs from the headline. Without a Sotopia row the
+    # paper's Overall (row-weighted all/score) is the same number.
+    assert summary["overall_row_weighted"] == pytest.approx(450 / 7) == summary["overall"]
     assert summary["axes_covered"] == 2 and summary["alignx_combined"] is None
 
 
 def _seed(zero_sets: int, overall: float) -> dict:
     return {
         "datasets": {f"s{i}": 0.0 for i in range(zero_sets)} | {"fantom": 80.0},
+        "overall": overall,
         "overall_row_weighted": overall,
         "axes": {a: 10.0 for a in ("CONV", "SS", "COG", "ROLE", "EVAL")},
         "soul_index": overall,
@@ -129,7 +131,7 @@ def test_tiny_soul_runs_is_killed_and_resumes_without_redoing_items(tmp_path, mo
     assert resumed["items/reused"] == len(first) and resumed["items/run"] == ITEMS - len(first)
     assert resumed["soul/unscored/task_error"] == BROKEN
     md = (out / "results.md").read_text()
-    assert "| Mistakes | ROLE | 3 |" in md and "| MIMESIS-9B | 75.1 |" in md and "Overall (row-weighted" in md
+    assert "| Mistakes | ROLE | 3 |" in md and "| MIMESIS-9B | 75.1 |" in md and "Overall (the paper's" in md
     assert (out / "charts" / "soul.png").read_bytes().startswith(b"\x89PNG")
     dumped = json.loads((out / "conversations" / "seed1" / "hitom-0.json").read_text())  # one transcript per row
     assert (dumped["data_source"], dumped["index"]) == ("hitom", 0) and dumped["messages"]

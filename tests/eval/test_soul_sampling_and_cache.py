@@ -19,6 +19,7 @@ from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings,
 from mimesis_pl.eval.simulator.datamodules import SoulDataModule
 from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
 from mimesis_pl.eval.simulator.soul import suite as soul
+from mimesis_pl.eval.simulator.soul.scoring import SOTOPIA_DIMENSIONS
 from mimesis_pl.eval.trials import TrialCache
 from mimesis_pl.tasks.base import TaskResult
 from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
@@ -166,11 +167,13 @@ def test_partner_outage_rows_are_unscored_and_rerun_once_the_partner_is_fixed(tm
         _run(suite, rows, _ctx(tmp_path))
     lines = cache_lines(tmp_path / "items.jsonl")
     assert [r["status"] for r in lines] == ["unscored", "unscored"] and lines[0]["failure"] == "environment"
-    monkeypatch.setattr(soul, "run_row", _fake(lambda row: {}))
+    raw = {f"sotopia/{d}": 5.0 for d in SOTOPIA_DIMENSIONS}  # a scored Sotopia row logs its raw dimensions
+    monkeypatch.setattr(soul, "run_row", _fake(lambda row: raw))
     ctx = _ctx(tmp_path)
     report = _run(soul.SoulSuite(settings, seeds=[0]), rows, ctx)
     assert (ctx.ran, ctx.reused) == (2, 0)  # the outage rows are run again, never reused as scored
     assert report.results["per_seed"][0]["datasets"]["sotopia"] == pytest.approx(90.0)
+    assert report.results["per_seed"][0]["overall"] == pytest.approx(50.0)  # 0.1 x mean raw 5.0, x 100 (S82)
 
 
 def test_cache_is_keyed_by_row_content_and_counterpart_endpoint(tmp_path, monkeypatch):
@@ -241,3 +244,40 @@ def test_the_tiny_sample_set_has_what_its_readme_says():
     assert {s: n for s, n in counts.items() if n != 2} == {"mistakes": 3}
     readme = Path("assets/data/eval/README.md").read_text()
     assert "two rows for each of the 27 SOUL sets" in readme
+
+
+def test_a_plain_text_served_simulator_scores_the_same_with_thinking_on_and_off(tmp_path):
+    """Issue 33 item 1: an API simulator never writes a think tag; with thinking on its turns are read whole (S78),
+    so the four judged sets the old rule zeroed score as with thinking off (same scripted judge and partner)."""
+    reply = "<response>Message: hmm ok, so what would you suggest for the rent then?</response>"
+    sets = ("mirrorbench", "humanual-chat", "sotopia", "sim_arena_math")
+    rows = _rows(*sets)
+
+    async def serve(request: web.Request) -> web.Response:
+        await request.json()
+        return web.json_response({"choices": [{"message": {"content": reply}, "finish_reason": "stop"}]})
+
+    async def run(thinking: bool) -> dict:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", serve)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"
+        engine = ChatCompletionsEngineSettings(base_url=url, model="api-sim")
+        settings = soul.SoulSimulatorSettings(model_path=TINY, engine=engine, revision="v1", max_new_tokens=64)
+        suite = soul.SoulSuite(settings, seeds=[0], enable_thinking=thinking, allow_unscored_sets=True)
+        suite.start()
+        ctx = _ctx(tmp_path / f"think{int(thinking)}")
+        try:
+            await suite.run_batch(rows, ctx)
+            return suite.report(ctx).results["per_seed"][0]["datasets"]
+        finally:
+            await suite.aclose()
+            await runner.cleanup()
+
+    on, off = asyncio.run(run(True)), asyncio.run(run(False))
+    assert set(on) == set(sets)
+    for name in sets:
+        assert on[name] == pytest.approx(off[name]) and on[name] > 0, (name, on, off)

@@ -97,7 +97,7 @@ def test_coser_mapping_thoughts_and_next_speaker():
     assert coser_score(CoserVerdict(10, 10, 10, 10)) == 1.0
     assert coser_score(CoserVerdict(1, 1, 1, 1)) == 0.0
     assert parse_verdict(json.dumps(dict(zip(CoserVerdict.SCORE_RANGES, (1, 1, 0, -3)))), CoserVerdict) is None
-    assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)
+    assert coser_score(CoserVerdict(10, 1, 5.5, 5.5)) == pytest.approx((100 + 0 + 44.4 + 44.4) / 400)  # int 5 (S83)
     assert strip_thoughts("[I hate this] Fine. (sighs)") == "Fine. (sighs)"
     speakers = ["Nora", "Environment", "Ida"]
     assert next_speaker("Next Speaker: Ida", speakers, "Nora", 1) == "Ida"
@@ -113,7 +113,8 @@ def test_humanual_length_factor_tag_and_score():
     assert length_factor(" ".join(["w"] * 6), ref) == pytest.approx(6 / 12)
     v = HumanualVerdict(stance=1, emotion=1, belief=0.5, value=0.5, goal=0, communication=0)
     assert humanual_score(v, "a b", "ref", tagged=True) == pytest.approx(0.5)
-    assert humanual_score(v, "a b", "ref", tagged=False) == pytest.approx(0.25)
+    assert humanual_score(v, "a b", "ref", tagged=False) == pytest.approx(0.5)  # as the reference (S80)
+    assert humanual_score(v, "a b", "ref", tagged=False, untagged_factor=0.5) == pytest.approx(0.25)
     assert extract_response("x <response> hi </response>") == ("hi", True)
     assert extract_response("plain") == ("plain", False)
 
@@ -229,6 +230,7 @@ def test_served_partner_and_judge_are_a_change_of_settings(tiny_tokenizer):
 
     result, seen, ctx = asyncio.run(run())
     assert result.status == "ok" and result.reward == 1.0 and result.metrics["sotopia/goal"] == 10.0
+    assert result.metrics["sotopia/eval_avg"] == pytest.approx(40 / 7)  # the raw mean (10+5+10+0+0+5+10)/7, S82
     assert len(seen) == 3 and "response_format" in seen[-1] and "response_format" not in seen[0]
     assert 'Leo Park said: "Fine, I will pay on Friday."' in ctx.policy.engine.prompts[1]
     assert not any("I weigh what this person" in json.dumps(body) for body in seen)  # reasoning never leaves

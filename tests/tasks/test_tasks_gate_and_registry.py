@@ -15,8 +15,8 @@ from mimesis_pl.tasks.think_format import (
     FormatCheck,
     GeneratedTurn,
     check_think_format,
+    clean_response,
     gated_reward,
-    public_text,
     split_think_strict,
 )
 
@@ -31,6 +31,7 @@ def words(text: str) -> int:
         ("\nI think so\n</think>\n\n<answer>A</answer>", ("I think so", "<answer>A</answer>")),  # pre-filled opener
         ("<think>r</think> hi", ("r", "hi")),
         ("no tags at all", (None, "")),  # the opener was pre-filled, so no close = malformed
+        ("<THINK>r</THINK> hi", (None, "")),  # the reference's tags are lower case (S79)
         ("<think>a</think><think>b</think>x", (None, "")),  # two closes
         ("x <think>a</think> y", (None, "")),  # opener not at the start
         ("a</think>b</think>", (None, "")),
@@ -76,10 +77,11 @@ def test_gate_zeroes_the_reward_in_training_only():
     assert gated_reward(0.8, good, is_train=True) == 0.8
 
 
-def test_public_text_never_carries_reasoning():
-    assert public_text("secret plan</think>hi there", True) == "hi there"
-    assert public_text("secret plan without a close", True) == ""
-    assert public_text("<think>secret</think>hi", False) == "hi"
+def test_cleaned_text_never_carries_tagged_reasoning():
+    assert clean_response("secret plan</think>hi there", True) == "hi there"
+    assert clean_response("<think>secret plan cut short", True) == ""  # a tag of the wrong shape
+    assert clean_response("plain text, no tag", True) == "plain text, no tag"  # the reference's fallback (S78)
+    assert clean_response("<think>secret</think>hi", False) == "hi"
 
 
 def test_answer_extraction_is_strict():

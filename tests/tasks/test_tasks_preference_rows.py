@@ -159,8 +159,7 @@ def test_humanllm_ranking_scores():
 @pytest.mark.parametrize(
     ("over", "field"),
     [
-        ({"candidates": [f"item {i}" for i in range(21)]}, "candidates"),
-        ({"candidates": ["a", "b", "c", "d"], "answer_index": 0}, "candidates"),
+        ({"candidates": ["a", "b", "c", "d"], "answer_index": 4}, "answer_index"),  # 4 candidates are a row (S85)
         ({"answer_index": 20}, "answer_index"),
         ({"answer_index": None}, "answer_index"),
         ({"prompt_text": ""}, "prompt_text"),

@@ -108,8 +108,8 @@ def test_private_reasoning_never_reaches_the_support_agent_and_reaches_the_judge
 @pytest.mark.parametrize(
     "respond, max_new_tokens",
     [
-        (lambda p, k: "never closes the think block", 64),  # no </think>
-        (lambda p, k: "a long plan " * 40 + "</think> hi", 16),  # cut by the length cap before the close tag
+        (lambda p, k: "<think>never closes the think block", 64),  # no </think> (untagged is read whole, S78)
+        (lambda p, k: "<think>" + "a long plan " * 40 + "</think> hi", 16),  # cut by the length cap before the close
     ],
 )
 def test_a_malformed_first_turn_is_reward_0_and_kept_in_its_group(tiny_tokenizer, respond, max_new_tokens):

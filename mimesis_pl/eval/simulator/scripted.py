@@ -138,11 +138,11 @@ def scripted_fidelity_judge(messages: Messages, seed: int | None, temperature: f
     garbled = _fail_on_markers(prompt)
     if garbled is not None:
         return garbled
-    if "USER1 messages (real):" not in prompt:  # the formatting call: prose lines "Key: yes|no" -> JSON
+    if "CONVERSATION 1 (USER1's messages):" not in prompt:  # the formatting call: "Key: yes|no" lines -> JSON
         found = dict(re.findall(r"^(\w+_Match): (yes|no)\b", prompt, re.MULTILINE))
         return json.dumps({key: {"is_matched": found.get(key) == "yes"} for key in FIDELITY_KEYS if key in found})
-    real = json.loads(_between(prompt, "USER1 messages (real):\n", "\n\nUSER2"))
-    sim = json.loads(_between(prompt, "USER2 messages (simulated):\n", None))
+    real = [m["content"] for m in json.loads(_between(prompt, "CONVERSATION 1 (USER1's messages):\n", "\n\nCONV"))]
+    sim = [m["content"] for m in json.loads(_between(prompt, "CONVERSATION 2 (USER2's messages):\n", None))]
     r, s = _traits(real), _traits(sim)
     vocabulary = [{w.lower() for t in turns for w in re.findall(r"[a-zA-Z]{4,}", t)} for turns in (real, sim)]
     overlap = len(vocabulary[0] & vocabulary[1]) / max(len(vocabulary[0] | vocabulary[1]), 1)

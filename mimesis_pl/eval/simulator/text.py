@@ -7,6 +7,7 @@ never read as a default verdict (docs/decisions.md S1, S24).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,6 +52,22 @@ def first_json_object(text: str, what: str) -> dict[str, Any]:
     raise JudgeFailure(f"{what}: no JSON object in the judge reply: {text[:160]!r}")
 
 
+def outer_json_object(text: str, what: str) -> dict[str, Any]:
+    """The reference's strict read: code fences removed, then the span from the first ``{`` to the last ``}`` must
+    be one JSON object; prose with braces around it, or two objects, is a :class:`JudgeFailure` (S88)."""
+    body = re.sub(r"^```(?:json)?|```$", "", (text or "").strip(), flags=re.MULTILINE).strip()
+    i, j = body.find("{"), body.rfind("}")
+    if i < 0 or j < 0:
+        raise JudgeFailure(f"{what}: no JSON object in the judge reply: {body[:160]!r}")
+    try:
+        value = json.loads(body[i : j + 1])
+    except json.JSONDecodeError as err:
+        raise JudgeFailure(f"{what}: the reply's outermost braces are not one JSON object ({err})") from None
+    if not isinstance(value, dict):
+        raise JudgeFailure(f"{what}: the judge reply is not a JSON object")
+    return value
+
+
 def _as_bool(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
@@ -62,10 +79,11 @@ def _as_bool(value: Any) -> bool | None:
 def parse_fidelity_verdict(text: str) -> tuple[int, ...]:
     """The five RealUserSim dimensions as 0/1 hits, in :data:`FIDELITY_KEYS` order.
 
-    Each key must be present with a boolean: ``true``/``false``, ``{"is_matched": bool}``, or the strings
+    The reply is read strictly, as the reference (:func:`outer_json_object`). Each key must be present with a
+    boolean: ``true``/``false``, ``{"is_matched": bool}``, or the strings
     ``true/yes/false/no``. A missing key or any other value is a :class:`JudgeFailure` naming the key.
     """
-    verdict = first_json_object(text, "fidelity verdict")
+    verdict = outer_json_object(text, "fidelity verdict")
     hits = []
     for key in FIDELITY_KEYS:
         if key not in verdict:

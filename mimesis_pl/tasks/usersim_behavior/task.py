@@ -2,8 +2,9 @@
 
 Rows name one behaviour (several are a row error, not silently truncated) or none (control).
 Seeded verification turns are replayed as context (mask 0), shown to the judge as context only and
-never rule-checked; only the generated span is judged. A first turn that is malformed (no ``</think>``,
-or cut by the length cap) scores 0 and stays in its group, as in the reference (S61); a rollout in which
+never rule-checked; only the generated span is judged. A first turn that is malformed (a think tag of the wrong
+shape, e.g. an opener cut by the length cap before its close) scores 0 and stays in its group, as in the reference
+(S61; a turn with no tag at all is read whole, S78); a rollout in which
 the policy generated nothing at all is ``no_turns``, a row whose judge fails is ``judge_failed``, and a
 support-agent outage is a ``task_error`` (S62) — these three are counted and kept out of the advantage.
 The support agent sees the public transcript only; the judge sees private thoughts only for the
@@ -24,8 +25,8 @@ from ..conversation import BudgetExhausted, PolicyConversation
 from ..think_format import (
     FormatCheck,
     check_think_format,
+    clean_response,
     gated_reward,
-    public_text,
     split_think_strict,
 )
 from .abcd import STANDIN_DIR, AbcdData, AbcdError, flatten_scenario
@@ -131,8 +132,8 @@ class Episode:
 
     @property
     def malformed(self) -> bool:
-        """The policy wrote a turn but no usable message came out of it (malformed think block, or cut by the
-        cap): reward 0, scored and kept in its group, which is what teaches the policy to stop doing it (S61)."""
+        """The policy wrote a turn but no usable message came out of it (a think tag of the wrong shape, e.g. an
+        opener cut by the cap): reward 0, scored and kept in its group, which teaches the policy to stop (S61)."""
         return self.n_sim == 0 and bool(self.conv.turns)
 
 
@@ -155,7 +156,7 @@ async def play_behavior(task: BehaviorRow, conv: PolicyConversation, ctx: TaskCo
             turn = await conv.step()
         except BudgetExhausted:
             break
-        utterance = public_text(turn.text, conv.enable_think)
+        utterance = clean_response(turn.text, enable)
         if not utterance.strip():
             break
         episode.thoughts.append((split_think_strict(turn.text)[0] or "") if enable else "")

@@ -101,8 +101,15 @@ class JudgePrompts:
     formatting: str
 
 
+def _after_underline(lines: list[str], head: int) -> int:
+    """The first line of a section: after its header and the header's ``=====`` underline, if any."""
+    nxt = head + 1
+    return nxt + 1 if nxt < len(lines) and lines[nxt].strip() and set(lines[nxt].strip()) <= set("=-") else nxt
+
+
 def load_judge_prompts(path: str | Path) -> JudgePrompts:
-    """Split ``judge_prompt.txt`` at its ``SYSTEM PROMPT`` and ``FORMATTING PROMPT …`` header lines."""
+    """Split ``judge_prompt.txt`` at its ``SYSTEM PROMPT`` and ``FORMATTING PROMPT …`` header lines; a line of
+    ``=`` (or ``-``) under a header is the header's underline, not prompt text (the reference drops it, S87)."""
     path = Path(path)
     lines = path.read_text(encoding="utf-8").splitlines()
     heads = {}
@@ -115,9 +122,9 @@ def load_judge_prompts(path: str | Path) -> JudgePrompts:
     for name in ("system", "formatting"):
         if name not in heads:
             raise DataFormatError(f"{path}: no '{name.upper()} PROMPT' section header line")
-    s, f = heads["system"], heads["formatting"]
-    system = "\n".join(lines[s + 1 : f] if s < f else lines[s + 1 :]).strip()
-    formatting = "\n".join(lines[f + 1 : s] if f < s else lines[f + 1 :]).strip()
+    s, f = (_after_underline(lines, heads[name]) for name in ("system", "formatting"))
+    system = "\n".join(lines[s : heads["formatting"]] if s < f else lines[s:]).strip()
+    formatting = "\n".join(lines[f : heads["system"]] if f < s else lines[f:]).strip()
     for name, text in (("SYSTEM PROMPT", system), ("FORMATTING PROMPT", formatting)):
         if not text:
             raise DataFormatError(f"{path}: the {name} section is empty")

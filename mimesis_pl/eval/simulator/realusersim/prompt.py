@@ -118,12 +118,27 @@ def render_prompt(template: PromptTemplate, case: RealUserSimCase, profile_from:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
-def prompt_source(template: PromptTemplate | None, conditions: Sequence[str]) -> dict[str, Any]:
-    """Which simulator prompt each condition ran with, and whether its FI is comparable with published FI."""
+#: The judge prompts bundled with the sample data: our own wording, not the dataset's ``judge_prompt.txt``.
+SAMPLE_JUDGE_PROMPTS = Path(__file__).resolve().parents[4] / "assets/data/eval/realusersim/judge_prompt.txt"
+
+
+def is_sample_judge_prompts(path: str | Path) -> bool:
+    """Whether ``path`` holds the bundled sample judge prompts (same text), which are ours, not the dataset's."""
+    sample = SAMPLE_JUDGE_PROMPTS
+    return sample.is_file() and Path(path).read_text(encoding="utf-8") == sample.read_text(encoding="utf-8")
+
+
+def prompt_source(
+    template: PromptTemplate | None, conditions: Sequence[str], sample_judge: bool = False
+) -> dict[str, Any]:
+    """Which simulator prompt each condition ran with, and whether its FI is comparable with published FI: only
+    with the benchmark's simulator prompt and a judge that is not our sample prompt (the judge's input is the
+    reference's layout, S87)."""
     ours = {c: template is None or (c == "task_only" and template.task_only is None) for c in conditions}
     return {
         "template": None if template is None else {"path": template.path, "sha256": template.sha256},
-        "comparable_with_published_fi": {c: not v for c, v in ours.items()},
+        "judge_prompts": "our sample" if sample_judge else "given",
+        "comparable_with_published_fi": {c: not v and not sample_judge for c, v in ours.items()},
         "conditions_on_our_paraphrase": [c for c, v in ours.items() if v],
     }
 
@@ -137,4 +152,8 @@ def prompt_note(source: dict[str, Any]) -> str:
         line += f"(sha256 {template['sha256'][:12]}).\n"
     if ours:
         line += f"**Simulator prompt of {', '.join(ours)}: our paraphrase — {NOT_COMPARABLE}.**\n"
+    if source.get("judge_prompts") == "our sample":
+        line += (
+            f"**Judge prompts: the bundled sample (ours, not the dataset's judge_prompt.txt) — {NOT_COMPARABLE}.**\n"
+        )
     return line + "\n"

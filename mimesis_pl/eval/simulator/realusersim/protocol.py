@@ -108,6 +108,17 @@ def judged_turns(messages: Sequence[dict[str, str]], max_messages: int, syntheti
     return turns
 
 
+def judge_comparison(real: Sequence[str], synthetic: Sequence[str]) -> str:
+    """The judge's user message, as the reference writes it (S87): both sides' user turns as ``{role, content}``
+    objects, ``json.dumps(…, indent=2)`` (ASCII-escaped, as its default)."""
+    as_messages = [[{"role": "user", "content": t} for t in turns] for turns in (real, synthetic)]
+    return (
+        "Here are the user's messages from two conversations:\n"
+        f"CONVERSATION 1 (USER1's messages):\n{json.dumps(as_messages[0], indent=2)}\n\n"
+        f"CONVERSATION 2 (USER2's messages):\n{json.dumps(as_messages[1], indent=2)}"
+    )
+
+
 async def judge_fidelity(
     real: Sequence[str],
     synthetic: Sequence[str],
@@ -117,26 +128,23 @@ async def judge_fidelity(
     format_max_tokens: int = 1024,
     format_attempts: int = 2,
 ) -> tuple[tuple[int, ...], str]:
-    """Two calls: a free-text forensic judgment, then the formatting prompt turns it into JSON; the five
-    hits are parsed strictly (:func:`parse_fidelity_verdict`). Returns ``(hits, judgment)``."""
+    """Two calls, as the reference makes them: a free-text forensic judgment (system = the judge prompt, user =
+    :func:`judge_comparison`), then the formatting call (system = the formatting prompt, user = the judgment);
+    the five hits are parsed strictly (:func:`parse_fidelity_verdict`). Returns ``(hits, judgment)``."""
     if not synthetic:
         raise JudgeFailure("empty_synthetic_trajectory: the simulator produced no judgeable user turn")
-    comparison = (
-        f"USER1 messages (real):\n{json.dumps(list(real), ensure_ascii=False)}\n\n"
-        f"USER2 messages (simulated):\n{json.dumps(list(synthetic), ensure_ascii=False)}"
-    )
     judgment = await judge.complete(
-        [{"role": "system", "content": prompts.system}, {"role": "user", "content": comparison}],
+        [{"role": "system", "content": prompts.system}, {"role": "user", "content": judge_comparison(real, synthetic)}],
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
     )
-    request = f"{prompts.formatting}\n\n{judgment}"
     error: JudgeFailure | None = None
     for attempt in range(format_attempts):
-        if attempt:
-            request += "\n\nReturn only the JSON object, with nothing before or after it."
+        note = "" if attempt == 0 else "\n\nReturn ONLY the JSON object, no prose."
         formatted = await judge.complete(
-            [{"role": "user", "content": request}], temperature=settings.temperature, max_tokens=format_max_tokens
+            [{"role": "system", "content": prompts.formatting + note}, {"role": "user", "content": judgment}],
+            temperature=settings.temperature,
+            max_tokens=format_max_tokens,
         )
         try:
             return parse_fidelity_verdict(formatted), judgment

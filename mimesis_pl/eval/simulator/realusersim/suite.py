@@ -28,6 +28,7 @@ from mimesis_pl.eval.simulator.realusersim.data import (
 )
 from mimesis_pl.eval.simulator.realusersim.prompt import (
     PromptTemplate,
+    is_sample_judge_prompts,
     load_prompt_template,
     prompt_note,
     prompt_source,
@@ -284,7 +285,9 @@ class RealUserSimSuite(FidelitySuite):
             "seeds": self.seeds,
             "conditions": conditions,
             "shuffled_profile_mapping": self._donors,
-            "simulator_prompt": prompt_source(self._template, self.conditions),
+            "simulator_prompt": prompt_source(
+                self._template, self.conditions, is_sample_judge_prompts(self.judge_prompts_path)
+            ),
             "published": {"correct_profile": REALUSERSIM, "dataset_card_gpt4o": REALUSERSIM_CARD},
         }
         markdown = realusersim_markdown(self._models["simulator"].name, conditions, results["simulator_prompt"])

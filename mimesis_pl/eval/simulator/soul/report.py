@@ -13,7 +13,8 @@ from mimesis_pl.eval.simulator.suite import fmt
 from mimesis_pl.eval.tables import markdown_table
 
 HEADLINE = "SOUL-Index (axis mean)"
-ROW_WEIGHTED = "Overall (row-weighted, the paper's)"
+PAPER_OVERALL = "Overall (the paper's: row-weighted all/score)"
+ROW_WEIGHTED = "Row-weighted task score (ours)"
 
 
 def sets_without_score(per_seed: Mapping[int, Mapping[str, Any]], dropped: Mapping[int, str]) -> dict[int, list[str]]:
@@ -71,24 +72,26 @@ def _set_rows(r: dict[str, Any]) -> list[list[str]]:
 
 
 def _aggregate_rows(r: dict[str, Any]) -> list[list[str]]:
-    """The axes, the headline, the row-weighted Overall and AlignX (combined), per seed and mean ± std."""
+    """The axes, the headline, the paper's Overall, our row-weighted task score and AlignX (combined), per seed and
+    mean ± std."""
     s, per_seed = r["summary"], [r["per_seed"][x] for x in r["seeds"]]
     lines = [(f"**{a}**", [p["axes"][a] for p in per_seed], s["axes"][a]) for a in SOUL_AXES]
-    for label, key in ((f"**{HEADLINE}**", "soul_index"), (ROW_WEIGHTED, "overall_row_weighted")):
+    keys = ((f"**{HEADLINE}**", "soul_index"), (PAPER_OVERALL, "overall"), (ROW_WEIGHTED, "overall_row_weighted"))
+    for label, key in keys:
         lines.append((label, [p[key] for p in per_seed], s[key]))
     lines.append(("AlignX (combined)", [p["alignx_combined"] for p in per_seed], s["alignx_combined"]))
     return [[label, "", "", *(fmt(v) for v in values), _pm(stat), ""] for label, values, stat in lines]
 
 
 def _published_rows(r: dict[str, Any]) -> list[list[str]]:
-    """Our run first (headline / row-weighted), then the paper's models."""
+    """Our run first (headline / the paper's Overall), then the paper's models."""
     s = r["summary"]
     ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
     pub_rows = [
         [
-            f"**{r['simulator']}** (ours, {HEADLINE} / row-weighted)",
+            f"**{r['simulator']}** (ours, {HEADLINE} / Overall)",
             *ours,
-            f"{_pm(s['soul_index'])} / {_pm(s['overall_row_weighted'])}",
+            f"{_pm(s['soul_index'])} / {_pm(s['overall'])}",
         ]
     ]
     pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
@@ -103,9 +106,11 @@ def _notes(r: dict[str, Any]) -> str:
         f"\nScores are task scores × 100 (validation mode: no format gate; the simulator sampled at temperature "
         f"{r['sampling']['temperature']:g}, top-p {r['sampling']['top_p']:g}, each request seeded with its run's "
         f"seed). **{HEADLINE}** (our headline) = mean of the axes that have a score, each axis "
-        f"the mean of its sets. {ROW_WEIGHTED} = mean over every scored row, shown for comparison with the "
-        f"paper only. Unscored rows (judge_failed / task_error / no_turns, retried first) are excluded from "
-        f"every mean and counted: {unscored}. Dropped seeds: "
+        f"the mean of its sets. {PAPER_OVERALL} = the reference's val-core/all/score: the mean over every scored "
+        f"row of its all/score, which is the task score except on Sotopia, whose rows count 0.1 × the mean of their "
+        f"seven raw judge dimensions (so it can be negative); shown for comparison with the paper only. "
+        f"{ROW_WEIGHTED} = the mean of the task scores over every scored row. Unscored rows (judge_failed / "
+        f"task_error / no_turns, retried first) are excluded from every mean and counted: {unscored}. Dropped seeds: "
         f"{'; '.join(f'{k}: {v}' for k, v in r['dropped_seeds'].items()) or 'none'}. Sets not run: {missing}.\n"
         + (
             "\n**Sets with no scored row (the headline leaves them out; allowed by allow_unscored_sets):** "
@@ -116,7 +121,7 @@ def _notes(r: dict[str, Any]) -> str:
         )
         + "\nComparable with the paper's SOUL numbers only for a run of all 27 sets on the real validation files, "
         "with the reference's sampling (temperature 1.0, seeds 0-1-2) and its judge and partner models, read "
-        f"through the paper's row-weighted Overall; **{HEADLINE}** is our headline and is not the paper's number. "
+        f"through the paper's Overall; **{HEADLINE}** and {ROW_WEIGHTED} are ours, not the paper's numbers. "
         "Runs on the sample rows, with scripted counterparts or a subset of sets are not comparable.\n"
     )
 

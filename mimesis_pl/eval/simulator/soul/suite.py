@@ -35,12 +35,19 @@ from mimesis_pl.eval.simulator.soul.data import SOUL as PUBLISHED
 from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulRow
 from mimesis_pl.eval.simulator.soul.report import (
     HEADLINE,
+    PAPER_OVERALL,
     ROW_WEIGHTED,
     describe_unscored,
     sets_without_score,
     soul_markdown,
 )
-from mimesis_pl.eval.simulator.soul.scoring import SOUL_NAMES, across_seeds, degenerate_seeds, seed_summary
+from mimesis_pl.eval.simulator.soul.scoring import (
+    SOUL_NAMES,
+    across_seeds,
+    degenerate_seeds,
+    headline_value,
+    seed_summary,
+)
 from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
 from mimesis_pl.llm import ChatModelSettings
@@ -50,6 +57,9 @@ from mimesis_pl.tasks.conversation import Policy
 from mimesis_pl.tasks.roles import build_roles
 from mimesis_pl.tasks.runner import run_row
 from mimesis_pl.tasks.transcripts import write_transcript
+
+#: seed → data_source → one value per scored row
+PerSeed = dict[int, dict[str, list[float]]]
 
 
 class TaskErrorFailure(EnvironmentFailure):
@@ -279,23 +289,33 @@ class SoulSuite(FidelitySuite):
             row, seed = ref.payload
             self._records[(seed, row.data_source, row.index)] = run.records[ref.task_id]
 
-    def _scores(self) -> tuple[dict[int, dict[str, list[float]]], dict[int, dict[str, Counter]]]:
-        scores: dict[int, dict[str, list[float]]] = {s: defaultdict(list) for s in self.seeds}
+    def _scores(self) -> tuple[PerSeed, PerSeed, dict[int, dict[str, Counter]]]:
+        """Per seed and set: the scored rows' task scores, their ``all/score`` (:func:`headline_value`) and the
+        unscored rows' failures."""
+        scores: PerSeed = {s: defaultdict(list) for s in self.seeds}
+        headline: PerSeed = {s: defaultdict(list) for s in self.seeds}
         failed: dict[int, dict[str, Counter]] = {s: defaultdict(Counter) for s in self.seeds}
         for (seed, source, _), record in sorted(self._records.items()):
             if record.status == "scored":
                 scores[seed][source].append(float(record.reward))
+                metrics = record.info.get("metrics", {})
+                headline[seed][source].append(headline_value(source, float(record.reward), metrics))
             else:
                 failed[seed][source][FAILURE_STATUS.get(record.failure or "", record.failure or "unknown")] += 1
-        return scores, failed
+        return scores, headline, failed
 
     def report(self, ctx: SuiteContext) -> SuiteReport:
-        scores, failed = self._scores()
+        scores, headline, failed = self._scores()
         if not any(scores[s] for s in self.seeds):
             n = sum(sum(c.values()) for per in failed.values() for c in per.values())
             raise RuntimeError(f"SOUL: no row could be scored ({n} rows unscored); no summary written")
         sets = sorted({src for _, src, _ in self._records}, key=lambda s: list(SOUL_NAMES).index(s))
-        per_seed = {seed: seed_summary({src: scores[seed].get(src, []) for src in sets}) for seed in self.seeds}
+        per_seed = {
+            seed: seed_summary(
+                {src: scores[seed].get(src, []) for src in sets}, {src: headline[seed].get(src, []) for src in sets}
+            )
+            for seed in self.seeds
+        }
         dropped = degenerate_seeds(per_seed, self.degenerate_min_zero_sets, self.degenerate_gap)
         unscored_sets = sets_without_score(per_seed, dropped)
         if unscored_sets and not self.allow_unscored_sets:
@@ -323,7 +343,8 @@ class SoulSuite(FidelitySuite):
             "sets_without_score": {str(k): v for k, v in unscored_sets.items()},
             "rows_per_set": {src: len({i for (_, s, i) in self._records if s == src}) for src in sets},
             "headline": {"name": HEADLINE, **summary["soul_index"]},
-            "paper_overall": {"name": ROW_WEIGHTED, **summary["overall_row_weighted"]},
+            "paper_overall": {"name": PAPER_OVERALL, **summary["overall"]},
+            "row_weighted_task_scores": {"name": ROW_WEIGHTED, **summary["overall_row_weighted"]},
             "summary": summary,
             "per_seed": per_seed,
             "dropped_seeds": {str(k): v for k, v in dropped.items()},
@@ -335,7 +356,7 @@ class SoulSuite(FidelitySuite):
         scalars.update(
             {f"soul/axis/{a}": float(v["mean"]) for a, v in summary["axes"].items() if v["mean"] is not None}
         )
-        for key in ("soul_index", "overall_row_weighted"):
+        for key in ("soul_index", "overall", "overall_row_weighted"):
             if summary[key]["mean"] is not None:
                 scalars[f"soul/{key}"] = float(summary[key]["mean"])
         scalars.update({f"soul/unscored/{k}": float(v) for k, v in totals.items()})
