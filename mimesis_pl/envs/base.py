@@ -71,6 +71,7 @@ class Termination(enum.StrEnum):
     USER_ERROR = "user_error"  # the user simulator failed to reply
     JUDGE_ERROR = "judge_error"  # a gym's served judge gave no verdict (docs/decisions.md A52)
     TIMEOUT = "timeout"  # a reset or step exceeded its deadline
+    NO_TOOL_CALL = "no_tool_call"  # the agent's turn had no tool call: ended and scored, as UserRL (A84)
 
     @property
     def is_failure(self) -> bool:
