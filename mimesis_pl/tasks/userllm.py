@@ -9,9 +9,8 @@ after it is dropped). The score depends on the row's ``source`` (:func:`userllm_
 - ``natural_questions`` (intent adherence): the judge, shown the user's question and the assistant's
   redirecting suggestion, says whether the user refused to be steered off their question (1) or accepted (0).
 - any other source (PRISM-like): mean of intent overlap (share of the turn's content words that are
-  intent words, the kept end token counted as a word), termination (the end token is present exactly when the
-  real turn was the last one; 0 when ``is_last_turn`` is missing) and the judge's human-likeness call (1 human,
-  0 AI; an empty turn scores 0 without a call), as the reference computes them (S81).
+  intent words), termination (the end token is present exactly when the real turn was the last one) and
+  the judge's human-likeness call (1 human, 0 AI).
 """
 
 from __future__ import annotations
@@ -27,11 +26,74 @@ from .dialogue import JudgedTask, finish, said, verdict_score
 
 PREFIX = "userllm"
 END_TOKEN = "<|endconversation|>"
-#: The reference's stop words for intent overlap (S81).
 _STOP = frozenset(
-    """a an and are as at be but by can could did do does for from had has have how i if in into is it its me might
-    my of on or our should so that the their them then there these they this to us was we were what when where which
-    who why will with would you your""".split()
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "my",
+        "your",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "so",
+        "as",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "just",
+        "what",
+        "how",
+        "why",
+        "when",
+        "where",
+        "which",
+        "who",
+        "about",
+        "there",
+        "here",
+    }
 )
 
 
@@ -67,7 +129,7 @@ class UserLLMRow:
     history: str
     first_turn: bool
     source: str
-    is_last_turn: bool | None  # None: missing, as the reference reads it (termination 0)
+    is_last_turn: bool
     choices: tuple[str, ...]
     question: str
     suggestion: str
@@ -122,7 +184,7 @@ def parse_userllm_row(row: Mapping[str, Any]) -> UserLLMRow:
         history=history,
         first_turn=isinstance(raw_history, str) and raw_history == "",
         source=str(info.get("source") or "prism").strip().lower(),
-        is_last_turn=optional_flag(info.get("is_last_turn"), row, "extra_info.is_last_turn"),
+        is_last_turn=flag(info.get("is_last_turn"), row, "extra_info.is_last_turn"),
         choices=parse_choices(info.get("choices"), row),
         question=str(info.get("question") or "").strip(),
         suggestion=str(info.get("assistant_suggestion_turn") or "").strip(),
@@ -139,38 +201,27 @@ def parse_userllm_row(row: Mapping[str, Any]) -> UserLLMRow:
     return task
 
 
-def optional_flag(value: Any, row: Mapping[str, Any], name: str) -> bool | None:
-    """:func:`~.base.flag`, except that a missing value (``None`` or a blank string) is ``None``: unknown."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    return flag(value, row, name)
-
-
 def content_words(text: str) -> set[str]:
-    """The reference's overlap tokens: lower-cased word runs (``\\w+``) that are alphanumeric (so none with ``_``)
-    and not stop words; punctuation and symbols never count."""
-    return {w for w in re.findall(r"\w+", text.lower()) if w.isalnum() and w not in _STOP}
+    return {w for w in re.findall(r"[a-z0-9']+", text.lower()) if w not in _STOP}
 
 
 def intent_overlap(intent: str, turn: str) -> float:
-    """``|I ∩ U| / |U|`` over :func:`content_words`; 0 when either side has none."""
-    words, goal = content_words(turn), content_words(intent)
-    return len(words & goal) / len(words) if words and goal else 0.0
+    words = content_words(turn)
+    return len(words & content_words(intent)) / len(words) if words else 0.0
 
 
 def _normalised(text: str) -> str:
-    """Lower-cased, every run of non-alphanumerics one space, padded with a space each side."""
-    return " " + re.sub(r"[^0-9a-z]+", " ", text.lower()).strip() + " "
+    return re.sub(r"[^a-z0-9]", " ", text.lower())
 
 
 def choices_adherence(turn: str, choices: tuple[str, ...] | list[str]) -> float:
-    """The reference's role-adherence check: count the choices named in the turn (both sides through
-    :func:`_normalised`, substring match: "ice - cream shop" names "ice-cream shop"); naming 1–2 of them, or all of
+    """The reference's role-adherence check: count the choices named in the turn (both sides lower-cased,
+    non-alphanumerics to spaces, the choice padded with spaces, substring match); naming 1–2 of them, or all of
     them, scores 0; otherwise 1. No choices scores 0."""
     if not choices:
         return 0.0
-    text = _normalised(turn)
-    hit = sum(_normalised(c) in text for c in choices)
+    text = f" {_normalised(turn)} "
+    hit = sum(f" {_normalised(c).strip()} " in text for c in choices if _normalised(c).strip())
     return 0.0 if (1 <= hit <= 2 or hit == len(choices)) else 1.0
 
 
@@ -181,18 +232,8 @@ def split_end(text: str) -> tuple[str, bool]:
     return text.strip(), False
 
 
-def with_end(turn: str, ended: bool) -> str:
-    """The turn as the reference scores it: the end token kept right after the text when it was written."""
-    return turn + END_TOKEN if ended else turn
-
-
-def termination(ended: bool, is_last_turn: bool | None) -> float:
-    """1 when the end token is present exactly when the real turn was the last one; 0 when that is unknown."""
-    return float(is_last_turn is not None and ended == is_last_turn)
-
-
-def prism_score(overlap: float, ended: bool, is_last_turn: bool | None, human: bool) -> float:
-    return (overlap + termination(ended, is_last_turn) + float(human)) / 3
+def prism_score(overlap: float, ended: bool, is_last_turn: bool, human: bool) -> float:
+    return (overlap + float(ended == is_last_turn) + float(human)) / 3
 
 
 RULE = "-" * 40
@@ -243,23 +284,16 @@ async def userllm_rollout(task: UserLLMRow, run: Rollout) -> TaskResult:
 
 async def score_turn(task: UserLLMRow, turn: str, ended: bool, judge: Judge) -> tuple[float | None, dict[str, float]]:
     """The turn's score by the row's source (``None``: the judge failed) and the terms it logs (PRISM's)."""
-    output = with_end(turn, ended)
     if task.source == "commonsense_qa":
-        return choices_adherence(output, task.choices), {}
+        return choices_adherence(turn, task.choices), {}
     if task.source == "natural_questions":
-        if not output:  # the reference scores an empty reply 0 without asking its judge
-            return 0.0, {}
-        request = JudgeRequest(
-            _judge_messages(refusal_question(task), output), [("USER", output)], task.question, "USER"
-        )
+        request = JudgeRequest(_judge_messages(refusal_question(task), turn), [("USER", turn)], task.question, "USER")
         return verdict_score(await judge.judge(request, RefusalVerdict), lambda v: float(v.refused)), {}
-    overlap = intent_overlap(task.intent, output)
-    terms = {"intent_overlap": overlap, "termination": termination(ended, task.is_last_turn)}
-    if not turn:  # nothing for the detector to read: the human term is 0 without a call, as in the reference
-        return prism_score(overlap, ended, task.is_last_turn, False), terms
     q = 'Was this chat message written by a human or by an AI? {"human": <true|false>}'
     request = JudgeRequest(_judge_messages(q, turn), [("USER", turn)], task.intent, "USER")
     verdict = await judge.judge(request, HumanVerdict)
+    overlap = intent_overlap(task.intent, turn)
+    terms = {"intent_overlap": overlap, "termination": float(ended == task.is_last_turn)}
     return verdict_score(verdict, lambda v: prism_score(overlap, ended, task.is_last_turn, v.human)), terms
 
 
