@@ -93,7 +93,9 @@ def test_search_then_answer_rule_grader(corpus):
 
 def test_served_judge_decides_when_exact_match_fails(corpus):
     def answer(messages):
-        return reply({"thought": "t", "judgment": "Yes" if "Madison" in messages[-1]["content"] else "No"})
+        return reply(
+            {"reasoning": "t", "judgment": "Yes" if "Madison" in messages[-1]["content"] else "No", "feedback": "f"}
+        )
 
     async def go():
         async with served_judge(answer) as judge:

@@ -20,12 +20,15 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.llm import ChatModelSettings, RetryableError, reference_role
 
 T = TypeVar("T")
+# How a judge's label is read (A86): as UserRL (exact label; any other label is a verdict against the agent)
+# or leniently (case-insensitive; a label outside the allowed ones is a failed judgement).
+VerdictReading = Literal["userrl", "lenient"]
 RULE_GRADER = "rule (offline default; not comparable with UserRL's LLM judge)"
 
 
@@ -105,6 +108,35 @@ def field_of(data: Mapping[str, Any], key: str, allowed: Sequence[str] | None = 
                 return option
         raise RetryableError(f"judge field {key!r} must be one of {list(allowed)}, got {str(value)[:40]!r}")
     return value
+
+
+def check_reading(reading: str, *, where: str) -> VerdictReading:
+    if reading not in ("userrl", "lenient"):
+        raise ValueError(f"{where}: verdicts must be 'userrl' or 'lenient', got {reading!r}")
+    return reading  # type: ignore[return-value]
+
+
+def verdict_label(
+    data: Mapping[str, Any],
+    key: str,
+    allowed: Sequence[str],
+    *,
+    reading: VerdictReading = "userrl",
+    required: Sequence[str] = (),
+) -> str:
+    """The judge's label ``data[key]`` under ``reading`` (A86).
+
+    Every field in ``required`` (those UserRL's parser reads, e.g. ``feedback``) and ``key`` must be present,
+    else :class:`RetryableError` (a failed judgement: retried, then ``judge_error``, A52). ``userrl``: the
+    label exactly as written, so ``"yes"`` or ``"Maybe"`` is not ``"Yes"`` (UserRL compares with ``==``);
+    ``lenient``: matched case-insensitively against ``allowed``, anything else a failed judgement.
+    """
+    missing = [k for k in (*required, key) if k not in data]
+    if missing:
+        raise RetryableError(f"judge reply lacks field(s) {missing}")
+    if reading == "lenient":
+        return field_of(data, key, allowed)
+    return str(data[key])
 
 
 class GymJudge:
