@@ -127,7 +127,7 @@ class Episode:
         m = self._manager
         self.turns += 1
         self.counters["turns"] += 1
-        parsed = parse_turn(text, allowed_choices=self.gym.choices)
+        parsed = parse_turn(text, allowed_choices=self.gym.accepted_choices)
         if parsed.ignored_calls:
             self.counters["tool_calls_ignored"] += parsed.ignored_calls
         if parsed.error is not None:

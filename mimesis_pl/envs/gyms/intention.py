@@ -184,6 +184,7 @@ class IntentionGym(Gym):
         multi_detail_penalty: float = 0.2,
         reward_rule: Literal["userrl", "share"] = "userrl",
         judge: ChatModelSettings | Mapping[str, Any] | None = None,
+        off_prompt_choices: Literal["userrl", "refuse"] = "userrl",
     ) -> None:
         super().__init__(user=user)
         if not 0.0 <= multi_detail_penalty < 1.0:
@@ -192,6 +193,10 @@ class IntentionGym(Gym):
             raise ValueError(f"reward_rule must be 'userrl' or 'share', got {reward_rule!r}")
         self.reward_rule = reward_rule
         self.judge = make_judge(judge, gym=self.env_name)
+        if off_prompt_choices not in ("userrl", "refuse"):
+            raise ValueError(f"off_prompt_choices must be 'userrl' or 'refuse', got {off_prompt_choices!r}")
+        # UserRL reads any choice as a question; ``refuse`` takes only the offered one (A87)
+        self.also_accepts = ("answer", "search") if off_prompt_choices == "userrl" else ()
         self.details_paths = (
             [Path(p) for p in details_paths] if details_paths else [bundled_gym_file("intention_details.json")]
         )

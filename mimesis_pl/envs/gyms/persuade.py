@@ -97,6 +97,7 @@ class PersuadeGym(Gym):
         user: UserSimulator | None = None,
         reward_rule: Literal["userrl", "progress"] = "userrl",
         judge: ChatModelSettings | Mapping[str, Any] | None = None,
+        off_prompt_choices: Literal["userrl", "refuse"] = "userrl",
         verdicts: VerdictReading = "userrl",
     ) -> None:
         super().__init__(user=user)
@@ -104,6 +105,10 @@ class PersuadeGym(Gym):
             raise ValueError(f"reward_rule must be 'userrl' or 'progress', got {reward_rule!r}")
         self.reward_rule = reward_rule
         self.judge = make_judge(judge, gym=self.env_name)
+        if off_prompt_choices not in ("userrl", "refuse"):
+            raise ValueError(f"off_prompt_choices must be 'userrl' or 'refuse', got {off_prompt_choices!r}")
+        # UserRL reads any choice as a argument; ``refuse`` takes only the offered one (A87)
+        self.also_accepts = ("action", "search") if off_prompt_choices == "userrl" else ()
         self.verdicts = check_reading(verdicts, where=self.env_name)
 
     async def aclose(self) -> None:
