@@ -120,3 +120,91 @@ def test_persuade_stances_pay_as_userrl(stances):
 def test_persuade_lenient_reading_places_a_lower_case_label():
     results = play_persuade(["Agree", "partly disagree"], verdicts="lenient")
     assert [r.reward * 6 for r in results] == pytest.approx([1, 3]) and results[1].info["stance"] == STANCES[4]
+
+
+# ------------------------------------------------------------------------------------------ Intention (A88)
+def userrl_intention_reward(reply: dict, remaining_importances: list[int], penalty: float = 0.2) -> float:
+    """Independent port of UserRL's parse_evaluation_response + _calculate_reward for one question."""
+    indices = [int(i) for i in reply.get("covered_detail_indices", []) if str(i).isdigit()]
+    if not reply.get("is_task_related", True):
+        indices = []
+    covered = [remaining_importances[i] for i in indices if 0 <= i < len(remaining_importances)]
+    if not covered:
+        return 0.0
+    base = {3: 1.0, 2: 0.7, 1: 0.4}[max(covered)]
+    return max(0.0, base - penalty * (len(covered) - 1)) if len(covered) > 1 else base
+
+
+class CoverageJudge:
+    def __init__(self, replies):
+        self.replies, self.seen = list(replies), []
+
+    async def ask(self, messages, read):
+        self.seen.append(messages)
+        return read(self.replies.pop(0))
+
+    async def aclose(self):
+        pass
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"analysis": "a", "is_task_related": False, "covered_detail_indices": [0]},  # UserRL: 0
+        {"analysis": "a", "is_task_related": True, "covered_detail_indices": [0, 0]},  # UserRL: 1.0 - 0.2
+        {"analysis": "a", "is_task_related": True, "covered_detail_indices": [1, 2]},
+        {"analysis": "a", "covered_detail_indices": [0]},
+    ],
+)
+def test_intention_judge_verdicts_pay_as_userrl(tmp_path, reply):
+    import json
+
+    from test_dialogue_gyms import DETAILS, TASK_TEXT, intention_task
+
+    from mimesis_pl.envs.gyms.intention import IntentionGym
+    from mimesis_pl.users.scripted import ScriptedUser
+
+    path = tmp_path / "intentions.json"
+    path.write_text(json.dumps([{"id": "trip-1", "task": TASK_TEXT, "missing_details": DETAILS}]))
+    gym = IntentionGym(user=ScriptedUser(), details_paths=[path])
+    gym.judge = CoverageJudge([reply])
+
+    async def go():
+        await gym.reset(intention_task(), episode_id="e")
+        return await gym.step(Action("action", "What budget do you have?"))
+
+    result = asyncio.run(go())
+    assert result.reward == pytest.approx(userrl_intention_reward(reply, [int(d["importance"]) for d in DETAILS]))
+
+
+def test_intention_judge_sees_category_recent_exchanges_and_inquiries(tmp_path):
+    import json
+
+    from test_dialogue_gyms import intention_task
+
+    from mimesis_pl.envs.gyms.intention import IntentionGym
+    from mimesis_pl.users.scripted import ScriptedUser
+
+    details = [
+        {"description": "Budget", "importance": "3", "inquiry": "What is your budget?", "options": ["Low", "High"]},
+        {"description": "Group size", "importance": "1", "inquiry": "How many of you?", "options": ["1", "2"]},
+    ]
+    task_text = "Plan a weekend trip to the mountains."
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([{"id": "trip-1", "task": task_text, "missing_details": details}]))
+    gym = IntentionGym(user=ScriptedUser(), details_paths=[path])
+    replies = [{"is_task_related": True, "covered_detail_indices": []}] * 5
+    gym.judge = CoverageJudge(replies)
+    questions = [f"Question {i}?" for i in range(5)]
+
+    async def go():
+        await gym.reset(intention_task(), episode_id="e")
+        return [await gym.step(Action("action", q)) for q in questions]
+
+    results = asyncio.run(go())
+    last = gym.judge.seen[-1][-1]["content"]
+    assert "Category: Travel" in last and "What is your budget?" in last and "How many of you?" in last
+    # the last three exchanges before the question (UserRL's conversation_history[-3:]), not older ones
+    assert all(q in last for q in questions[1:4]) and questions[0] not in last.split("The assistant's question")[0]
+    assert results[3].observation in last
+    assert "Low" not in last and "High" not in last  # options never shown
