@@ -55,6 +55,13 @@ def judge_settings(value: ChatModelSettings | Mapping[str, Any] | None, *, where
 
 
 RULE_ONLY = "rule (as UserRL: no judge)"
+TAU_RULE_HTTP = "tau-bench's reward rule in the HTTP runtime (UserRL's tasks with the tau-bench proxy)"
+TAU_RULE_OFFLINE = "tau-bench's reward rule on our offline retail tasks (not UserRL's tasks)"
+
+
+def _runtime_kind(options: Mapping[str, Any]) -> str:
+    runtime = options.get("runtime") or {}
+    return str(runtime.get("kind", "retail") if isinstance(runtime, Mapping) else getattr(runtime, "kind", "retail"))
 
 
 def grader_label(settings: ChatModelSettings | None) -> str:
@@ -70,6 +77,9 @@ def gym_graders(gym_classes: Mapping[str, type], gym_options: Mapping[str, Mappi
     for label, cls in gym_classes.items():
         judged = "judge" in inspect.signature(cls.__init__).parameters
         options = gym_options.get(cls.env_name, {})
+        if cls.env_name == "TauGym":  # tau-bench's rule; UserRL's tasks only through the tau-bench proxy (A54)
+            out[label] = TAU_RULE_HTTP if _runtime_kind(options) == "http" else TAU_RULE_OFFLINE
+            continue
         out[label] = grader_label(judge_settings(options.get("judge"), where=cls.env_name)) if judged else RULE_ONLY
     return out
 
