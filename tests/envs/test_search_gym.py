@@ -191,3 +191,14 @@ def test_real_bamboogle_rows_run(corpus):
         return await gym.step(Action("answer", task.hidden["ground_truth"]))
 
     assert asyncio.run(go()).reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [("Zürich", "Zurich"), ("Zürich", "zürich"), ("Ōsaka", "Osaka"), ("Москва", "москва"), ("1,234", "1234")],
+)
+def test_answers_are_normalised_as_userrl_normalises_them(answer, gold):
+    def userrl_normalize(text):  # independent port of UserRL's answer_normalize (str.isalnum, any script)
+        return "".join(ch.lower() for ch in text if ch.isalnum())
+
+    assert answers_match(answer, gold) == (userrl_normalize(answer) == userrl_normalize(gold))

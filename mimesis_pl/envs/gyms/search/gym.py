@@ -16,7 +16,6 @@ may be retried. Episode score = 0 or 1. No user simulator.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -32,8 +31,9 @@ if TYPE_CHECKING:
 
 
 def normalize_answer(text: str) -> str:
-    """UserRL's answer normalisation: lower-case letters and digits only."""
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+    """UserRL's answer normalisation: every character ``str.isalnum`` keeps (any script: "Zürich" keeps its
+    "ü"), lower-cased."""
+    return "".join(c.lower() for c in text if c.isalnum())
 
 
 def answers_match(answer: str, gold: str) -> bool:
