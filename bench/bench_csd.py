@@ -105,7 +105,8 @@ def make_experience(model_path: str, n_episodes: int):
     tok = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path)
     rows = read_prompt_rows(["assets/data/gyms/train/*.parquet"], seed=0)[: n_episodes // 2]
-    manager = EnvironmentManager(users=ScriptedUser(), max_turns=4)
+    # an untrained toy policy rarely calls the tool: keep its turns going so trajectories get notes to time (A84)
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=4, no_tool_call="continue")
     loop = MultiTurnRollout(HFEngine(model, tok), tok, manager, SamplingParams(max_new_tokens=160), max_length=3072)
 
     async def run():

@@ -5,7 +5,8 @@
 - functions.json: UserRL's gyms/FunctionGym/functiongym/data/functions.json, copied byte for byte.
 - intention_details.json: the records of gyms/IntentionGym/intentiongym/data/all_intentions_{train,test}.json
   whose id appears in data/intention_multiturn/{train,test}.parquet, keeping only the fields the gym
-  reads (id, task, missing_details[].description/importance/options), in file order.
+  reads (id, task, missing_details[].description/importance/options/inquiry), in file order; the inquiry
+  (UserRL's example question) is shown to a served coverage judge, as UserRL's judge sees it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main(userrl: Path) -> None:
             if record["id"] in ids:
                 details = [
                     {"description": d["description"], "importance": d["importance"], "options": d.get("options") or []}
+                    | ({"inquiry": d["inquiry"]} if d.get("inquiry") else {})
                     for d in record["missing_details"]
                 ]
                 records.append({"id": record["id"], "task": record["task"], "missing_details": details})

@@ -71,6 +71,7 @@ class Termination(enum.StrEnum):
     USER_ERROR = "user_error"  # the user simulator failed to reply
     JUDGE_ERROR = "judge_error"  # a gym's served judge gave no verdict (docs/decisions.md A52)
     TIMEOUT = "timeout"  # a reset or step exceeded its deadline
+    NO_TOOL_CALL = "no_tool_call"  # the agent's turn had no tool call: ended and scored, as UserRL (A84)
 
     @property
     def is_failure(self) -> bool:
@@ -98,6 +99,9 @@ class Gym(abc.ABC):
     reward_bounds: ClassVar[RewardBounds] = "episode"
     # Bind the episode's user to the privileged shim (``{shim}/ep/{id}/v1``); TauGym opts out, as UserRL's (A55).
     episode_scoped: ClassVar[bool] = True
+    # Choices the gym handles like its offered ones though its prompt does not offer them (UserRL's Intention
+    # and Persuade read every prefix as a question / an argument, A87); an instance may clear them.
+    also_accepts: tuple[str, ...] = ()
 
     def __init__(self, *, user: UserSimulator | None = None) -> None:
         self.user = user
@@ -126,7 +130,7 @@ class Gym(abc.ABC):
             raise RuntimeError(f"{type(self).__name__}.step called before reset")
         if self._done:
             raise EpisodeOverError(f"{type(self).__name__}: episode {self.episode_id!r} has already ended")
-        check_choice("choice", action.choice, self.choices, where=type(self).__name__)
+        check_choice("choice", action.choice, self.accepted_choices, where=type(self).__name__)
         result = await self._step(action)
         return self._bounded(result)
 
@@ -137,6 +141,11 @@ class Gym(abc.ABC):
     @property
     def done(self) -> bool:
         return self._done
+
+    @property
+    def accepted_choices(self) -> tuple[str, ...]:
+        """The choices a step takes: the offered ``choices`` and ``also_accepts``."""
+        return (*self.choices, *(c for c in self.also_accepts if c not in self.choices))
 
     @property
     def total_reward(self) -> float:

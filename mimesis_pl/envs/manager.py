@@ -6,8 +6,9 @@ The rollout calls ``episode = await manager.start(row, episode_id)``, then
 
 - is built from the row's ``extra_info.tools_kwargs`` (gym name) with the gym's configured options;
 - gets its own user simulator, bound to ``{shim_url}/ep/{episode_id}/v1`` when a shim is configured;
-- turns a malformed, missing or unknown tool call into an error observation (counted; the turn is
-  spent, the episode goes on);
+- turns a malformed or unknown tool call into an error observation (counted; the turn is spent, the
+  episode goes on); a turn with no tool call at all ends the episode (``no_tool_call``, scored with the
+  rewards so far), as UserRL's evaluation and training do, unless ``no_tool_call="continue"`` (A84);
 - ends with a :class:`Termination` kept apart from the reward. An exception in the gym is
   ``env_error``, a failing simulator ``user_error``, a reset/step past its deadline ``timeout``: the
   trajectory can then be masked instead of being learned as a zero-reward failure;
@@ -21,12 +22,12 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from mimesis_pl.envs.base import EpisodeOverError, Gym, StepResult, TaskDataError, Termination
 from mimesis_pl.envs.registry import GymRegistry, default_registry
 from mimesis_pl.envs.tasks import GymTask
-from mimesis_pl.envs.tool import format_observation, format_tool_error, parse_turn
+from mimesis_pl.envs.tool import MISSING, format_observation, format_tool_error, parse_turn
 from mimesis_pl.envs.user_protocol import UserProvider, UserReply, UserSimulator, UserSimulatorError
 from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.shim.client import shim_root
@@ -126,12 +127,14 @@ class Episode:
         m = self._manager
         self.turns += 1
         self.counters["turns"] += 1
-        parsed = parse_turn(text, allowed_choices=self.gym.choices)
+        parsed = parse_turn(text, allowed_choices=self.gym.accepted_choices)
         if parsed.ignored_calls:
             self.counters["tool_calls_ignored"] += parsed.ignored_calls
         if parsed.error is not None:
             self.counters["tool_errors"] += 1
             self.counters[f"tool_error/{parsed.error.kind}"] += 1
+            if parsed.error.kind == MISSING and m.no_tool_call == "end":
+                self.status = Termination.NO_TOOL_CALL  # UserRL: the rollout stops at a turn without a call
             return await self._record(format_tool_error(parsed.error), 0.0, None, gym_done=False)
         assert parsed.action is not None
         self.counters[f"action/{parsed.action.choice}"] += 1
@@ -181,7 +184,7 @@ class Episode:
                     self.counters[key] += 1
         if gym_done:
             self.status = Termination.FINISHED
-        elif self.turns >= self._manager.max_turns:
+        elif self.status is None and self.turns >= self._manager.max_turns:
             self.status = Termination.MAX_TURNS
         text = format_observation(observation, reward=reward, show_reward=self._manager.show_reward)
         if self.done:
@@ -240,6 +243,8 @@ class EnvironmentManager:
         max_turns: agent turns per episode (UserRL trains and evaluates with 16).
         step_timeout_s / reset_timeout_s: deadlines; exceeding one ends the episode as ``timeout``.
         show_reward: append ``Reward: r`` to observations (off: training and evaluation see the same text).
+        no_tool_call: ``"end"`` (UserRL's rule) ends the episode at a turn without a tool call, status
+            ``no_tool_call`` (scored); ``"continue"`` shows an error and spends the turn (A84).
     """
 
     def __init__(
@@ -253,9 +258,13 @@ class EnvironmentManager:
         reset_timeout_s: float | None = None,
         show_reward: bool = False,
         registry: GymRegistry | None = None,
+        no_tool_call: Literal["end", "continue"] = "end",
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if no_tool_call not in ("end", "continue"):
+            raise ValueError(f"no_tool_call must be 'end' or 'continue', got {no_tool_call!r}")
+        self.no_tool_call = no_tool_call
         if shim_url is not None:
             episode_base_url(shim_url, "check")  # fail at construction on a malformed URL
         self.registry = registry or default_registry()
@@ -292,6 +301,8 @@ class EnvironmentManager:
         )
         if getattr(cls, "takes_shim_url", False):  # adapter gyms reach their LLM through the shim (A47)
             options["shim_url"] = self.shim_url
+        if getattr(cls, "takes_max_turns", False):  # adapter gyms: UserRL's max_steps is the turn budget (A81)
+            options.setdefault("max_turns", self.max_turns)
         # TauGym opts out of the per-episode binding, as UserRL's (A55)
         base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url and cls.episode_scoped else None
         user: UserSimulator | None = None

@@ -10,8 +10,9 @@ module plus one catalog entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mimesis_pl.envs.base import Gym
 from mimesis_pl.envs.expert import Expert
@@ -30,12 +31,17 @@ class UserRLPackage:
     field naming the task, given to UserRL as ``data_source`` in ``data_mode="single"``; ``scoped_base_url``:
     whether the config's ``base_url`` is bound to the episode through the shim (docs/decisions.md A47: not
     for TauGym, whose config writes the URL into the process environment, nor FunctionGym, which has no LLM).
+    ``eval_config``: the fields UserRL's ``eval/eval.py`` sets for this gym beyond ``max_steps``/``data_mode``/
+    ``data_source`` (Travel's rewards, Turtle's threshold, Search's judge); ``task_config``: the fields eval.py
+    derives from the task key (Tau's category and split from ``"airline-007"``).
     """
 
     module: str
     env_class: str
     task_field: str = "id"
     scoped_base_url: bool = True
+    eval_config: tuple[tuple[str, Any], ...] = ()
+    task_config: Callable[[str], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,12 @@ no episode-sum clip, so a correct Travel answer after two elicited preferences s
 docs/decisions.md A40). Which package plays a gym, and which row field names its task, the gym declares
 itself (``SPEC.userrl``, a :class:`~mimesis_pl.envs.spec.UserRLPackage`).
 
+**Settings** (A81): each env starts from what UserRL's ``eval/eval.py`` sets, so adapter numbers are
+UserRL's evaluation numbers: ``max_steps`` = the manager's turn budget, Travel's search/preference rewards
+0.2/0.6, Turtle's success threshold 1.0, Search's LLM grading, Tau's domain and split from the task id
+(``airline-007`` is airline test task 7). The ``userrl:`` fields are applied after them; the gym option
+``userrl_defaults: package`` starts from the package's own defaults instead.
+
 **Through the shim** (A47): when the manager has a shim, the gym's ``base_url`` is bound to the
 episode, ``{shim}/ep/{episode_id}/v1``, as the reference's episode scoping does (not where the package
 says ``scoped_base_url=False``: TauGym, whose config writes the URL into the process environment, and
@@ -23,7 +29,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from mimesis_pl.envs.base import Action, Gym, StepResult
 from mimesis_pl.envs.catalog import BUILTIN_SPECS, builtin_spec
@@ -38,21 +44,61 @@ log = logging.getLogger(__name__)
 ADAPTER_OPTION = "userrl"
 
 EnvFactory = Callable[[GymTask, Mapping[str, Any]], Any]
+# Whose settings the adapted env starts from: UserRL's eval/eval.py (default) or the package's own defaults.
+UserRLDefaults = Literal["eval", "package"]
+# eval.sh's turn budget, eval.py's max_steps when the manager does not give one.
+EVAL_MAX_TURNS = 16
 
 
-def userrl_env_factory(env_name: str, config: Mapping[str, Any] | None = None) -> EnvFactory:
+def task_fields(
+    package: UserRLPackage, task_key: Any, *, max_turns: int = EVAL_MAX_TURNS, defaults: UserRLDefaults = "eval"
+) -> dict[str, Any]:
+    """The config fields the adapter sets for one task before the user's ``userrl:`` fields (A81).
+
+    Always ``data_mode="single"`` and ``data_source`` = the task key. With ``defaults="eval"`` also what
+    UserRL's ``eval/eval.py`` sets: ``max_steps`` = the turn budget, the gym's fixed evaluation fields and
+    those it derives from the key (Tau: ``airline-007`` plays airline task 7 of the test split).
+    """
+    fields: dict[str, Any] = {"data_mode": "single", "data_source": task_key}
+    if defaults == "package":
+        return fields
+    if defaults != "eval":
+        raise ValueError(f"userrl_defaults must be 'eval' or 'package', got {defaults!r}")
+    fields["max_steps"] = max_turns
+    fields.update(package.eval_config)
+    if package.task_config is not None:
+        fields.update(package.task_config(str(task_key)))
+    return fields
+
+
+def userrl_env_factory(
+    env_name: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    max_turns: int = EVAL_MAX_TURNS,
+    defaults: UserRLDefaults = "eval",
+) -> EnvFactory:
     """A factory building the installed UserRL env of built-in gym ``env_name`` for one task."""
     spec = builtin_spec(env_name)
     if spec is None or spec.userrl is None:
         known = sorted(s.name for s in BUILTIN_SPECS if s.userrl is not None)
         raise ValueError(f"no UserRL package known for {env_name!r}; known: {known}")
-    return package_env_factory(env_name, spec.userrl, config)
+    return package_env_factory(env_name, spec.userrl, config, max_turns=max_turns, defaults=defaults)
 
 
-def package_env_factory(env_name: str, package: UserRLPackage, config: Mapping[str, Any] | None = None) -> EnvFactory:
-    """A factory building ``package``'s env for one task (``data_mode="single"``).
+def package_env_factory(
+    env_name: str,
+    package: UserRLPackage,
+    config: Mapping[str, Any] | None = None,
+    *,
+    max_turns: int = EVAL_MAX_TURNS,
+    defaults: UserRLDefaults = "eval",
+) -> EnvFactory:
+    """A factory building ``package``'s env for one task.
 
-    The factory takes the task and per-episode overrides (the episode's ``base_url``) applied last.
+    The config starts from the package's defaults, then :func:`task_fields` (eval.py's settings unless
+    ``defaults="package"``), then ``config`` (the user's ``userrl:`` fields), then the factory's per-episode
+    overrides (the episode's ``base_url``).
     """
 
     def build(task: GymTask, overrides: Mapping[str, Any]) -> Any:
@@ -63,9 +109,8 @@ def package_env_factory(env_name: str, package: UserRLPackage, config: Mapping[s
                 f"{env_name} adapter needs the UserRL package {package.module!r} installed: {err}"
             ) from None
         cfg = module.get_default_config()
-        cfg.data_mode = "single"
-        cfg.data_source = task.hidden.get(package.task_field)
-        for name, value in {**(config or {}), **overrides}.items():
+        fields = task_fields(package, task.hidden.get(package.task_field), max_turns=max_turns, defaults=defaults)
+        for name, value in {**fields, **(config or {}), **overrides}.items():
             setattr(cfg, name, value)
         return getattr(module, package.env_class)(cfg)
 
@@ -80,6 +125,7 @@ class UserRLGym(Gym):
     needs_user = False
     reward_bounds = "none"
     takes_shim_url: ClassVar[bool] = True
+    takes_max_turns: ClassVar[bool] = True  # the manager passes its turn budget (eval.py's max_steps)
     # The package this class runs (set by :func:`userrl_gym_class`); without one, pass ``env_factory``.
     package: ClassVar[UserRLPackage | None] = None
 
@@ -90,14 +136,17 @@ class UserRLGym(Gym):
         env_factory: EnvFactory | None = None,
         config: Mapping[str, Any] | None = None,
         shim_url: str | None = None,
+        max_turns: int = EVAL_MAX_TURNS,
+        userrl_defaults: UserRLDefaults = "eval",
     ) -> None:
         super().__init__(user=user)
         if env_factory is None:
             package = self.package
+            settings = {"max_turns": max_turns, "defaults": userrl_defaults}
             env_factory = (
-                userrl_env_factory(self.env_name, config)
+                userrl_env_factory(self.env_name, config, **settings)
                 if package is None
-                else package_env_factory(self.env_name, package, config)
+                else package_env_factory(self.env_name, package, config, **settings)
             )
         self._factory = env_factory
         self._env: Any = None

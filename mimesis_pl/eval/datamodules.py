@@ -6,6 +6,7 @@ order, kept on the host (the engine, not the batch, uses the device).
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -15,8 +16,10 @@ from torch.utils.data import DataLoader
 
 from mimesis_pl.data.prompts import read_prompt_rows
 from mimesis_pl.envs import GymTask
-from mimesis_pl.eval.episodes.executor import gym_label
+from mimesis_pl.eval.episodes.executor import gym_label, task_content
 from mimesis_pl.eval.replay import ExecutionPlan, load_cases, project
+
+log = logging.getLogger(__name__)
 
 
 def _as_list(batch: list[Any]) -> list[Any]:
@@ -41,7 +44,10 @@ class GymTaskDataModule(_HostBatches):
         batch_size: tasks per ``test_step``; each runs its n trials there.
 
     Tasks are sorted by (gym, task id), so a run — and a resumed run — sees the same tasks in the same
-    order whatever the files' order.
+    order whatever the files' order. A task listed in several files (UserRL's validation file and its per-gym
+    test files overlap) is kept once when its content is the same everywhere (``duplicates`` counts the rows
+    dropped, and a warning says so); the same gym and task id with different content is an error at set-up,
+    naming both rows.
     """
 
     def __init__(
@@ -57,16 +63,20 @@ class GymTaskDataModule(_HostBatches):
         self.tasks_per_gym = tasks_per_gym
         self.batch_size = batch_size
         self.rows: list[dict[str, Any]] = []
+        self.duplicates = 0
 
     def setup(self, stage: str | None = None) -> None:
         if self.rows:
             return
         by_gym: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
         wanted = {g.lower() for g in self.gyms} if self.gyms else None
+        seen: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         for row in read_prompt_rows(self.files):
             task = GymTask.from_row(row, source=row["_source"])
             label = gym_label(task.env_name)
             if wanted is not None and label not in wanted and task.env_name.lower() not in wanted:
+                continue
+            if self._is_duplicate(seen, (label, task.key), task):
                 continue
             by_gym[label].append((task.key, row))
         for label in sorted(by_gym):
@@ -74,6 +84,25 @@ class GymTaskDataModule(_HostBatches):
             self.rows.extend(row for _, row in chosen)
         if not self.rows:
             raise ValueError(f"no gym tasks in {self.files}" + (f" for gyms {self.gyms}" if self.gyms else ""))
+        if self.duplicates:
+            log.warning("%d task rows listed in more than one of %s were kept once", self.duplicates, self.files)
+
+    def _is_duplicate(
+        self, seen: dict[tuple[str, str], tuple[str, dict[str, Any]]], key: tuple[str, str], task: GymTask
+    ) -> bool:
+        """Whether ``task`` repeats one already read: the same content is dropped (counted), other content raises."""
+        content = task_content(task)
+        if key not in seen:
+            seen[key] = (task.source, content)
+            return False
+        first, first_content = seen[key]
+        if first_content != content:
+            raise ValueError(
+                f"task {key[0]}/{key[1]} is in {first} and {task.source} with different content; "
+                "list each task in one file only"
+            )
+        self.duplicates += 1
+        return True
 
     def test_dataloader(self) -> DataLoader:
         return DataLoader(self.rows, batch_size=self.batch_size, shuffle=False, collate_fn=_as_list)

@@ -14,9 +14,9 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 from mimesis_pl.envs.gyms.travel.metrics import TravelTrial, aspect_score, travel_metrics
+from mimesis_pl.eval.gym_notes import GYM_NOTES, gym_notes, travel_note  # noqa: F401 (re-exported)
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials.cache import TrialRecord
 
@@ -77,37 +77,6 @@ def extra_metrics_scalars(extra: Mapping[str, Mapping[str, Mapping[str, float]]]
         for name, value in values.items()
         if isinstance(value, (int, float)) and math.isfinite(value)
     }
-
-
-def travel_note(options: Mapping[str, Any]) -> str:
-    """Which grader and scenarios a Travel evaluation used, and whether its numbers compare with UserRL's."""
-    from mimesis_pl.envs.gyms.judging import judge_settings
-
-    judge = judge_settings(options.get("judge"), where="TravelGym")
-    real = bool(options.get("scenarios_path"))
-    scenarios = "UserRL's scenario files" if real else "scenarios generated from the rows' ids (decisions A42)"
-    grader = "the rule grader (offline default, decisions A43)" if judge is None else f"the judge {judge.model}"
-    verdict = (
-        "computed as UserRL computes them (decisions A45)"
-        if real and judge is not None
-        else "not comparable with UserRL's or the paper's Travel numbers"
-    )
-    return f"Graded by {grader} on {scenarios}: {verdict}."
-
-
-GYM_NOTES: Mapping[str, tuple[str, Callable[[Mapping[str, Any]], str]]] = MappingProxyType(
-    {"travel": ("TravelGym", travel_note)}
-)
-
-
-def gym_notes(gym_options: Mapping[str, Mapping[str, Any]], gyms: Iterable[str]) -> dict[str, str]:
-    """A note per reported gym with a note rule, from the run's ``episode.gym_options``."""
-    out: dict[str, str] = {}
-    for gym in gyms:
-        entry = GYM_NOTES.get(_family(gym))
-        if entry is not None:
-            out[gym] = entry[1](gym_options.get(entry[0], {}))
-    return out
 
 
 def extra_metrics_markdown(

@@ -151,12 +151,21 @@ def write_episode_report(
     results = episode_results(summaries, identity, config, gym_metrics, gym_notes)
     json_path = write_json_atomic(out_dir / "results.json", results)
     markdown = episode_markdown(summaries, ks) + extra_metrics_markdown(gym_metrics or {}, gym_notes)
+    markdown += comparability_markdown(gym_notes or {}, shown=set(gym_metrics or {}))
     graders = (config or {}).get("graders") or {}
     if graders:  # which grader scored each gym (the offline rule grader or a served judge)
         markdown += "\nGraders: " + "; ".join(f"{gym}: {how}" for gym, how in sorted(graders.items())) + "\n"
     md_path = write_text_atomic(out_dir / "results.md", markdown)
     charts = write_gym_charts(summaries, ks, out_dir / "charts")
     return ReportFiles(json=json_path, markdown=md_path, charts=tuple(charts))
+
+
+def comparability_markdown(notes: Mapping[str, str], shown: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+    """Every gym's comparability note not already written above its per-gym metrics table."""
+    rest = {gym: note for gym, note in notes.items() if gym not in shown}
+    if not rest:
+        return ""
+    return "\n## Comparability with UserRL\n\n" + "".join(f"- {gym}: {note}\n" for gym, note in sorted(rest.items()))
 
 
 def write_replay_report(out_dir: str | Path, summary: ReplaySummary) -> ReportFiles:

@@ -186,14 +186,16 @@ def test_coach_batch_through_the_real_shim(tiny_tokenizer):
     services = SimulatorServices(ScriptedHTTPUserSettings()).start()
     try:
         shim = ShimClient(services.shim_url)
-        manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url)
+        manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, no_tool_call="continue")
         trajs, calls = asyncio.run(play_all(tiny_tokenizer, manager))
         assert [t.status for t in trajs] == ["finished"] * 3
         # the HTTP user got public replies only; the reasoning sits in the shim
         assert all(p.reasoning is None for t in trajs for p in t.privileged)
 
         # Alignment through the shim equals the in-process user's, turn by turn.
-        reference, _ = asyncio.run(play_all(tiny_tokenizer, EnvironmentManager(users=ScriptedUser())))
+        reference, _ = asyncio.run(
+            play_all(tiny_tokenizer, EnvironmentManager(users=ScriptedUser(), no_tool_call="continue"))
+        )
         for traj, ref in zip(trajs, reference):
             assert turn_evidence(traj, shim.privileged(traj.episode_id)) == turn_evidence(ref)
         evidence = turn_evidence(trajs[0], shim.privileged(trajs[0].episode_id))

@@ -172,3 +172,36 @@ def test_persuade_scripted_user_moves_only_on_its_own_reasons():
         assert ARGUMENT not in r.observation and "Librarians guide readers" not in r.observation
         assert ARGUMENT in r.info["user"].reasoning
     assert STANCES.index(parse_stance(targeted.observation)) * 1 / 6 == pytest.approx(targeted.reward)
+
+
+# ------------------------------------------------------------------------------------------ off-prompt choices (A87)
+def test_off_prompt_choices_are_read_as_the_offered_one_as_userrl(details_file):
+    """UserRL's Intention reads any prefix as a question and Persuade any as an argument: the same episode
+    played with the off-prompt choice gives the same rewards; ``refuse`` keeps only the offered choice."""
+    from mimesis_pl.envs import EnvironmentManager
+    from mimesis_pl.envs.tool import action_to_tool_call
+
+    questions = ["What budget do you have in mind?", "Where would you sleep, a hotel or a cabin?"]
+
+    def intention_rewards(choice, **options):
+        gym = IntentionGym(user=ScriptedUser(), details_paths=[details_file], **options)
+        return [r.reward for r in run(gym, intention_task(), *[Action(choice, q) for q in questions])]
+
+    assert intention_rewards("answer") == intention_rewards("search") == intention_rewards("action")
+    stances = ["Agree", "Neutral"]
+
+    def persuade_rewards(choice):
+        gym = PersuadeGym(user=ScriptedStances(stances))
+        return [r.reward for r in run(gym, persuade_task(), *[Action(choice, f"arg {i}") for i in range(2)])]
+
+    assert persuade_rewards("action") == persuade_rewards("answer") == pytest.approx([1 / 6, 2 / 6])
+    with pytest.raises(ValueError, match="choice='answer' is not supported"):
+        intention_rewards("answer", off_prompt_choices="refuse")
+    # through the manager a tool call with the off-prompt choice is played, not an error turn
+    manager = EnvironmentManager(users=ScriptedUser(), gym_options={"IntentionGym": {"details_paths": [details_file]}})
+
+    async def go():
+        episode = await manager.start(intention_task(), "e")
+        return await episode.step(action_to_tool_call(Action("answer", questions[0])))
+
+    assert asyncio.run(go()).reward == pytest.approx(intention_rewards("action")[0])

@@ -49,7 +49,7 @@ def test_probe_search_and_correct_answer(functions_file):
 
 
 def test_wrong_answer_earns_zero_and_the_episode_goes_on(functions_file):
-    gym = FunctionGym(functions_path=functions_file)
+    gym = FunctionGym(functions_path=functions_file, parsing="package")  # finds the number in a sentence
     wrong, right = _run(gym, _task("func-1"), Action("answer", "224"), Action("answer", "The answer is 225."))
     assert (wrong.reward, wrong.done) == (0.0, False) and wrong.observation.startswith("Incorrect")
     assert (right.reward, right.done) == (1.0, True)
@@ -108,3 +108,49 @@ def test_bundled_copy_is_used_by_default():
     gym = FunctionGym()
     assert gym.functions_path.name == "functions.json" and gym.functions_path.is_file()
     assert len(load_functions(str(gym.functions_path))) == 538
+
+
+# ---------------------------------------------------------------- UserRL's parsing (issue 34 item 6, A85)
+def userrl_function_step(choice: str, content: str, rule, test_case, expected) -> tuple[str, float, bool]:
+    """Independent port of UserRL's FunctionEnv step outcome: (kind, reward, terminated)."""
+    import re
+
+    if choice == "action":
+        numbers = [float(m) for m in re.findall(r"-?\d+\.?\d*", content) if m]
+        if len(numbers) != 4:
+            return "invalid", 0.0, False
+        if numbers == list(test_case):
+            return "test_case", 0.0, False
+        return f"value {round(evaluate_rule(rule, numbers), 4)}", 0.0, False
+    try:
+        value = float(content.strip())
+    except ValueError:
+        return "invalid", 0.0, False
+    ok = abs(value - expected) <= 1e-6
+    return ("correct" if ok else "wrong"), (1.0 if ok else 0.0), ok
+
+
+@pytest.mark.parametrize(
+    ("choice", "content"),
+    [
+        ("answer", "The answer is 225"),  # UserRL: not a float -> invalid, 0
+        ("answer", "1,234"),  # invalid for UserRL
+        ("answer", " 225 "),  # correct
+        ("answer", "2.25e2"),  # Python float: correct
+        ("action", "a=1, b=2, c=3, d=4"),  # four numbers: probed
+        ("action", "1.5 2 3 4"),  # decimals probed
+        ("action", "3, 5, 5, 3"),  # the test case
+        ("action", "1 2 3"),  # three numbers
+    ],
+)
+def test_function_inputs_and_answers_are_read_as_userrl_reads_them(functions_file, choice, content):
+    record = {"rule": "c * (a * b) * d", "test_case": [3, 5, 5, 3], "expected_result": 225.0}
+    kind, reward, done = userrl_function_step(choice, content, record["rule"], record["test_case"], 225.0)
+    (result,) = _run(FunctionGym(functions_path=functions_file), _task("func-1"), Action(choice, content))
+    assert (result.reward, result.done) == (reward, done)
+    if kind == "invalid":
+        assert result.observation.startswith("Invalid")
+    elif kind == "test_case":
+        assert "test case" in result.observation
+    elif kind.startswith("value"):
+        assert result.observation.endswith(f"= {float(kind.split()[1]):g}")

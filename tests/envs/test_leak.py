@@ -111,7 +111,7 @@ def check_episode(task, privileged, turns):
 @pytest.mark.parametrize("env_name", GYMS)
 def test_no_privileged_text_reaches_the_agent(env_name):
     chosen = tasks(env_name)[: 6 if env_name == "FunctionGym" else 25]
-    manager = EnvironmentManager(users=CanaryUser(), max_turns=16)
+    manager = EnvironmentManager(users=CanaryUser(), max_turns=16, no_tool_call="continue")
     choices = manager.registry.get(env_name).choices
     played = []
 

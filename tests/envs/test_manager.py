@@ -144,8 +144,34 @@ def test_no_shim_means_no_episode_url():
     assert episode.user_base_url is None and users.base_urls == {"e": None}
 
 
+def test_a_turn_without_a_tool_call_ends_the_episode_as_userrl():
+    """UserRL's eval.py stops a rollout at a turn with no tool call and scores the rewards so far (A84)."""
+
+    def userrl_rollout(turns: list[tuple[bool, float]]) -> list[float]:
+        rewards = []  # independent port: (has a tool call, the step's reward) per turn
+        for has_call, reward in turns:
+            if not has_call:
+                break
+            rewards.append(reward)
+        return rewards or [0.0]
+
+    async def go(no_tool_call):
+        manager = EnvironmentManager(users=ScriptedUser(), max_turns=6, no_tool_call=no_tool_call)
+        episode = await manager.start(kiwi_row(), "e")
+        outs = [await episode.step(say("action", "Is it fuzzy?")), await episode.step("I think it is a kiwi.")]
+        return episode, outs
+
+    episode, outs = asyncio.run(go("end"))
+    expected = userrl_rollout([(True, 0.0), (False, 0.0)])
+    assert sum(episode.rewards) == sum(expected) and outs[1].done and not outs[0].done
+    assert episode.status is Termination.NO_TOOL_CALL and not episode.status.is_failure
+    assert episode.counters["tool_error/missing"] == 1
+    episode, outs = asyncio.run(go("continue"))
+    assert not outs[1].done and episode.status is None
+
+
 def test_malformed_calls_are_counted_and_the_episode_continues():
-    manager = EnvironmentManager(users=ScriptedUser(), max_turns=6)
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=6, no_tool_call="continue")
 
     async def go():
         episode = await manager.start(kiwi_row(), "e")
@@ -173,7 +199,7 @@ def test_malformed_calls_are_counted_and_the_episode_continues():
 
 
 def test_turn_budget_ends_the_episode_as_max_turns():
-    manager = EnvironmentManager(users=ScriptedUser(), max_turns=2)
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=2, no_tool_call="continue")
 
     async def go():
         episode = await manager.start(kiwi_row(), "e")

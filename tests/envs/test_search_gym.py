@@ -93,7 +93,9 @@ def test_search_then_answer_rule_grader(corpus):
 
 def test_served_judge_decides_when_exact_match_fails(corpus):
     def answer(messages):
-        return reply({"thought": "t", "judgment": "Yes" if "Madison" in messages[-1]["content"] else "No"})
+        return reply(
+            {"reasoning": "t", "judgment": "Yes" if "Madison" in messages[-1]["content"] else "No", "feedback": "f"}
+        )
 
     async def go():
         async with served_judge(answer) as judge:
@@ -189,3 +191,14 @@ def test_real_bamboogle_rows_run(corpus):
         return await gym.step(Action("answer", task.hidden["ground_truth"]))
 
     assert asyncio.run(go()).reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [("Zürich", "Zurich"), ("Zürich", "zürich"), ("Ōsaka", "Osaka"), ("Москва", "москва"), ("1,234", "1234")],
+)
+def test_answers_are_normalised_as_userrl_normalises_them(answer, gold):
+    def userrl_normalize(text):  # independent port of UserRL's answer_normalize (str.isalnum, any script)
+        return "".join(ch.lower() for ch in text if ch.isalnum())
+
+    assert answers_match(answer, gold) == (userrl_normalize(answer) == userrl_normalize(gold))

@@ -116,7 +116,36 @@ def test_reward_rule_hand_worked():
     info = retail.RETAIL_TASKS[2]
     assert retail.retail_reward(copy.deepcopy(retail.RETAIL_DB), info, ["It cost $54.04."]) == 1.0
     assert retail.retail_reward(copy.deepcopy(retail.RETAIL_DB), info, ["It cost 54 dollars."]) == 0.0
-    assert retail.said_outputs(["1,000"], ["a total of 1000"])  # commas removed, case-insensitive
+    assert retail.said_outputs(["HAT042"], ["booked hat042, done"])  # case-insensitive, message commas dropped
+
+
+def tau_bench_outputs_found(outputs, responses):
+    """Independent port of tau-bench's output check (envs/base.py calculate_reward)."""
+    return all(any(o.lower() in r.lower().replace(",", "") for r in responses) for o in outputs)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "responses"),
+    [
+        (["1,000"], ["a total of 1000"]),  # an output with a comma never matches in tau-bench
+        (["1,000"], ["a total of 1,000"]),
+        (["1000"], ["a total of 1,000"]),
+        (["54.04"], ["It cost $54.04."]),
+        (["Ana", "54.04"], ["ana paid", "54.04"]),
+    ],
+)
+def test_outputs_are_checked_as_tau_bench_checks_them(outputs, responses):
+    assert retail.said_outputs(outputs, responses) == tau_bench_outputs_found(outputs, responses)
+
+
+def test_a_respond_tool_call_is_a_message_to_the_user_as_tau_bench():
+    bye = "Your order has been cancelled. Anything else?"
+    steps = [call("cancel_pending_order", order_id="#W0000001", reason="no longer needed")]
+    by_action = play(TauGym(user=ScriptedUser()), tau_row("retail-000"), [*steps, Action("action", bye)])
+    by_tool = play(TauGym(user=ScriptedUser()), tau_row("retail-000"), [*steps, call("respond", content=bye)])
+    outcome = [(r.observation, r.reward, r.done) for r in by_action]
+    assert [(r.observation, r.reward, r.done) for r in by_tool] == outcome
+    assert by_tool[-1].done and by_tool[-1].reward == 1.0
 
 
 def test_a_whole_episode_over_the_http_runtime_earns_the_reward():

@@ -29,28 +29,26 @@ def scenario_record() -> dict:
         "dimensions": ["hotel", "rental_car"],
         "wanted_num": 2,
         "initial_description": "We need a hotel and a rental car in Paris.",
-        "preferences": {
-            "hotel": {
-                "preferences": [
-                    ["hotel", "breakfast", "Breakfast included.", "Mornings are hard without food on site."],
-                    ["hotel", "star rating", "Four stars.", "Comfortable but not over the top."],
-                ],
-                "options": {
-                    "correct": [{"id": "H2", "price": 120, "type": "correct", "reason": "fits"}, {"id": "H5"}],
-                    "wrong": [{"id": "H1", "price": 90, "type": "wrong", "reason": "no breakfast"}],
-                    "noise": [{"id": "H9"}],
-                },
-                "arguments": {"city": "Paris"},
-                "correct_ids": ["H2", "H5"],
-                "best_id": "H2",
+        "hotel": {
+            "preferences": [
+                ["hotel", "breakfast", "Breakfast included.", "Mornings are hard without food on site."],
+                ["hotel", "star rating", "Four stars.", "Comfortable but not over the top."],
+            ],
+            "options": {
+                "correct": [{"id": "H2", "price": 120, "type": "correct", "reason": "fits"}, {"id": "H5"}],
+                "wrong": [{"id": "H1", "price": 90, "type": "wrong", "reason": "no breakfast"}],
+                "noise": [{"id": "H9"}],
             },
-            "rental_car": {
-                "preferences": [["rental_car", "transmission", "Automatic.", "I never learned a clutch."]],
-                "options": {"correct": [{"id": "C3"}, {"id": "C4"}], "wrong": [{"id": "C1"}]},
-                "arguments": {"pickup": "Paris"},
-                "correct_ids": ["C3", "C4"],
-                "best_id": "C3",
-            },
+            "arguments": {"city": "Paris"},
+            "correct_ids": ["H2", "H5"],
+            "best_id": "H2",
+        },
+        "rental_car": {
+            "preferences": [["rental_car", "transmission", "Automatic.", "I never learned a clutch."]],
+            "options": {"correct": [{"id": "C3"}, {"id": "C4"}], "wrong": [{"id": "C1"}]},
+            "arguments": {"pickup": "Paris"},
+            "correct_ids": ["C3", "C4"],
+            "best_id": "C3",
         },
     }
 
@@ -120,9 +118,20 @@ def test_loader_reads_userrl_format_and_strips_hidden_option_fields(scenario_fil
     again = scenario_from_record(TASK_ID, scenario_record(), where="x")
     assert [o["id"] for o in again.options["hotel"]] == [o["id"] for o in scenario.options["hotel"]]
     bad = scenario_record()
-    bad["preferences"]["hotel"]["best_id"] = "H7"
+    bad["hotel"]["best_id"] = "H7"
     with pytest.raises(TaskDataError, match=r"travelgym_data_21\.json.*'hotel'.*best_id"):
         scenario_from_record(TASK_ID, bad, where=str(scenario_file))
+
+
+def test_the_old_nested_layout_still_loads_and_a_missing_dimension_is_named(scenario_file):
+    record = scenario_record()
+    nested = {k: v for k, v in record.items() if k not in record["dimensions"]}
+    nested["preferences"] = {d: record[d] for d in record["dimensions"]}
+    old = scenario_from_record(TASK_ID, nested, where="old")
+    assert old == scenario_from_record(TASK_ID, record, where="new")
+    del record["rental_car"]
+    with pytest.raises(TaskDataError, match=r"f\.json: scenario .*'rental_car'.*needs a 'rental_car' object"):
+        scenario_from_record(TASK_ID, record, where="f.json")
 
 
 def test_a_scenario_missing_from_the_given_file_is_a_clear_error(scenario_file):
@@ -142,7 +151,7 @@ def test_generator_follows_the_row_id_and_ground_truth():
     assert scenario.best_ids == best
     assert [sum(p.dimension == d for p in scenario.preferences) for d in scenario.dimensions] == [4, 4, 4]
     for dim in scenario.dimensions:
-        data = record["preferences"][dim]
+        data = record[dim]
         wanted = {p[1] for p in data["preferences"]}
         correct = data["options"]["correct"]
         best_option = next(o for o in correct if o["id"] == best[dim])
@@ -190,14 +199,14 @@ def test_evaluation_rewards_hand_worked(scenario_file):
             ("search", "hotel in Paris"),  # aligned, new aspect: 0.2
             ("search", "hotel in Paris please"),  # aligned, already searched: 0
             ("action", "Is breakfast important to you?"),  # type 2, P1: 0.6
-            ("answer", "H2, H5"),  # two ids: refused, 0
-            ("answer", "H2"),  # best: 1.0
+            ("answer", "H2, H5"),  # UserRL: H2 is chosen, then H5 repeats the aspect: the answer pays 0
+            ("answer", "H2"),  # the hotel already has a choice: refused, 0
             ("answer", "H5"),  # same aspect again: refused, 0
             ("answer", "C4"),  # correct, not best: 0.8, every aspect chosen -> done
         ],
     )
-    assert [r.reward for r in results] == pytest.approx([0.2, 0.0, 0.6, 0.0, 1.0, 0.0, 0.8])
-    assert sum(r.reward for r in results) == pytest.approx(2.6)
+    assert [r.reward for r in results] == pytest.approx([0.2, 0.0, 0.6, 0.0, 0.0, 0.0, 0.8])
+    assert sum(r.reward for r in results) == pytest.approx(1.6)
     assert "H2" in results[0].observation and "Here are all the options for <hotel>" in results[0].observation
     assert results[2].observation == "Mornings are hard without food on site."
     assert results[2].info["user"].reasoning and "Breakfast included." in results[2].info["user"].reasoning
@@ -206,25 +215,27 @@ def test_evaluation_rewards_hand_worked(scenario_file):
 
 
 def test_training_rewards_and_the_proactive_reveal(scenario_file):
-    gym = TravelGym(user=ScriptedUser(), scenarios_path=scenario_file, seed=0)  # training: 0.0 / 0.8
+    # training: 0.0 / 0.8; the proactive reveal UserRL's code means (its async step falls back instead, A82)
+    gym = TravelGym(user=ScriptedUser(), scenarios_path=scenario_file, seed=0, proactive_reveal="reveal")
     results = play(
         gym,
         [
             ("search", "hotel in Paris"),  # aligned, but training pays 0 for searches
             ("action", "Paris is lovely."),  # type 1 small talk: user reply, 0
             ("action", "Any preferences?"),  # type 4 vague: canned, 0
-            ("action", "The weather looks fine."),  # third off-target turn: proactive reveal, 0
+            ("action", "The weather looks fine."),  # type 1 again, 0
+            ("action", "I hope it stays sunny."),  # fourth off-target turn: proactive reveal, 0
             ("action", "What transmission do you want for the car?"),  # type 2 P3: 0.8
             ("answer", "C3"),  # best car: 1.0; drops no hotel preference
             ("action", "Which star rating do you like?"),  # P2 still hidden unless revealed above
         ],
     )
     rewards = [r.reward for r in results]
-    assert rewards[:6] == pytest.approx([0.0, 0.0, 0.0, 0.0, 0.8, 1.0])
+    assert rewards[:7] == pytest.approx([0.0, 0.0, 0.0, 0.0, 0.0, 0.8, 1.0])
     assert results[2].info["utterance_type"] == 4 and "too vague" in results[2].observation
-    assert results[3].info["how"] == "proactive" and results[3].observation.startswith("By the way, ")
-    revealed = results[3].info["elicited"]
-    assert rewards[6] == pytest.approx(0.0 if revealed == "P2" else 0.8)
+    assert results[4].info["how"] == "proactive" and results[4].observation.startswith("By the way, ")
+    revealed = results[4].info["elicited"]
+    assert rewards[7] == pytest.approx(0.0 if revealed == "P2" else 0.8)
     assert sum(rewards) > 1.0
 
 

@@ -141,3 +141,98 @@ def test_missing_package_is_a_clear_error():
         build(GymTask.from_row(row), {})
     with pytest.raises(ValueError, match="no UserRL package"):
         userrl_env_factory("ChessGym")
+
+
+# ---------------------------------------------------------------- eval.py's settings (issue 34 item 2, A81)
+class FakeConfig:
+    """A UserRL-style config holding the package defaults the issue names (Tau retail/test, Turtle 0.9, ...)."""
+
+    def __init__(self, **defaults):
+        self.__dict__.update(defaults)
+
+
+def fake_package(monkeypatch, module_name: str, env_class: str, **defaults):
+    """Install a stand-in UserRL module whose env records the config it was built with."""
+    import types
+
+    built = []
+
+    class Env:
+        def __init__(self, config):
+            self.config = config
+            built.append(config)
+
+        def reset(self):
+            return {"feedback": "hi"}, {}
+
+        def step(self, action):
+            return {"feedback": action}, 0.0, True, False, {}
+
+    module = types.ModuleType(module_name)
+    module.get_default_config = lambda: FakeConfig(**defaults)
+    setattr(module, env_class, Env)
+    monkeypatch.setitem(__import__("sys").modules, module_name, module)
+    return built
+
+
+def eval_py_fields(env_name: str, gold: str, max_turns: int) -> dict:
+    """An independent port of the fields UserRL's eval/eval.py ``build_env`` sets per gym (max_turns given)."""
+    fields = {"max_steps": max_turns, "data_mode": "single", "data_source": gold}
+    if env_name == "TravelGym":
+        fields.update(one_choice_per_aspect=True, search_correct_reward=0.2, preference_correct_reward=0.6)
+    elif env_name == "TurtleGym":
+        fields.update(success_threshold=1.0)
+    elif env_name == "SearchGym":
+        fields.update(eval_method="llm")
+    elif env_name == "TauGym":
+        fields.update(task_category="retail" if "retail" in gold else "airline")
+        fields.update(task_split="train" if "train" in gold else "test")
+    return fields
+
+
+def test_adapter_plays_airline_rows_as_airline_tasks_with_eval_py_settings(monkeypatch):
+    import pyarrow.parquet as pq
+    from gym_fixtures import PARQUET
+
+    built = fake_package(monkeypatch, "taugym", "TauEnv", task_category="retail", task_split="test", max_steps=30)
+    rows = pq.read_table(PARQUET / "tau_multiturn" / "test.parquet").to_pylist()
+    airline = next(r for r in rows if r["reward_model"]["id"] == "airline-000")
+    train = pq.read_table(PARQUET / "tau_multiturn" / "train.parquet").to_pylist()
+    retail_train = next(r for r in train if r["reward_model"]["id"] == "retail-train-004")
+    manager = EnvironmentManager(gym_options={"TauGym": {"userrl": {"user_model": "sim"}}}, max_turns=12)
+
+    async def go(row, eid):
+        episode = await manager.start(row, eid)
+        await episode.step(action_to_tool_call(Action("action", "hello")))
+
+    asyncio.run(go(airline, "a"))
+    asyncio.run(go(retail_train, "b"))
+    got = [{k: vars(c)[k] for k in eval_py_fields("TauGym", c.data_source, 12)} for c in built]
+    assert got == [eval_py_fields("TauGym", "airline-000", 12), eval_py_fields("TauGym", "retail-train-004", 12)]
+    assert built[0].task_category == "airline" and built[0].user_model == "sim"
+
+
+@pytest.mark.parametrize(
+    ("env_name", "module", "env_class", "key", "defaults"),
+    [
+        ("TravelGym", "travelgym", "TravelEnv", "flight:2-1|hotel:2-2", {"preference_correct_reward": 0.2}),
+        ("TurtleGym", "turtlegym", "StoryEnv", "The Story", {"success_threshold": 0.9}),
+        ("SearchGym", "searchgym", "SearchEnv", "Bamboogle-1", {"eval_method": "rule"}),
+    ],
+)
+def test_adapter_starts_from_eval_py_settings_and_package_defaults_are_an_option(
+    monkeypatch, env_name, module, env_class, key, defaults
+):
+    built = fake_package(monkeypatch, module, env_class, max_steps=20, **defaults)
+    field = "title" if env_name == "TurtleGym" else "id"
+    row = make_row(env_name, "task", reward_model={field: key}, create_kwargs={field: key})
+
+    async def go(options, eid):
+        manager = EnvironmentManager(gym_options={env_name: options}, max_turns=16)
+        await manager.start(row, eid)
+
+    asyncio.run(go({"userrl": {}}, "a"))
+    asyncio.run(go({"userrl": {}, "userrl_defaults": "package"}, "b"))
+    expected = eval_py_fields(env_name, key, 16)
+    assert {k: vars(built[0])[k] for k in expected} == expected
+    assert {k: vars(built[1])[k] for k in defaults} == defaults and built[1].max_steps == 20

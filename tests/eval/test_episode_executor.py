@@ -34,7 +34,9 @@ def runner_for(engine, tokenizer, manager, max_new_tokens: int = 160) -> EngineE
 def test_scripted_turns_through_real_gyms_users_and_shim_record_the_real_observations(tiny_tokenizer, tmp_path):
     services = SimulatorServices(ScriptedHTTPUserSettings()).start()  # scripted users over HTTP + real shim
     try:
-        manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, max_turns=4)
+        manager = EnvironmentManager(
+            users=services.users(), shim_url=services.shim_url, max_turns=4, no_tool_call="continue"
+        )
         engine = ScriptedTokenEngine(tiny_tokenizer)
         executor = EpisodeExecutor(
             runner_for(engine, tiny_tokenizer, manager),

@@ -83,7 +83,7 @@ def test_chat_agent_episode_and_transport_failures(tmp_path) -> None:
     async def main():
         server = ScriptedAgentServer()
         async with server as base_url:
-            manager = EnvironmentManager(users=ScriptedUser(), max_turns=6)
+            manager = EnvironmentManager(users=ScriptedUser(), max_turns=6, no_tool_call="continue")
             runner = OpenAIChatEpisodeRunner(manager, base_url, "served-agent")
             executor = EpisodeExecutor(
                 runner,

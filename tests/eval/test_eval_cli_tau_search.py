@@ -112,8 +112,13 @@ def test_tau_episodes_run_offline_through_mimesis_pl_test(tmp_path):
         results = run_cli("configs/tiny/eval_tau.yaml", tmp_path, *served_agent(agent.url))
     tau = results["gyms"]["tau"]
     assert (tau["tasks"], tau["scored_trials"], tau["unscored_trials"]) == (3, 3, 0)
-    assert results["config"]["graders"] == {"tau": "rule (as UserRL: no judge)"}
-    assert "Graders: tau: rule (as UserRL: no judge)" in (tmp_path / "out" / "results.md").read_text()
+    # our offline retail tasks: named as such, and the report says why the numbers are not UserRL's (issue 34)
+    offline = "tau-bench's reward rule on our offline retail tasks (not UserRL's tasks)"
+    assert results["config"]["graders"] == {"tau": offline}
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert f"Graders: tau: {offline}" in markdown
+    assert "- tau: TauGym graded by tau-bench's reward rule: not comparable" in markdown
+    assert "not comparable" in results["gym_notes"]["tau"]
     assert tau["avg_at_n"] == 1 / 3  # the solved task earns tau-bench's reward; the others 0
     episodes = [json.loads(line)["episode"] for line in (tmp_path / "out" / "episodes.jsonl").read_text().splitlines()]
     solved = next(e for e in episodes if e["task_id"] == "retail-000")

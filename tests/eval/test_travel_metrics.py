@@ -126,12 +126,17 @@ def test_reports_name_travel_grader_and_scenarios_and_say_whether_comparable(tmp
     offline = travel_note({})  # no judge: the rule grader
     assert "rule grader" in offline and "generated" in offline and "not comparable" in offline
     assert "not comparable" in travel_note({"scenarios_path": "travelgym_data_22.json"})  # rule grader still
-    served = travel_note(
-        {"scenarios_path": "d.json", "judge": {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "j"}}
-    )
+    judge = {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "j"}
+    eval_rewards = {"search_correct_reward": 0.2, "preference_correct_reward": 0.6}
+    served = travel_note({"scenarios_path": "d.json", "judge": judge, **eval_rewards})
     assert "UserRL's scenario files" in served and "computed as UserRL" in served
+    # training's rewards (TravelGym's defaults) or a non-UserRL rule are named as the reason (issue 34 item 11)
+    training = travel_note({"scenarios_path": "d.json", "judge": judge})
+    assert "not comparable" in training and "preference_correct_reward=0.8 (UserRL's evaluation: 0.6)" in training
+    refuse = travel_note({"scenarios_path": "d.json", "judge": judge, **eval_rewards, "multi_id_answers": "refuse"})
+    assert "multi_id_answers='refuse'" in refuse
     notes = gym_notes({"TravelGym": {}}, ["function", "travel"])
-    assert list(notes) == ["travel"]
+    assert list(notes) == ["function", "travel"] and "FunctionGym" in notes["function"]
     extra = extra_gym_metrics(records())
     files = write_episode_report(tmp_path, aggregate_trials(records(), 2), (1,), gym_metrics=extra, gym_notes=notes)
     assert json.loads(files.json.read_text())["gym_notes"]["travel"] == offline

@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from mimesis_pl.envs.assets import bundled_gym_file
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn, opening_text
-from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
+from mimesis_pl.envs.gyms.intention_judge import judge_coverage_messages, judged_indices
+from mimesis_pl.envs.gyms.judging import VerdictReading, check_reading, make_judge
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.text import QUESTION_FILLER, content_words, question_keywords, stem
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
-from mimesis_pl.llm import RetryableError
 
 if TYPE_CHECKING:
     from mimesis_pl.llm import ChatModelSettings
@@ -184,6 +184,8 @@ class IntentionGym(Gym):
         multi_detail_penalty: float = 0.2,
         reward_rule: Literal["userrl", "share"] = "userrl",
         judge: ChatModelSettings | Mapping[str, Any] | None = None,
+        off_prompt_choices: Literal["userrl", "refuse"] = "userrl",
+        verdicts: VerdictReading = "userrl",
     ) -> None:
         super().__init__(user=user)
         if not 0.0 <= multi_detail_penalty < 1.0:
@@ -192,6 +194,11 @@ class IntentionGym(Gym):
             raise ValueError(f"reward_rule must be 'userrl' or 'share', got {reward_rule!r}")
         self.reward_rule = reward_rule
         self.judge = make_judge(judge, gym=self.env_name)
+        self.verdicts = check_reading(verdicts, where=self.env_name)
+        if off_prompt_choices not in ("userrl", "refuse"):
+            raise ValueError(f"off_prompt_choices must be 'userrl' or 'refuse', got {off_prompt_choices!r}")
+        # UserRL reads any choice as a question; ``refuse`` takes only the offered one (A87)
+        self.also_accepts = ("answer", "search") if off_prompt_choices == "userrl" else ()
         self.details_paths = (
             [Path(p) for p in details_paths] if details_paths else [bundled_gym_file("intention_details.json")]
         )
@@ -234,10 +241,19 @@ class IntentionGym(Gym):
     async def _step(self, action: Action) -> StepResult:
         if self.judge is not None:
             remaining = [i for i in range(len(self._details)) if i not in self._covered]
-            messages = judge_coverage_messages(self._task_text, action.content, self._details, remaining)
-            new = await self.judge.ask(messages, lambda data: judged_indices(data, remaining))
+            messages = judge_coverage_messages(
+                self._task_text,
+                action.content,
+                self._details,
+                remaining,
+                category=self._category,
+                exchanges=self._dialogue,
+            )
+            new = await self.judge.ask(messages, lambda data: judged_indices(data, remaining, self.verdicts))
         else:
             new = covered_details(action.content, self._keysets, self._covered)
+        if self.reward_rule == "share":
+            new = list(dict.fromkeys(new))  # our rule counts each detail once
         importances = [self._details[i].importance for i in new]
         if self.reward_rule == "userrl":
             reward = userrl_coverage_reward(importances, self.multi_detail_penalty)
@@ -261,49 +277,6 @@ def share_coverage_reward(importances: Sequence[int], weight_total: float, penal
     if not importances:
         return 0.0
     return sum(IMPORTANCE_WEIGHT[i] for i in importances) / weight_total * (1.0 - penalty) ** (len(importances) - 1)
-
-
-JUDGE_SYSTEM = (
-    "You judge which missing details of a user's vague request an assistant's latest question asks about. "
-    "A detail counts as covered only when the question clearly and specifically asks for it; a vague or "
-    "off-topic question covers nothing.\n"
-    'Reply with a JSON object: {"analysis": "<your reasoning>", "is_task_related": true | false, '
-    '"covered_detail_indices": [<indices of the listed details that the question covers>]}'
-)
-
-
-def judge_coverage_messages(
-    task: str, question: str, details: Sequence[MissingDetail], remaining: Sequence[int]
-) -> list[dict[str, str]]:
-    """What UserRL's coverage judge sees: the task, the question, and the uncovered details (index,
-    description, importance, example inquiry) — never their options or the user's preferences."""
-    listed = [
-        {"index": i, "description": details[i].description, "importance": details[i].importance}
-        | ({"example_inquiry": details[i].inquiry} if details[i].inquiry else {})
-        for i in remaining
-    ]
-    user = (
-        f"Vague request:\n{task}\n\nMissing details not yet covered:\n"
-        f"{json.dumps(listed, ensure_ascii=False, indent=1)}\n\nThe assistant's question:\n{question.strip()}"
-    )
-    return chat(JUDGE_SYSTEM, user)
-
-
-def judged_indices(data: Mapping[str, Any], remaining: Sequence[int]) -> list[int]:
-    """The judge's covered indices, each one of ``remaining`` (others are retried), in order, without repeats."""
-    raw = field_of(data, "covered_detail_indices")
-    if not isinstance(raw, list):
-        raise RetryableError("judge field 'covered_detail_indices' must be a list")
-    out: list[int] = []
-    for value in raw:
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
-            raise RetryableError(f"judge gave a non-integer detail index {str(value)[:20]!r}")
-        index = int(value)
-        if index not in remaining:
-            raise RetryableError(f"judge gave detail index {index}, not one of the uncovered {list(remaining)}")
-        if index not in out:
-            out.append(index)
-    return out
 
 
 def scripted_reply(persona: Mapping[str, Any], utterances: Sequence[str]) -> UserReply:

@@ -20,12 +20,15 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.llm import ChatModelSettings, RetryableError, reference_role
 
 T = TypeVar("T")
+# How a judge's label is read (A86): as UserRL (exact label; any other label is a verdict against the agent)
+# or leniently (case-insensitive; a label outside the allowed ones is a failed judgement).
+VerdictReading = Literal["userrl", "lenient"]
 RULE_GRADER = "rule (offline default; not comparable with UserRL's LLM judge)"
 
 
@@ -52,6 +55,13 @@ def judge_settings(value: ChatModelSettings | Mapping[str, Any] | None, *, where
 
 
 RULE_ONLY = "rule (as UserRL: no judge)"
+TAU_RULE_HTTP = "tau-bench's reward rule in the HTTP runtime (UserRL's tasks with the tau-bench proxy)"
+TAU_RULE_OFFLINE = "tau-bench's reward rule on our offline retail tasks (not UserRL's tasks)"
+
+
+def _runtime_kind(options: Mapping[str, Any]) -> str:
+    runtime = options.get("runtime") or {}
+    return str(runtime.get("kind", "retail") if isinstance(runtime, Mapping) else getattr(runtime, "kind", "retail"))
 
 
 def grader_label(settings: ChatModelSettings | None) -> str:
@@ -67,6 +77,9 @@ def gym_graders(gym_classes: Mapping[str, type], gym_options: Mapping[str, Mappi
     for label, cls in gym_classes.items():
         judged = "judge" in inspect.signature(cls.__init__).parameters
         options = gym_options.get(cls.env_name, {})
+        if cls.env_name == "TauGym":  # tau-bench's rule; UserRL's tasks only through the tau-bench proxy (A54)
+            out[label] = TAU_RULE_HTTP if _runtime_kind(options) == "http" else TAU_RULE_OFFLINE
+            continue
         out[label] = grader_label(judge_settings(options.get("judge"), where=cls.env_name)) if judged else RULE_ONLY
     return out
 
@@ -105,6 +118,35 @@ def field_of(data: Mapping[str, Any], key: str, allowed: Sequence[str] | None = 
                 return option
         raise RetryableError(f"judge field {key!r} must be one of {list(allowed)}, got {str(value)[:40]!r}")
     return value
+
+
+def check_reading(reading: str, *, where: str) -> VerdictReading:
+    if reading not in ("userrl", "lenient"):
+        raise ValueError(f"{where}: verdicts must be 'userrl' or 'lenient', got {reading!r}")
+    return reading  # type: ignore[return-value]
+
+
+def verdict_label(
+    data: Mapping[str, Any],
+    key: str,
+    allowed: Sequence[str],
+    *,
+    reading: VerdictReading = "userrl",
+    required: Sequence[str] = (),
+) -> str:
+    """The judge's label ``data[key]`` under ``reading`` (A86).
+
+    Every field in ``required`` (those UserRL's parser reads, e.g. ``feedback``) and ``key`` must be present,
+    else :class:`RetryableError` (a failed judgement: retried, then ``judge_error``, A52). ``userrl``: the
+    label exactly as written, so ``"yes"`` or ``"Maybe"`` is not ``"Yes"`` (UserRL compares with ``==``);
+    ``lenient``: matched case-insensitively against ``allowed``, anything else a failed judgement.
+    """
+    missing = [k for k in (*required, key) if k not in data]
+    if missing:
+        raise RetryableError(f"judge reply lacks field(s) {missing}")
+    if reading == "lenient":
+        return field_of(data, key, allowed)
+    return str(data[key])
 
 
 class GymJudge:

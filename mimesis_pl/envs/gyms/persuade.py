@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, require
 from mimesis_pl.envs.expert import Expert, ExpertMove, Turn
-from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
+from mimesis_pl.envs.gyms.judging import VerdictReading, chat, check_reading, make_judge, verdict_label
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
@@ -97,12 +97,19 @@ class PersuadeGym(Gym):
         user: UserSimulator | None = None,
         reward_rule: Literal["userrl", "progress"] = "userrl",
         judge: ChatModelSettings | Mapping[str, Any] | None = None,
+        off_prompt_choices: Literal["userrl", "refuse"] = "userrl",
+        verdicts: VerdictReading = "userrl",
     ) -> None:
         super().__init__(user=user)
         if reward_rule not in ("userrl", "progress"):
             raise ValueError(f"reward_rule must be 'userrl' or 'progress', got {reward_rule!r}")
         self.reward_rule = reward_rule
         self.judge = make_judge(judge, gym=self.env_name)
+        if off_prompt_choices not in ("userrl", "refuse"):
+            raise ValueError(f"off_prompt_choices must be 'userrl' or 'refuse', got {off_prompt_choices!r}")
+        # UserRL reads any choice as a argument; ``refuse`` takes only the offered one (A87)
+        self.also_accepts = ("action", "search") if off_prompt_choices == "userrl" else ()
+        self.verdicts = check_reading(verdicts, where=self.env_name)
 
     async def aclose(self) -> None:
         if self.judge is not None:
@@ -113,6 +120,7 @@ class PersuadeGym(Gym):
         self._argument = str(require(task.hidden, "argument", where=task.source))
         self._stance = 0
         self._best = 0
+        self._stance_lost = False  # UserRL kept a label it cannot place as the stance (A86)
 
     def _persona_prompt(self) -> str:
         persona: dict[str, Any] = {"gym": self.env_name, "claim": self._claim, "argument": self._argument}
@@ -128,20 +136,29 @@ class PersuadeGym(Gym):
             messages = judge_stance_messages(
                 self._claim, self._argument, STANCES[self._stance], earlier, action.content
             )
-            label = await self.judge.ask(messages, lambda data: field_of(data, "stance", STANCES))
+            raw = await self.judge.ask(messages, lambda data: stance_label(data, self.verdicts))
+            label = raw if raw in STANCES else None
             info["grader"] = "judge"
         else:
             label = parse_stance(reply.public)
-        previous = self._stance
+        previous, lost = self._stance, self._stance_lost
         if label is None:
             info["stance_unparsed"] = 1
         else:
             self._stance = STANCES.index(label)
-        reward = stance_reward(previous, self._best, self._stance, self.reward_rule)
+        # UserRL stores a judged label outside its scale as the stance: no change is measured from or to it
+        self._stance_lost = label is None and self.judge is not None
+        unplaced = lost or self._stance_lost
+        reward = 0.0 if unplaced else stance_reward(previous, self._best, self._stance, self.reward_rule)
         self._best = max(self._best, self._stance)
         info["stance"] = STANCES[self._stance]
         done = self._stance == len(STANCES) - 1
         return self._result(reply.public, reward, done=done, **info)
+
+
+def stance_label(data: Mapping[str, Any], reading: VerdictReading = "userrl") -> str:
+    """The judged stance as written (``userrl``) or matched to a label case-insensitively (``lenient``), A86."""
+    return verdict_label(data, "stance", STANCES, reading=reading)
 
 
 def stance_reward(previous: int, best: int, new: int, rule: str) -> float:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.expert import ExpertMove, Turn, opening_text
 from mimesis_pl.envs.gyms.cards import CardExpert, make_card
-from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
+from mimesis_pl.envs.gyms.judging import VerdictReading, chat, check_reading, make_judge, verdict_label
 from mimesis_pl.envs.gyms.rules import NOT_A_QUESTION, VERDICT_TEXT, named, persona_field
 from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 from mimesis_pl.envs.tasks import GymTask
@@ -122,11 +122,13 @@ class TelepathyGym(Gym):
         user: UserSimulator | None = None,
         entities_path: str | Path | None = None,
         judge: ChatModelSettings | Mapping[str, Any] | None = None,
+        verdicts: VerdictReading = "userrl",
     ) -> None:
         super().__init__(user=user)
         # Only needed for rows without reward_model.ground_truth (the UserRL parquet rows all have it).
         self.entities_path = Path(entities_path) if entities_path else None
         self.judge = make_judge(judge, gym=self.env_name)
+        self.verdicts = check_reading(verdicts, where=self.env_name)
 
     async def aclose(self) -> None:
         if self.judge is not None:
@@ -155,7 +157,8 @@ class TelepathyGym(Gym):
             reply = await self._ask_user(action.content)
             return self._result(reply.public, user=reply)
         if self.judge is not None:
-            correct, feedback = await self.judge.ask(judge_guess_messages(self._description, action.content), _verdict)
+            messages = judge_guess_messages(self._description, action.content)
+            correct, feedback = await self.judge.ask(messages, lambda data: guess_verdict(data, self.verdicts))
             return self._result(feedback, 1.0 if correct else 0.0, done=correct, grader="judge")
         if guess_is_correct(action.content, self._title, self._category):
             return self._result(f"Correct! I was thinking of {self._title}.", 1.0, done=True)
@@ -177,8 +180,9 @@ def judge_guess_messages(target_entity: str, guess: str) -> list[dict[str, str]]
     return chat(JUDGE_SYSTEM, f"Entity you are thinking of:\n{target_entity}\n\nThe player's guess:\n{guess.strip()}")
 
 
-def _verdict(data: dict[str, Any]) -> tuple[bool, str]:
-    correct = field_of(data, "judgment", ("Yes", "No")) == "Yes"
+def guess_verdict(data: Mapping[str, Any], reading: VerdictReading = "userrl") -> tuple[bool, str]:
+    """(correct, feedback) of a guess judgement; UserRL reads ``judgment`` and ``feedback`` (A86)."""
+    correct = verdict_label(data, "judgment", ("Yes", "No"), reading=reading, required=("feedback",)) == "Yes"
     feedback = str(data.get("feedback") or "").strip()
     return correct, feedback or ("Correct!" if correct else "That is not it. Ask more questions or guess again.")
 

@@ -348,5 +348,5 @@ SPEC = GymSpec(
     gym=TurtleGym,
     user_rule=scripted_reply,
     expert=lambda task, same_gym: TurtleExpert.from_tasks(same_gym),
-    userrl=UserRLPackage("turtlegym", "StoryEnv", task_field="title"),
+    userrl=UserRLPackage("turtlegym", "StoryEnv", task_field="title", eval_config=(("success_threshold", 1.0),)),
 )

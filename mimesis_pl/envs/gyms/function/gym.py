@@ -8,10 +8,16 @@ Data: UserRL's ``functions.json`` (a list of ``{id, rule, test_case, expected_re
 
 Actions
 - ``search`` with ``test``: reveals the test case ``f(x1, x2, x3, x4) = ?``.
-- ``action`` with four integers: returns ``f`` at those inputs, rounded to 4 decimals; the test case
+- ``action`` with four numbers: returns ``f`` at those inputs, rounded to 4 decimals; the test case
   itself is refused. Inputs where ``f`` is undefined (division by zero, a non-real or too large
   result) say so.
 - ``answer`` with a number: correct iff within 1e-6 of the expected result.
+
+What counts as four numbers and as a number is UserRL's by default (``parsing="userrl"``, A85): a probe
+is any text holding exactly four matches of UserRL's number pattern ("a=1, b=2, c=3, d=4", "1.5 2 3 4"), an
+answer is the whole content as Python's ``float`` reads it ("-16"; not "The answer is -16" nor "1,234").
+``parsing="package"`` keeps our stricter probe (exactly four integers) and looser answer (the one number
+in the text, thousands commas dropped).
 
 Reward: 1.0 for the first correct answer (the episode then ends), 0.0 for everything else; the
 episode score (sum of step rewards) is therefore 0 or 1. A wrong answer costs nothing but a turn.
@@ -26,7 +32,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mimesis_pl.envs.assets import bundled_gym_file
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
@@ -54,6 +60,9 @@ _ALLOWED_NODES = (
     ast.Constant,
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# UserRL's probe number pattern (function_env.py ``_parse_numbers``).
+_USERRL_PROBE_NUMBER = re.compile(r"-?\d+\.?\d*")
+Parsing = Literal["userrl", "package"]
 
 
 def compile_rule(rule: str) -> ast.Expression:
@@ -115,8 +124,34 @@ def format_number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(round(value, 4))
 
 
-def format_inputs(values: Sequence[int]) -> str:
-    return ", ".join(str(v) for v in values)
+def format_inputs(values: Sequence[float]) -> str:
+    return ", ".join(format_number(v) for v in values)
+
+
+def probe_inputs(content: str, parsing: Parsing = "userrl") -> tuple[float, ...] | None:
+    """The four inputs of a probe, or None. ``userrl``: any text with exactly four matches of UserRL's pattern
+    ("a=1, b=2, c=3, d=4" → 1, 2, 3, 4); ``package``: exactly four integers split by spaces/commas."""
+    if parsing == "userrl":
+        values = tuple(float(m) for m in _USERRL_PROBE_NUMBER.findall(content))
+        return values if len(values) == 4 else None
+    parts = [p for p in re.split(r"[\s,;]+", content.strip().strip("()[]")) if p]
+    try:
+        ints = tuple(int(p) for p in parts)
+    except ValueError:
+        return None
+    return ints if len(ints) == 4 else None
+
+
+def answer_value(content: str, parsing: Parsing = "userrl") -> float | None:
+    """The answered number, or None. ``userrl``: Python's ``float`` of the whole content ("-16", " 2.5 ";
+    not "The answer is -16" nor "1,234"); ``package``: the one number in the text, thousands commas dropped."""
+    if parsing == "userrl":
+        try:
+            return float(content.strip())
+        except ValueError:
+            return None
+    numbers = _NUMBER.findall(content.replace(",", ""))
+    return float(numbers[0]) if len(numbers) == 1 else None
 
 
 @lru_cache(maxsize=8)
@@ -148,9 +183,18 @@ class FunctionGym(Gym):
     choices = ("action", "answer", "search")
     needs_user = False
 
-    def __init__(self, *, user: UserSimulator | None = None, functions_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        user: UserSimulator | None = None,
+        functions_path: str | Path | None = None,
+        parsing: Parsing = "userrl",
+    ) -> None:
         super().__init__(user=user)
+        if parsing not in ("userrl", "package"):
+            raise ValueError(f"FunctionGym: parsing must be 'userrl' or 'package', got {parsing!r}")
         self.functions_path = Path(functions_path) if functions_path else bundled_gym_file("functions.json")
+        self.parsing = parsing
 
     async def _reset(self, task: GymTask) -> None:
         fid = str(require(task.hidden, "id", where=task.source))
@@ -181,13 +225,10 @@ class FunctionGym(Gym):
         return self._answer(action.content)
 
     def _probe(self, content: str) -> StepResult:
-        parts = [p for p in re.split(r"[\s,;]+", content.strip().strip("()[]")) if p]
-        try:
-            values = tuple(int(p) for p in parts)
-        except ValueError:
-            values = ()
-        if len(values) != 4:
-            return self._result("Invalid input: give exactly four integers separated by spaces, e.g. `1 2 3 4`.")
+        values = probe_inputs(content, self.parsing)
+        if values is None:
+            what = "numbers" if self.parsing == "userrl" else "integers separated by spaces"
+            return self._result(f"Invalid input: give exactly four {what}, e.g. `1 2 3 4`.")
         if values == self._test_case:
             return self._result("Those inputs are the test case; probe other inputs or answer.")
         result = evaluate_rule(self._rule, values)
@@ -198,10 +239,9 @@ class FunctionGym(Gym):
         return self._result(f"f({format_inputs(values)}) = {format_number(result)}")
 
     def _answer(self, content: str) -> StepResult:
-        numbers = _NUMBER.findall(content.replace(",", ""))
-        if len(numbers) != 1:
+        value = answer_value(content, self.parsing)
+        if value is None:
             return self._result("Invalid answer: give a single number.")
-        value = float(numbers[0])
         if abs(value - self._expected) <= ANSWER_TOLERANCE:
             return self._result(
                 f"Correct! f({format_inputs(self._test_case)}) = {format_number(value)}.", 1.0, done=True

@@ -11,7 +11,7 @@ from mimesis_pl.envs.gyms.search.backends import (
 from mimesis_pl.envs.gyms.search.gym import SearchGym, answers_match, normalize_answer
 from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 
-SPEC = GymSpec(gym=SearchGym, userrl=UserRLPackage("searchgym", "SearchEnv"))
+SPEC = GymSpec(gym=SearchGym, userrl=UserRLPackage("searchgym", "SearchEnv", eval_config=(("eval_method", "llm"),)))
 
 __all__ = [
     "BM25Backend",

@@ -16,14 +16,13 @@ may be retried. Episode score = 0 or 1. No user simulator.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
-from mimesis_pl.envs.gyms.judging import chat, field_of, make_judge
+from mimesis_pl.envs.gyms.judging import VerdictReading, chat, check_reading, make_judge, verdict_label
 from mimesis_pl.envs.gyms.search.backends import SearchHit, SearchSettings, make_backend, search_settings
 from mimesis_pl.envs.tasks import GymTask
 
@@ -32,8 +31,9 @@ if TYPE_CHECKING:
 
 
 def normalize_answer(text: str) -> str:
-    """UserRL's answer normalisation: lower-case letters and digits only."""
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+    """UserRL's answer normalisation: every character ``str.isalnum`` keeps (any script: "Zürich" keeps its
+    "ü"), lower-cased."""
+    return "".join(c.lower() for c in text if c.isalnum())
 
 
 def answers_match(answer: str, gold: str) -> bool:
@@ -72,8 +72,15 @@ def load_questions(path: str) -> dict[str, tuple[str, str]]:
 JUDGE_SYSTEM = (
     'You check a short answer to a question against the gold answer. Say "Yes" when the answer means the '
     'same as the gold answer (different wording or format of the same fact is fine), else "No".\n'
-    'Reply with a JSON object: {"thought": "<your reasoning>", "judgment": "Yes" | "No"}'
+    'Reply with a JSON object: {"reasoning": "<your reasoning>", "judgment": "Yes" | "No", '
+    '"feedback": "<one sentence for the player, not revealing the answer>"}'
 )
+
+
+def answer_verdict(data: Mapping[str, Any], reading: VerdictReading = "userrl") -> bool:
+    """Whether the judge accepts the answer; UserRL reads ``reasoning``, ``judgment`` and ``feedback`` (A86)."""
+    required = ("reasoning", "feedback")
+    return verdict_label(data, "judgment", ("Yes", "No"), reading=reading, required=required) == "Yes"
 
 
 def judge_answer_messages(question: str, answer: str, gold: str) -> list[dict[str, str]]:
@@ -98,6 +105,7 @@ class SearchGym(Gym):
         max_search_steps: int = 5,
         questions_path: str | Path | None = None,
         judge: ChatModelSettings | Mapping[str, Any] | None = None,
+        verdicts: VerdictReading = "userrl",
     ) -> None:
         super().__init__(user=user)
         if max_search_results < 1 or max_search_steps < 0:
@@ -112,6 +120,7 @@ class SearchGym(Gym):
         self.max_search_steps = max_search_steps
         self.questions_path = Path(questions_path) if questions_path else None
         self.judge = make_judge(judge, gym=self.env_name)
+        self.verdicts = check_reading(verdicts, where=self.env_name)
 
     async def aclose(self) -> None:
         await self.backend.aclose()
@@ -139,7 +148,7 @@ class SearchGym(Gym):
             return self._result("Your answer is correct!", 1.0, done=True, grader="exact")
         if self.judge is not None:
             messages = judge_answer_messages(self._question, action.content, self._gold)
-            if await self.judge.ask(messages, lambda data: field_of(data, "judgment", ("Yes", "No")) == "Yes"):
+            if await self.judge.ask(messages, lambda data: answer_verdict(data, self.verdicts)):
                 return self._result("Your answer is correct!", 1.0, done=True, grader="judge")
         return self._result("Your answer is not correct. You can search for more information or answer again.")
 

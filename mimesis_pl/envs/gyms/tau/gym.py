@@ -37,6 +37,7 @@ from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
 
 STOP = "###STOP###"
 END_TOOL = "transfer_to_human_agents"
+RESPOND_TOOL = "respond"  # tau-bench's RESPOND_ACTION_NAME: a message to the user, not a tool (A89)
 _TASK_ID = re.compile(r"^(retail|airline)-(?:(train|test)-)?(\d+)$")
 
 PERSONA_TEMPLATE = """\
@@ -182,19 +183,25 @@ class TauGym(Gym):
         if action.choice == "search":
             return self._result(self._search(action.content.strip().lower()))
         if action.choice == "action":
-            self._agent_texts.append(action.content)
-            reply = await self._ask_user(action.content)
-            if STOP in reply.public:
-                return await self._end(reply.public, user=reply)
-            return self._result(reply.public, user=reply)
+            return await self._respond(action.content)
         call = parse_tool_call(action.content)
         if isinstance(call, str):
             return self._result(call)
         name, arguments = call
+        if name == RESPOND_TOOL:  # tau-bench passes a `respond` action to its user, whichever way it was sent
+            return await self._respond(str(arguments.get("content", "")))
         observation = await self._runtime.step(self._session, name, arguments)
         if name == END_TOOL:
             return await self._end(observation)
         return self._result(observation, tool=name)
+
+    async def _respond(self, content: str) -> StepResult:
+        """A message to the user (tau-bench's ``respond``): the user replies; ###STOP### ends and scores."""
+        self._agent_texts.append(content)
+        reply = await self._ask_user(content)
+        if STOP in reply.public:
+            return await self._end(reply.public, user=reply)
+        return self._result(reply.public, user=reply)
 
     def _search(self, what: str) -> str:
         if what == "tools":

@@ -330,9 +330,10 @@ def replayed_database(task: Mapping[str, Any]) -> Database:
 
 
 def said_outputs(outputs: Sequence[str], agent_texts: Sequence[str]) -> bool:
-    """tau-bench's output check: each output (lower-case, commas removed) appears in some agent message."""
+    """tau-bench's output check: each output, lower-cased, appears in some agent message lower-cased with its
+    commas removed (the output's own commas are kept, so an output with a comma never matches, as in tau-bench)."""
     said = [t.lower().replace(",", "") for t in agent_texts]
-    return all(any(o.lower().replace(",", "") in t for t in said) for o in outputs)
+    return all(any(o.lower() in t for t in said) for o in outputs)
 
 
 def retail_reward(db: Database, task: Mapping[str, Any], agent_texts: Sequence[str]) -> float:

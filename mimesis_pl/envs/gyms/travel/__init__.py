@@ -11,7 +11,15 @@ SPEC = GymSpec(
     gym=TravelGym,
     user_rule=scripted_reply,
     expert=lambda task, same_gym: TravelExpert(),
-    userrl=UserRLPackage("travelgym", "TravelEnv"),
+    userrl=UserRLPackage(
+        "travelgym",
+        "TravelEnv",
+        eval_config=(
+            ("one_choice_per_aspect", True),
+            ("search_correct_reward", 0.2),
+            ("preference_correct_reward", 0.6),
+        ),
+    ),
 )
 
 __all__ = ["SPEC", "TravelExpert", "TravelGym", "scripted_reply"]

@@ -264,7 +264,7 @@ def generate_scenario(task_id: str, best_ids: Mapping[str, str] | None = None, *
         "dimensions": dims,
         "wanted_num": len(dims),
         "initial_description": f"I need a {wanted} for my trip. Please choose the cheapest option for each.",
-        "preferences": {a: _dimension(a, counts[a], best_ids.get(a), rng) for a in dims},
+        **{a: _dimension(a, counts[a], best_ids.get(a), rng) for a in dims},
     }
 
 

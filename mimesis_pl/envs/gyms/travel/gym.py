@@ -9,14 +9,18 @@ Our implementation of UserRL's TravelGym rules, per choice:
 - ``action`` (talk to the traveller): the grader types the utterance (1 small talk, 2 a concrete ask
   about a hidden preference, 3 a concrete ask about nothing the traveller has, 4 too vague). Type 2 pays
   ``preference_correct_reward`` and the user simulator reveals that preference implicitly. After
-  ``elicitation_interval - 1`` non-preference turns in a row the next one is answered by a proactive
-  reveal of a remaining preference (reward 0). Types 3/4 get fixed replies; type 1 a neutral user reply.
-- ``answer`` (one option id): 1.0 for the aspect's best option, 0.8 for a correct one, 0 otherwise;
-  one choice per aspect, and choosing an aspect drops its remaining preferences.
+  ``elicitation_interval`` non-preference turns in a row the next one is UserRL's proactive turn: in
+  UserRL's async step (its training and evaluation) that branch crashes and the traveller answers with a
+  canned apology, revealing nothing (``proactive_reveal="userrl"``, the default); ``"reveal"`` reveals a
+  remaining preference instead (reward 0), as UserRL's code means to (A82). Types 3/4 get fixed replies;
+  type 1 a neutral user reply.
+- ``answer`` (option ids, comma-separated): per id 1.0 for the aspect's best option, 0.8 for a correct
+  one, 0 otherwise, summed (UserRL: "A17, C16" can pay 2.0); one choice per aspect, and choosing an aspect
+  drops its remaining preferences. ``multi_id_answers="refuse"`` refuses an answer with several ids (A83).
 
 The episode ends when every best option is chosen or every aspect has a choice (UserRL's sync rule;
-its async step, used in training, forgot the latter: A44). Each step reward is in [0, 1]; the episode
-sum is not bounded (preference and answer rewards add up, as in UserRL: A40). Scenarios come from
+its async step, used in training, forgot the latter: A44). Rewards are UserRL's: an answer's is floored
+at 0, nothing is capped (preference and answer rewards add up, as in UserRL: A40, A83). Scenarios come from
 UserRL's files when ``scenarios_path`` is given, else they are generated from the row's id (A42).
 Training uses UserRL's training rewards (search 0.0, preference 0.8); evaluation sets 0.2 / 0.6.
 The grader is the keyword rule grader offline, or with ``judge: {kind: openai, url, model, ...}`` a served
@@ -83,6 +87,7 @@ ANSWER_TEXT = {
     "correct": "Your chosen option is a correct option, but not the best option.",
     "wrong": "Your chosen option is not one of the best or correct options.",
     "multiple": "You have chosen multiple options. Please choose only one option at a time.",
+    "several": "Your chosen options: {kinds}.",
     "format": "Invalid option ID format detected for '{oid}'. Expected format: H1, F12, C4, etc.",
     "repeated": (
         "You have already recommended an option for this travel aspect. You are allowed to recommend only one "
@@ -91,6 +96,8 @@ ANSWER_TEXT = {
     "foreign": "Option '{oid}' is not for any travel aspect of this trip.",
 }
 RECORDED = " Your choice is recorded; do not choose options of this travel aspect again."
+# UserRL's async step answers its (crashing) proactive turn with this fallback text.
+PROACTIVE_FALLBACK = "I'm sorry, I'm not sure how to respond to your latest utterance right now. Please try again."
 # Judge-side notes on the agent's turns, kept in the history the utterance judge reads (as UserRL's).
 TURN_NOTES = {
     1: "Not a request for a preference; the traveller replied naturally.",
@@ -98,7 +105,10 @@ TURN_NOTES = {
     3: "Asked concretely about something the traveller has no unrevealed preference on.",
     4: "Too vague to answer; the traveller asked for a more specific question.",
     "proactive": "Off target for several turns; the traveller volunteered preference {pid} implicitly.",
+    "fallback": "The traveller's reply failed; a canned apology was given.",
 }
+ProactiveReveal = Literal["userrl", "reveal"]
+MultiIdAnswers = Literal["userrl", "refuse"]
 
 
 class TravelGym(Gym):
@@ -107,7 +117,7 @@ class TravelGym(Gym):
     env_name = "TravelGym"
     data_sources = ("interact_travelgym",)
     choices = ("search", "action", "answer")
-    reward_bounds = "step"
+    reward_bounds = "none"  # UserRL's rewards: answers floored at 0 here, nothing capped (A83)
 
     def __init__(
         self,
@@ -123,6 +133,8 @@ class TravelGym(Gym):
         elicitation_interval: int = 3,
         judge: Mapping[str, Any] | None = None,
         seed: int = 0,
+        proactive_reveal: ProactiveReveal = "userrl",
+        multi_id_answers: MultiIdAnswers = "userrl",
     ) -> None:
         super().__init__(user=user)
         if isinstance(scenarios_path, (str, Path)):
@@ -139,6 +151,12 @@ class TravelGym(Gym):
             raise ValueError("TravelGym: search_failure_interval and elicitation_interval must be >= 1")
         self.search_failure_interval = search_failure_interval
         self.elicitation_interval = elicitation_interval
+        if proactive_reveal not in ("userrl", "reveal"):
+            raise ValueError(f"TravelGym: proactive_reveal must be 'userrl' or 'reveal', got {proactive_reveal!r}")
+        if multi_id_answers not in ("userrl", "refuse"):
+            raise ValueError(f"TravelGym: multi_id_answers must be 'userrl' or 'refuse', got {multi_id_answers!r}")
+        self.proactive_reveal = proactive_reveal
+        self.multi_id_answers = multi_id_answers
         self.grader: TravelGrader = grader_for(judge)
         self.seed = seed
 
@@ -226,8 +244,11 @@ class TravelGym(Gym):
         if kind == 2 and pref is not None:
             self._off_target = 0
             return await self._reveal_to(utterance, "reveal", pref, self.rewards["preference"], kind)
-        if self._off_target >= self.elicitation_interval - 1 and self._remaining:
+        if self._off_target >= self.elicitation_interval and self._remaining:
             self._off_target = 0
+            if self.proactive_reveal == "userrl":  # UserRL's async step: the branch raises, the fallback answers
+                self._log(utterance, PROACTIVE_FALLBACK, note=TURN_NOTES["fallback"])
+                return self._result(PROACTIVE_FALLBACK, utterance_type=kind, how="proactive_fallback")
             return await self._reveal_to(utterance, "proactive", self._rng.choice(self._remaining), 0.0, kind)
         self._off_target += 1
         if kind in (3, 4):
@@ -249,18 +270,37 @@ class TravelGym(Gym):
         return self._result(reply.public, reward, user=reply, utterance_type=kind, elicited=pref.pid, how=mode)
 
     def _answer(self, content: str) -> StepResult:
-        oid = content.strip()
-        kind = answer_kind(content, self.scenario, self._chosen, self._best_left)
-        if kind in ("multiple", "format", "repeated", "foreign"):
-            return self._result(ANSWER_TEXT[kind].format(oid=oid), answer=kind)
-        aspect = self.scenario.aspect_of(oid)
-        assert aspect is not None
-        self._chosen[aspect] = oid
-        self._best_left.discard(oid)
-        self._remaining = [p for p in self._remaining if p.dimension != aspect]
-        done = not self._best_left or len(self._chosen) == len(self.scenario.dimensions)
-        reward = min(max(self.rewards[kind], 0.0), 1.0)
-        return self._result(ANSWER_TEXT[kind] + RECORDED, reward, done=done, answer=kind, aspect=aspect)
+        """UserRL's answer rule: each comma-separated id in turn; a refused id stops the answer with 0 (the ids
+        before it stay chosen, as UserRL's state does), else the ids' rewards summed and floored at 0."""
+        ids = split_answer(content)
+        if len(ids) > 1 and self.multi_id_answers == "refuse":
+            return self._result(ANSWER_TEXT["multiple"], answer="multiple")
+        kinds: list[str] = []
+        total = 0.0
+        for oid in ids:
+            kind = answer_kind(oid, self.scenario, self._chosen, self._best_left)
+            if kind in ("multiple", "format", "repeated", "foreign"):
+                return self._result(ANSWER_TEXT[kind].format(oid=oid), answer=kind, done=self._all_chosen())
+            aspect = self.scenario.aspect_of(oid)
+            assert aspect is not None
+            self._chosen[aspect] = oid
+            self._best_left.discard(oid)
+            self._remaining = [p for p in self._remaining if p.dimension != aspect]
+            kinds.append(kind)
+            total += self.rewards[kind]
+        text = ANSWER_TEXT[kinds[0]] if len(kinds) == 1 else ANSWER_TEXT["several"].format(kinds=", ".join(kinds))
+        aspects = [self.scenario.aspect_of(o) for o in ids]
+        info = {"answer": kinds[0], "aspect": aspects[0]} if len(ids) == 1 else {"answer": "several", "kinds": kinds}
+        return self._result(text + RECORDED, max(total, 0.0), done=self._all_chosen(), **info)
+
+    def _all_chosen(self) -> bool:
+        """Every best option chosen (UserRL's end) or every aspect answered (its sync step's, A44)."""
+        return not self._best_left or len(self._chosen) == len(self.scenario.dimensions)
+
+
+def split_answer(content: str) -> list[str]:
+    """UserRL's split of an answer into ids: ``"A17, C16"`` → ``["A17", "C16"]``."""
+    return [i.strip() for i in content.strip().split(",")]
 
 
 def option_schema_for(aspect: str, scenario: TravelScenario) -> str:

@@ -36,7 +36,9 @@ def best_per_aspect(task_id: str, answers: Sequence[tuple[str, float]]) -> dict[
     """The best answer reward for each aspect of the trip (0 for an aspect never answered)."""
     best = dict.fromkeys(parse_task_id(task_id), 0.0)
     for content, reward in answers:
-        aspect = option_aspect(content)
+        # an answer with several ids ("H2, C3": their summed reward, A83) goes to its first id's aspect, as
+        # table3 buckets by the content's first character; one choice per aspect makes the sum come out the same
+        aspect = option_aspect(content.split(",")[0])
         if aspect in best:
             best[aspect] = max(best[aspect], reward)
     return best

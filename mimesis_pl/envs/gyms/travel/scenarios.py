@@ -4,13 +4,16 @@ A scenario file (UserRL's ``travelgym_data_<variant>.json``) maps a scenario id 
 
     {"scenario": str, "dimensions": ["flight", "hotel", ...], "wanted_num": int,
      "initial_description": str,
-     "preferences": {<dimension>: {
+     <dimension>: {
          "preferences": [[aspect, subcategory, preference_text, implicit_elicitation, ...], ...],
          "options": {"correct": [{"id": "F3", ...}, ...], "wrong": [...], "noise": [...]},
          "arguments": {...ground-truth search arguments...},
-         "correct_ids": ["F3", ...], "best_id": "F3"}}}
+         "correct_ids": ["F3", ...], "best_id": "F3"},
+     ...}
 
-(``arguments`` may also sit at the top level as ``{<dimension>: {...}}``.) Option ``type``/``reason``
+Each dimension's data sits at the top level of the record, as UserRL's ``task_data.py`` and its parquet
+builder read it (``scenario_data[dimension]``). Files written by earlier versions of this package, which
+nested the dimensions under ``"preferences"``, still load (A80). Option ``type``/``reason``
 fields are dropped when loaded, as UserRL does, so they never reach the agent. Parquet rows name a
 scenario by its id, ``"flight:4-213|rental_car:4-143|restaurant:4-230"``: per dimension, the number of
 preferences and a serial number; the variant set (``travel444``) is the sorted preference counts.
@@ -114,6 +117,17 @@ def parse_best_ids(ground_truth: Any, *, where: str) -> dict[str, str]:
     return out
 
 
+def dimension_records(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Each dimension's data of a scenario record: UserRL's top-level ``record[dim]``, else the old nesting.
+
+    The package once wrote the dimensions under ``record["preferences"]``; such a file still loads. A record
+    with both layouts for one dimension takes UserRL's.
+    """
+    nested = record.get("preferences")
+    old = dict(nested) if isinstance(nested, Mapping) else {}
+    return {**old, **{d: record[d] for d in record.get("dimensions") or () if isinstance(record.get(d), Mapping)}}
+
+
 def scenario_from_record(scenario_id: str, record: Mapping[str, Any], *, where: str, seed: int = 42) -> TravelScenario:
     """Validate one UserRL scenario record; options are shuffled with a per-scenario seed (A41)."""
     if not isinstance(record, Mapping):
@@ -122,10 +136,7 @@ def scenario_from_record(scenario_id: str, record: Mapping[str, Any], *, where: 
     if not isinstance(dimensions, list) or not dimensions or any(d not in ASPECT_INITIALS for d in dimensions):
         known = sorted(ASPECT_INITIALS)
         raise TaskDataError(f"{where}: scenario {scenario_id!r}: 'dimensions' must list aspects of {known}")
-    per_dim = record.get("preferences")
-    if not isinstance(per_dim, Mapping):
-        raise TaskDataError(f"{where}: scenario {scenario_id!r}: field 'preferences' must map each dimension")
-    top_arguments = record.get("arguments") if isinstance(record.get("arguments"), Mapping) else {}
+    per_dim = dimension_records(record)
     rng = random.Random(f"{seed}:{scenario_id}")
     preferences: list[TravelPreference] = []
     options: dict[str, tuple[Mapping[str, Any], ...]] = {}
@@ -136,7 +147,7 @@ def scenario_from_record(scenario_id: str, record: Mapping[str, Any], *, where: 
         at = f"{where}: scenario {scenario_id!r}, dimension {dim!r}"
         data = per_dim.get(dim)
         if not isinstance(data, Mapping):
-            raise TaskDataError(f"{at}: missing from 'preferences'")
+            raise TaskDataError(f"{at}: the record needs a '{dim}' object (UserRL's layout: one per dimension)")
         for j, fields in enumerate(data.get("preferences") or ()):
             if not isinstance(fields, list) or len(fields) < 4 or not all(isinstance(f, str) for f in fields[:4]):
                 raise TaskDataError(f"{at}: preferences[{j}] must be [aspect, subcategory, preference, implicit, ...]")
@@ -158,7 +169,7 @@ def scenario_from_record(scenario_id: str, record: Mapping[str, Any], *, where: 
         if not isinstance(best_id, str) or best_id not in correct[dim]:
             raise TaskDataError(f"{at}: 'best_id' {best_id!r} must be one of 'correct_ids'")
         best[dim] = best_id
-        args = data.get("arguments", top_arguments.get(dim, {}))
+        args = data.get("arguments", {})
         arguments[dim] = args if isinstance(args, Mapping) else {}
     return TravelScenario(
         scenario_id=scenario_id,
