@@ -53,7 +53,9 @@ class CountingUser:
         await self.user.aclose()
 
 
-async def measure(url: str, model: str, tasks, *, max_turns: int, max_tokens: int, temperature: float) -> Counter:
+async def measure(
+    url: str, model: str, tasks, *, max_turns: int, max_tokens: int, temperature: float, timeout_s: float
+) -> Counter:
     user = CountingUser(
         OpenAIUser(
             base_url=url,
@@ -61,12 +63,13 @@ async def measure(url: str, model: str, tasks, *, max_turns: int, max_tokens: in
             temperature=temperature,
             max_tokens=max_tokens,
             max_retries=0,
+            timeout_s=timeout_s,
             enable_thinking=True,
             seed=0,
         )
     )
     manager = EnvironmentManager(users=user, max_turns=max_turns)
-    limit = asyncio.Semaphore(16)
+    limit = asyncio.Semaphore(8)
 
     async def play(i, task):
         expert = LapsingExpert(make_expert(task, tasks), rate=0.3, key=f"{task.env_name}/{task.key}", seed=0)
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-turns", type=int, default=6)
     p.add_argument("--max-tokens", type=int, default=256, help="the simulator's cap per reply (the users' default)")
     p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--timeout-s", type=float, default=600.0, help="per reply (a loaded CPU is slow)")
     args = p.parse_args(argv)
     tasks = [t for pattern in args.tasks for path in sorted(glob.glob(pattern)) for t in read_gym_tasks(path)]
     if not tasks:
@@ -99,12 +103,14 @@ def main(argv: list[str] | None = None) -> int:
                 max_turns=args.max_turns,
                 max_tokens=args.max_tokens,
                 temperature=args.temperature,
+                timeout_s=args.timeout_s,
             )
         )
     n = max(1, counts["replies"])
     print(
         f"{args.model_dir}: {len(tasks)} tasks, {counts['replies']} simulator replies; closed with a public utterance "
-        f"{counts['closed'] / n:.1%} ({counts['closed']}), with non-empty reasoning {counts['with_reasoning'] / n:.1%}; "
+        f"{counts['closed'] / n:.1%} ({counts['closed']}), "
+        f"with non-empty reasoning {counts['with_reasoning'] / n:.1%}; "
         f"episodes: {dict(sorted((k[7:], v) for k, v in counts.items() if k.startswith('status/')))}"
     )
     return 0
