@@ -36,6 +36,7 @@ from ..eval.replay import (
 )
 from ..eval.report import replay_scalars, write_episode_report, write_replay_report
 from ..eval.trials import RunIdentity, TaskRef, TrialCache, trial_matrix
+from ..eval.trials.context import trial_context
 from ..rollout.event_loop import shutdown_loop
 from ..rollout.services import ScriptedHTTPUserSettings, SimulatorServices, UserSimSettings
 from ..rollout.settings import EpisodeSettings
@@ -156,10 +157,13 @@ class AgentEvalModule(_EvalModule):
         simulator = self.simulator_name or self.users.label
         identity = RunIdentity(self.backend.name, self.backend.revision, simulator)
         cache = TrialCache(self._cache_dir(out) / "trials.jsonl")
+        # the users' settings and served revision, the run seed, resource contents: all in every trial key (E25)
+        context = trial_context(self.users, manager.gym_options, torch.initial_seed())
         self.executor = EpisodeExecutor(
             runner,
             identity,
             cache,
+            extra_config=context,
             n_trials=self.n_trials,
             retry=self.retry.policy(),
             max_concurrency=self.max_concurrency,

@@ -93,6 +93,8 @@ class OpenAIUserSettings(UserSimSettings):
         timeout_s: per request.
         strip_prose_reasoning: cut "Thinking Process: …" prose (base Qwen3.5) from the users' turns (kept
             private, like a ``<think>`` block).
+        revision: what is served (checkpoint tag or hash), for evaluation cache keys when the server's
+            ``/v1/models`` reports no revision (vLLM, SGLang); ``mimesis-pl serve`` reports one (E25).
     """
 
     upstream_url: str | None = None
@@ -105,6 +107,7 @@ class OpenAIUserSettings(UserSimSettings):
     max_tokens: int = 1024
     timeout_s: float = 120.0
     strip_prose_reasoning: bool = False
+    revision: str | None = None
 
     kind: ClassVar[str] = "openai"
 
