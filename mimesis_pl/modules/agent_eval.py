@@ -205,7 +205,7 @@ class AgentEvalModule(_EvalModule):
         summaries = self.executor.summarize(self._tasks, self.ks)
         extra = extra_gym_metrics(self.executor.records(self._tasks))  # Travel's micro_avg, per-aspect scores, …
         notes = gym_notes(self.executor.runner.manager.gym_options, summaries)  # grader, data, comparable?
-        config = {**self._config(), "graders": self._graders(summaries)}
+        config = {**self._config(), "graders": self._graders(summaries), "gym_config_hashes": self._config_hashes()}
         self.files = write_episode_report(
             self._out, summaries, self.ks, self.executor.identity, config, gym_metrics=extra, gym_notes=notes
         )
@@ -226,6 +226,11 @@ class AgentEvalModule(_EvalModule):
         )
         self.log_dict(values)
         log.info("agent eval results: %s", self.files.markdown)
+
+    def _config_hashes(self) -> dict[str, str]:
+        """Each gym's configuration hash in this run's trial keys: which rows of a shared ``trials.jsonl`` are
+        this run's (E27)."""
+        return {ref.gym: ref.gym_config_hash for ref in self._tasks}
 
     def _graders(self, summaries: dict[str, Any]) -> dict[str, str]:
         """Which grader scored each gym (the offline rule grader, or a served judge): docs/decisions.md A52."""

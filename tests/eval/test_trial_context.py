@@ -121,6 +121,10 @@ def test_another_seed_runs_the_trials_again(tmp_path):
     run_cli("configs/tiny/eval_agent.yaml", out, runs, *SHORT_TURNS, "--seed_everything", "1")
     third = tensorboard_scalars(runs / "tiny_eval_agent" / "version_2")
     assert third["eval/trials_run"] == 0 and third["eval/trials_reused"] == 20
+    # which rows of the shared trials.jsonl are this run's (the learning study's compare reads them: E27)
+    hashes = json.loads((out / "results.json").read_text())["config"]["gym_config_hashes"]
+    rows = [json.loads(line)["key"] for line in (out / "trials.jsonl").read_text().splitlines()]
+    assert len(rows) == 40 and sum(hashes[r["gym"]] == r["gym_config_hash"] for r in rows) == 20
 
 
 def test_soul_keys_on_every_request_field_and_the_served_revision_of_its_roles(models_server):
