@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from .cli_base import TRAINER_DEFAULTS, ConfigError, DataOnlyCLI, MimesisCLI, root_message
+from .config_save import RunFolderInUse
 from .lifecycle import SIGTERM_EXIT_CODE
 from .quiet import silence_known_noise
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``
         # made it warn ("args parameter ...") on every command.
         MimesisCLI(args=None if from_command_line else argv)
-    except ConfigError as err:
+    except (ConfigError, RunFolderInUse) as err:
         print(f"mimesis-pl {argv[0] if argv else ''}: error: {err}", file=sys.stderr)
         return 2
     except SIGTERMException:  # Lightning's carries no code, so the shell would see success (A72)

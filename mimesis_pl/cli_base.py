@@ -59,6 +59,21 @@ class MimesisCLI(LightningCLI):
         # Services closed on every exit path, a checkpoint and a non-zero exit on SIGTERM (A72).
         self.trainer.callbacks.append(RunGuard())
 
+    def _claim_run_folder(self) -> None:
+        """Refuse to start in a run folder another live run is using (D21), before anything is written."""
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, RunConfigCallback):
+                callback.claim(self.trainer)
+
+    def before_fit(self) -> None:
+        self._claim_run_folder()
+
+    def before_validate(self) -> None:
+        self._claim_run_folder()
+
+    def before_test(self) -> None:
+        self._claim_run_folder()
+
 
 class ConfigError(ValueError):
     """A class of the config could not be built from its values; the message is the one line that says why."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from pathlib import Path
 
 from lightning.pytorch.cli import SaveConfigCallback
@@ -10,6 +12,53 @@ from lightning.pytorch.cli import SaveConfigCallback
 log = logging.getLogger(__name__)
 
 MARKER = "# Resolved config of a mimesis-pl run (rewritten by the next run without a logger here)."
+LOCK_NAME = ".run.lock"
+
+
+class RunFolderInUse(RuntimeError):
+    """Another live run writes into the same run folder; the message names the folder and its process."""
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` runs on this machine (one we may not signal still runs)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claim_run_folder(folder: Path) -> Path:
+    """Mark ``folder`` as this process's run folder (``.run.lock`` holding the pid); a folder marked by another
+    live process is a :class:`RunFolderInUse` (decision D21). A mark left by a process that is gone (killed) is
+    taken over."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK_NAME
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = _owner(lock)
+            if owner is not None and owner != os.getpid() and pid_alive(owner):
+                raise RunFolderInUse(
+                    f"{folder} is the run folder of another run still going (pid {owner}): give this run its own "
+                    "folder (another trainer.logger.init_args.version, name or save_dir) or wait for that run"
+                ) from None
+            lock.unlink(missing_ok=True)  # ours, or left by a run that is gone
+            continue
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"pid": os.getpid()}, handle)
+        return lock
+    raise RunFolderInUse(f"{folder}: could not claim {LOCK_NAME} (another run claims it at the same time)")
+
+
+def _owner(lock: Path) -> int | None:
+    try:
+        return int(json.loads(lock.read_text(encoding="utf-8"))["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # unreadable or half-written: treated as left behind
 
 
 class RunConfigCallback(SaveConfigCallback):
@@ -21,6 +70,14 @@ class RunConfigCallback(SaveConfigCallback):
     our marker line from an earlier run; otherwise the save is skipped with a warning naming it.
     """
 
+    _lock: Path | None = None
+
+    def claim(self, trainer) -> None:
+        """Claim the logger's run folder for this run (D21); called by the CLI before the trainer runs, so before
+        the logger, the data or the model write or load anything."""
+        if trainer.logger is not None and trainer.is_global_zero and self._lock is None and trainer.log_dir:
+            self._lock = claim_run_folder(Path(trainer.log_dir))
+
     def setup(self, trainer, pl_module, stage: str) -> None:
         if trainer.logger is not None:
             super().setup(trainer, pl_module, stage)
@@ -30,6 +87,17 @@ class RunConfigCallback(SaveConfigCallback):
         if trainer.is_global_zero:
             self._save_without_logger(Path(trainer.log_dir or trainer.default_root_dir) / self.config_filename)
             self.already_saved = True
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        self._release()
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.unlink(missing_ok=True)
+            self._lock = None
 
     def _save_without_logger(self, path: Path) -> None:
         if path.exists() and not _written_by_us(path):
