@@ -13,6 +13,7 @@ import sys
 from .cli_base import TRAINER_DEFAULTS, ConfigError, DataOnlyCLI, MimesisCLI, root_message
 from .config_save import RunFolderInUse
 from .lifecycle import SIGTERM_EXIT_CODE
+from .llm.secrets import redact_secrets
 from .quiet import silence_known_noise
 
 __all__ = ["TRAINER_DEFAULTS", "ConfigError", "DataOnlyCLI", "MimesisCLI", "main", "root_message"]
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         # made it warn ("args parameter ...") on every command.
         MimesisCLI(args=None if from_command_line else argv)
     except (ConfigError, RunFolderInUse) as err:
-        print(f"mimesis-pl {argv[0] if argv else ''}: error: {err}", file=sys.stderr)
+        print(f"mimesis-pl {argv[0] if argv else ''}: error: {redact_secrets(str(err))}", file=sys.stderr)
         return 2
     except SIGTERMException:  # Lightning's carries no code, so the shell would see success (A72)
         print("mimesis-pl: stopped by SIGTERM (see the checkpoint path logged above)", file=sys.stderr)
