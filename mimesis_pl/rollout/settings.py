@@ -41,6 +41,9 @@ class EpisodeSettings:
             raise ValueError(f"episode.max_turns must be >= 1, got {self.max_turns}")
         if self.step_timeout_s <= 0:
             raise ValueError(f"episode.step_timeout_s must be > 0, got {self.step_timeout_s}")
+        from ..envs.option_checks import check_gym_options
+
+        check_gym_options(self.gym_options)  # gyms, judges, keys, files: before the first episode (E28)
 
     def manager(self, users: Any, shim_url: str | None) -> Any:
         """The :class:`~mimesis_pl.envs.EnvironmentManager` that runs episodes with these settings."""

@@ -16,13 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...envs.option_checks import is_path_key
 from ...llm.served import key_for_listing, role_revision
 from .keys import plain
 
 #: Settings that say how to reach or authenticate a role, not what it answers: kept out of keys.
 NOT_IDENTITY = frozenset({"timeout_s", "api_key_env", "shim_token_env", "max_retries", "retry_backoff_s", "shim"})
-
-_PATH_KEYS = ("path", "_file", "_files", "_dir", "corpus")
 
 
 def path_digest(path: Path) -> str:
@@ -48,8 +47,7 @@ def resource_digests(options: Any, key: str = "") -> dict[str, str]:
             out.update(resource_digests(value, key))
     elif isinstance(options, str) and options.strip():
         path = Path(options)
-        pathlike = any(part in key.lower() for part in _PATH_KEYS)
-        if path.is_file() or (pathlike and path.is_dir()):
+        if path.is_file() or (is_path_key(key) and path.is_dir()):
             out[options] = path_digest(path)
     return out
 
