@@ -240,6 +240,7 @@ class EnvironmentManager:
         max_turns: agent turns per episode (UserRL trains and evaluates with 16).
         step_timeout_s / reset_timeout_s: deadlines; exceeding one ends the episode as ``timeout``.
         show_reward: append ``Reward: r`` to observations (off: training and evaluation see the same text).
+        shim_token: the shim's bearer token, for gyms that read the shim themselves (the UserRL adapter).
     """
 
     def __init__(
@@ -247,6 +248,7 @@ class EnvironmentManager:
         *,
         users: UserProvider | None = None,
         shim_url: str | None = None,
+        shim_token: str | None = None,
         gym_options: Mapping[str, Mapping[str, Any]] | None = None,
         max_turns: int = 16,
         step_timeout_s: float = 300.0,
@@ -261,6 +263,7 @@ class EnvironmentManager:
         self.registry = registry or default_registry()
         self.users = users
         self.shim_url = shim_url
+        self.shim_token = shim_token
         self.gym_options = {self.registry.canonical_name(k): dict(v) for k, v in (gym_options or {}).items()}
         self.max_turns = max_turns
         self.step_timeout_s = step_timeout_s
@@ -292,6 +295,8 @@ class EnvironmentManager:
         )
         if getattr(cls, "takes_shim_url", False):  # adapter gyms reach their LLM through the shim (A47)
             options["shim_url"] = self.shim_url
+            if self.shim_token is not None:  # a shim with a token answers nothing without it
+                options["shim_token"] = self.shim_token
         # TauGym opts out of the per-episode binding, as UserRL's (A55)
         base_url = episode_base_url(self.shim_url, episode_id) if self.shim_url and cls.episode_scoped else None
         user: UserSimulator | None = None

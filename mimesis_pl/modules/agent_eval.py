@@ -152,7 +152,7 @@ class AgentEvalModule(_EvalModule):
     def on_test_start(self) -> None:
         out = self._start()
         self.services = SimulatorServices(self.users).start()
-        manager = self.episode.manager(self.services.users(), self.services.shim_url)
+        manager = self.episode.manager(self.services.users(), self.services.shim_url, self.services.shim_token)
         runner = self.backend.episode_runner(manager)
         simulator = self.simulator_name or self.users.label
         identity = RunIdentity(self.backend.name, self.backend.revision, simulator)
