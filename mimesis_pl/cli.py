@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``
         # made it warn ("args parameter ...") on every command.
-        MimesisCLI(args=None if from_command_line else argv)
+        cli = MimesisCLI(args=None if from_command_line else argv)
     except (ConfigError, RunFolderInUse) as err:
         print(f"mimesis-pl {argv[0] if argv else ''}: error: {redact_secrets(str(err))}", file=sys.stderr)
         return 2
@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         if not argv or argv[0] in ("-h", "--help"):  # LightningCLI's help knows only its own subcommands
             print(f"\n{HELPER_COMMANDS}", file=sys.stdout if done.code == 0 else sys.stderr)
         raise
+    if cli.subcommand in ("validate", "test") and cli.trainer.received_sigterm:
+        # Lightning finishes the last batch and returns normally; a stopped run must not read as a success (A72).
+        print(
+            f"mimesis-pl {cli.subcommand}: stopped by SIGTERM in the last batch; what finished is saved "
+            "(rerun the same command to resume)",
+            file=sys.stderr,
+        )
+        return SIGTERM_EXIT_CODE
     return 0
 
 
