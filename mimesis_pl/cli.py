@@ -38,6 +38,32 @@ def _helper_commands():
     return commands
 
 
+def config_paths(argv: list[str]) -> list[str]:
+    """The files given with ``--config PATH`` / ``--config=PATH``."""
+    paths = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    paths += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
+    return paths
+
+
+def config_file_error(argv: list[str]) -> str | None:
+    """One line naming the first ``--config`` file that is not valid YAML, with the parser's place; else ``None``
+    (a missing file is left to LightningCLI, which names it)."""
+    import yaml
+
+    for path in config_paths(argv):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                yaml.safe_load(handle)
+        except OSError:
+            continue
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            return f"{where}: invalid YAML ({problem})"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -49,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(commands[argv[0]](argv[1:]) or 0)
     silence_known_noise()
     from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    unreadable = config_file_error(argv)
+    if unreadable is not None:  # jsonargparse would say only "<unicode string>, line 2"
+        print(f"mimesis-pl {argv[0] if argv else ''}: error: {unreadable}", file=sys.stderr)
+        return 2
 
     try:
         # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``

@@ -1,0 +1,27 @@
+"""What a new user types wrong: a YAML syntax error names its file; `data show` takes --n after an override
+(issue 35, items 16 and 17)."""
+
+from __future__ import annotations
+
+import json
+
+from mimesis_pl.cli import main
+
+from .conftest import REPO
+
+CHAT_SFT = str(REPO / "configs" / "tiny" / "chat_sft.yaml")
+
+
+def test_a_yaml_syntax_error_names_the_file_and_the_place(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("trainer:\n  max_steps: [1\nmodel: x\n")
+    assert main(["fit", "--config", CHAT_SFT, f"--config={bad}"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"mimesis-pl fit: error: {bad}:3:6: invalid YAML (")
+
+
+def test_data_show_takes_its_own_flags_after_an_override(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    argv = ["data", "show", "--config", CHAT_SFT, "--data.init_args.batch_size", "2", "--n", "1", "--json"]
+    assert main(argv) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 1
