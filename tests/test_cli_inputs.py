@@ -25,3 +25,14 @@ def test_data_show_takes_its_own_flags_after_an_override(capsys, monkeypatch):
     argv = ["data", "show", "--config", CHAT_SFT, "--data.init_args.batch_size", "2", "--n", "1", "--json"]
     assert main(argv) == 0
     assert len(json.loads(capsys.readouterr().out)) == 1
+
+
+def test_data_commands_report_missing_and_corrupt_inputs_in_one_line(tmp_path, capsys):
+    """Issue 35 item 18: tracebacks with exit 1."""
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_text("not parquet")
+    for command in ("prepare-gyms", "record-experts"):
+        for src in (tmp_path / "none.parquet", corrupt):
+            assert main(["data", command, "--src", str(src), "--out", str(tmp_path / "out")]) == 2
+            (line,) = capsys.readouterr().err.strip().splitlines()
+            assert line.startswith(f"mimesis-pl data {command}: error: ") and str(src) in line, line
