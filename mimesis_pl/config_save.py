@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 
 from lightning.pytorch.cli import SaveConfigCallback
@@ -54,6 +55,16 @@ def claim_run_folder(folder: Path) -> Path:
     raise RunFolderInUse(f"{folder}: could not claim {LOCK_NAME} (another run claims it at the same time)")
 
 
+def _topmost_missing(folder: Path) -> Path | None:
+    """The outermost folder of ``folder``'s path that does not exist yet (``None`` when ``folder`` exists)."""
+    missing = None
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing = candidate
+    return missing
+
+
 def _owner(lock: Path) -> int | None:
     try:
         return int(json.loads(lock.read_text(encoding="utf-8"))["pid"])
@@ -71,12 +82,34 @@ class RunConfigCallback(SaveConfigCallback):
     """
 
     _lock: Path | None = None
+    created: Path | None = None  # the run folder, when this run made it
+    batches_started = False
 
     def claim(self, trainer) -> None:
         """Claim the logger's run folder for this run (D21); called by the CLI before the trainer runs, so before
         the logger, the data or the model write or load anything."""
         if trainer.logger is not None and trainer.is_global_zero and self._lock is None and trainer.log_dir:
-            self._lock = claim_run_folder(Path(trainer.log_dir))
+            folder = Path(trainer.log_dir)
+            self.created = _topmost_missing(folder.absolute())
+            self._lock = claim_run_folder(folder)
+
+    def on_train_batch_start(self, *args, **kwargs) -> None:
+        self.batches_started = True
+
+    def on_validation_batch_start(self, *args, **kwargs) -> None:
+        self.batches_started = True
+
+    def on_test_batch_start(self, *args, **kwargs) -> None:
+        self.batches_started = True
+
+    def remove_unused_run_folder(self) -> Path | None:
+        """Delete the run folder this run made when no batch ever started (a set-up error: E29); its path."""
+        folder, self.created = self.created, None
+        if folder is None or self.batches_started or not folder.is_dir():
+            return None
+        self._release()
+        shutil.rmtree(folder, ignore_errors=True)
+        return folder
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if trainer.logger is not None:

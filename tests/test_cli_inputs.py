@@ -36,3 +36,20 @@ def test_data_commands_report_missing_and_corrupt_inputs_in_one_line(tmp_path, c
             assert main(["data", command, "--src", str(src), "--out", str(tmp_path / "out")]) == 2
             (line,) = capsys.readouterr().err.strip().splitlines()
             assert line.startswith(f"mimesis-pl data {command}: error: ") and str(src) in line, line
+
+
+def test_a_set_up_error_after_construction_is_one_line_exit_2_and_leaves_no_run_folder(tmp_path, capsys):
+    """Issue 35 item 9: a data file missing at set-up printed a traceback (exit 1) and left an empty run folder."""
+    runs = tmp_path / "runs"
+    argv = [
+        "fit",
+        "--config",
+        CHAT_SFT,
+        f"--trainer.logger.init_args.save_dir={runs}",
+        f"--model.init_args.model_path={REPO / 'assets' / 'tiny-qwen3'}",
+        f"--data.init_args.files=[{tmp_path / 'none.jsonl'}]",
+    ]
+    assert main(argv) == 2
+    lines = [line for line in capsys.readouterr().err.strip().splitlines() if "error" in line]
+    assert lines == [f"mimesis-pl fit: error: FileNotFoundError: no file matches '{tmp_path / 'none.jsonl'}'"]
+    assert not runs.exists()

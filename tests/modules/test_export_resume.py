@@ -6,8 +6,6 @@ import json
 import os
 import signal
 
-import pytest
-
 from mimesis_pl.cli import main
 from mimesis_pl.lifecycle import SIGTERM_EXIT_CODE, RunGuard
 
@@ -43,5 +41,4 @@ def test_an_explicit_export_folder_does_not_block_resume(tmp_path, monkeypatch):
     (ckpt,) = (tmp_path / "runs").rglob("sigterm-step=3.ckpt")
     assert main([*args, f"--ckpt_path={ckpt}"]) == 0  # was: FileExistsError, exit 1
     assert sorted(p.name for p in hf.iterdir()) == ["final", "step-2", "step-4"]
-    with pytest.raises(FileExistsError, match="another run"):  # a fresh run into the same folder still is (A70)
-        main(args)
+    assert main(args) == 2  # a fresh run into the same folder still is refused (A70), in one line (E29)
