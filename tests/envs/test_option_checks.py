@@ -64,3 +64,20 @@ def test_a_bad_gym_setting_is_one_line_and_exit_2_before_anything_starts(case, t
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert loaded == [] and not (tmp_path / "runs").exists()  # no weights, no run folder
+
+
+def test_a_data_row_naming_an_unknown_gym_is_refused_at_set_up(tmp_path):
+    """Item 7: an unknown gym in a data row failed at the first rollout (after set-up, a traceback)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mimesis_pl.data.prompts import read_prompt_rows
+
+    (row,) = read_prompt_rows([str(REPO / "assets/data/gyms/val/FunctionGym.parquet")], max_samples=1)
+    row.pop("_source")
+    row["reward_model"]["env_name"] = "FunctoinGym"
+    row["extra_info"]["tools_kwargs"]["interact_with_env"]["create_kwargs"]["env_name"] = "FunctoinGym"
+    path = tmp_path / "typo.parquet"
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    with pytest.raises(ValueError, match=rf"^{path}:row0: unknown gym 'FunctoinGym'; known: \['FunctionGym'"):
+        read_prompt_rows([str(path)])
