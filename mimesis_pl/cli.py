@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 
 from .cli_base import TRAINER_DEFAULTS, ConfigError, DataOnlyCLI, MimesisCLI, root_message
-from .config_save import RunFolderInUse
 from .lifecycle import SIGTERM_EXIT_CODE
 from .llm.secrets import redact_secrets
 from .quiet import silence_known_noise
+from .run_folder import RunFolderInUse
 
 __all__ = ["TRAINER_DEFAULTS", "ConfigError", "DataOnlyCLI", "MimesisCLI", "main", "root_message"]
 

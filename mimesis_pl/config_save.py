@@ -1,75 +1,19 @@
-"""Write each run's fully resolved ``config.yaml`` without ever replacing a file the user wrote."""
+"""Write each run's fully resolved ``config.yaml`` without ever replacing a file the user wrote; claim the run
+folder for this run (D21) and remove it when set-up fails before any batch (E29)."""
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
 from lightning.pytorch.cli import SaveConfigCallback
 
+from .run_folder import claim_run_folder, topmost_missing
+
 log = logging.getLogger(__name__)
 
 MARKER = "# Resolved config of a mimesis-pl run (rewritten by the next run without a logger here)."
-LOCK_NAME = ".run.lock"
-
-
-class RunFolderInUse(RuntimeError):
-    """Another live run writes into the same run folder; the message names the folder and its process."""
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with ``pid`` runs on this machine (one we may not signal still runs)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def claim_run_folder(folder: Path) -> Path:
-    """Mark ``folder`` as this process's run folder (``.run.lock`` holding the pid); a folder marked by another
-    live process is a :class:`RunFolderInUse` (decision D21). A mark left by a process that is gone (killed) is
-    taken over."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = folder / LOCK_NAME
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            owner = _owner(lock)
-            if owner is not None and owner != os.getpid() and pid_alive(owner):
-                raise RunFolderInUse(
-                    f"{folder} is the run folder of another run still going (pid {owner}): give this run its own "
-                    "folder (another trainer.logger.init_args.version, name or save_dir) or wait for that run"
-                ) from None
-            lock.unlink(missing_ok=True)  # ours, or left by a run that is gone
-            continue
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"pid": os.getpid()}, handle)
-        return lock
-    raise RunFolderInUse(f"{folder}: could not claim {LOCK_NAME} (another run claims it at the same time)")
-
-
-def _topmost_missing(folder: Path) -> Path | None:
-    """The outermost folder of ``folder``'s path that does not exist yet (``None`` when ``folder`` exists)."""
-    missing = None
-    for candidate in (folder, *folder.parents):
-        if candidate.exists():
-            break
-        missing = candidate
-    return missing
-
-
-def _owner(lock: Path) -> int | None:
-    try:
-        return int(json.loads(lock.read_text(encoding="utf-8"))["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # unreadable or half-written: treated as left behind
 
 
 class RunConfigCallback(SaveConfigCallback):
@@ -90,7 +34,7 @@ class RunConfigCallback(SaveConfigCallback):
         the logger, the data or the model write or load anything."""
         if trainer.logger is not None and trainer.is_global_zero and self._lock is None and trainer.log_dir:
             folder = Path(trainer.log_dir)
-            self.created = _topmost_missing(folder.absolute())
+            self.created = topmost_missing(folder.absolute())
             self._lock = claim_run_folder(folder)
 
     def on_train_batch_start(self, *args, **kwargs) -> None:

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mimesis_pl.cli import main
-from mimesis_pl.config_save import LOCK_NAME, RunFolderInUse, claim_run_folder
+from mimesis_pl.run_folder import LOCK_NAME, RunFolderInUse, claim_run_folder
 
 from .conftest import REPO
 
