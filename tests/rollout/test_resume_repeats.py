@@ -24,19 +24,7 @@ STEPS = 4
 def _fit(out: Path, *extra: str) -> int:
     from mimesis_pl.cli import main
 
-    return main(
-        [
-            "fit",
-            "--config",
-            CONFIG,
-            "--model.init_args.rollout.max_new_tokens=16",
-            "--model.init_args.rollout.n_samples=2",
-            "--model.init_args.validation.max_prompts=2",
-            f"--trainer.max_steps={STEPS}",
-            f"--trainer.logger.init_args.save_dir={out}",
-            *extra,
-        ]
-    )
+    return main(_fit_args(out, *extra))
 
 
 def _scalars(out: Path) -> dict[tuple[str, int], float]:
@@ -96,3 +84,54 @@ def _assert_repeats(resumed: dict[tuple[str, int], float], straight: dict[tuple[
     assert {k: v for k, v in resumed.items() if k in straight} == {k: straight[k] for k in resumed if k in straight}
     assert {k for k in resumed if not k[0].startswith("val/")} == {k for k in straight if not k[0].startswith("val/")}
     assert set(resumed) <= set(straight)
+
+
+def _fit_args(out: Path, *extra: str) -> list[str]:
+    return [
+        "fit",
+        "--config",
+        CONFIG,
+        "--model.init_args.rollout.max_new_tokens=16",
+        "--model.init_args.rollout.n_samples=2",
+        "--model.init_args.validation.max_prompts=2",
+        f"--trainer.max_steps={STEPS}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        *extra,
+    ]
+
+
+def test_a_fit_killed_with_sigkill_resumes_to_the_uninterrupted_runs_values(tmp_path, monkeypatch):
+    """The same with a real ``kill -9`` of a ``mimesis-pl fit`` process, once its step-3 checkpoint exists (so the
+    step-2 one is whole), resumed from step 2."""
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.chdir(REPO)
+    every_step = json.dumps(
+        {
+            "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+            "init_args": {"dirpath": str(tmp_path / "ckpt"), "every_n_train_steps": 1, "save_top_k": -1},
+        }
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mimesis_pl.cli", *_fit_args(tmp_path / "killed", f"--trainer.callbacks+={every_step}")],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not list((tmp_path / "ckpt").glob("*step=3.ckpt")) and process.poll() is None:
+            assert time.monotonic() < deadline, "no step-3 checkpoint within 240 s"
+            time.sleep(0.05)
+    finally:
+        process.kill()  # SIGKILL: nothing of the run's state is saved on the way out
+        process.wait()
+    (killed,) = (tmp_path / "ckpt").glob("*step=2.ckpt")
+    assert _fit(tmp_path / "resumed", f"--ckpt_path={killed}") == 0
+    assert _fit(tmp_path / "straight") == 0
+    straight = _scalars(tmp_path / "straight")
+    resumed = _scalars(tmp_path / "resumed")
+    assert {step for tag, step in resumed if tag == "rollout/episode_reward_mean"} == {2, 3}
+    _assert_repeats(resumed, {key: value for key, value in straight.items() if key[1] >= 2})
