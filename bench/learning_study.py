@@ -18,6 +18,7 @@ intervals by bootstrap over tasks. Writes ``results.json``, ``results.md`` and `
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -34,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling study_st
 
 from study_stats import (  # noqa: E402
     bootstrap_ci,
+    newest_version,
+    own_trials,
     paired_difference,
     per_task_scores,
     quarter_means,
@@ -44,6 +47,8 @@ from study_stats import (  # noqa: E402
 
 __all__ = [
     "bootstrap_ci",
+    "newest_version",
+    "own_trials",
     "paired_difference",
     "per_task_scores",
     "quarter_means",
@@ -150,7 +155,7 @@ def train(
     seconds = _run(
         [sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", str(path)], out / f"fit_{arm}_seed{seed}.log"
     )
-    run = max((out / "runs" / f"{arm}_seed{seed}").iterdir())
+    run = newest_version(out / "runs" / f"{arm}_seed{seed}")  # by number: version_10 after version_9 (E27)
     return run, seconds
 
 
@@ -174,7 +179,9 @@ def evaluate(model: str | Path, out_dir: Path, seed: int, tasks: int | None, tri
     out_dir.mkdir(parents=True, exist_ok=True)
     seconds = _run(cmd, out_dir / "eval.log")
     rows = [json.loads(line) for line in (out_dir / "trials.jsonl").read_text().splitlines() if line.strip()]
-    return per_task_scores(rows), seconds
+    # only this evaluation's trials: the folder may hold another checkpoint's or another seed's (E27)
+    results = json.loads((out_dir / "results.json").read_text())
+    return per_task_scores(own_trials(rows, results)), seconds
 
 
 def scalars(run: Path) -> dict[str, list[float]]:
@@ -194,8 +201,16 @@ PAIR_KEYS = ("steps", "tasks", "trials", "val_every", "val_tasks", "config")
 
 
 def pair_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """What a finished (arm, seed) result depends on; a saved result is reused only when these match."""
-    return {key: getattr(args, key, None) for key in PAIR_KEYS}
+    """What a finished (arm, seed) result depends on; a saved result is reused only when these match: the flags,
+    and the content of the base config and of the evaluation config (an edited file at the same path: E27)."""
+    settings = {key: getattr(args, key, None) for key in PAIR_KEYS}
+    settings["config_sha256"] = file_sha256(Path(getattr(args, "config", None) or MAIN_CONFIG))
+    settings["eval_config_sha256"] = file_sha256(EVAL_CONFIG)
+    return settings
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def pair_order(arms: list[str], seeds: list[int]) -> list[tuple[str, int]]:

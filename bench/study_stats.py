@@ -35,6 +35,33 @@ def per_task_scores(trials: list[dict[str, Any]]) -> dict[str, dict[str, float]]
     }
 
 
+IDENTITY_FIELDS = ("agent_model", "agent_revision", "simulator", "harness_version")
+
+
+def own_trials(rows: list[dict[str, Any]], results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The latest row of each trial the evaluation that wrote ``results`` (its ``results.json``) reported: rows of
+    its identity (agent + revision, simulator, harness) and of each gym's configuration hash in
+    ``results["config"]["gym_config_hashes"]``; an older checkpoint's or another seed's rows in the same
+    ``trials.jsonl`` are left out (E27)."""
+    identity, hashes = results["identity"], results["config"]["gym_config_hashes"]
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for row in rows:
+        key = row["key"]
+        if all(key.get(f) == identity.get(f) for f in IDENTITY_FIELDS) and hashes.get(key["gym"]) == key.get(
+            "gym_config_hash"
+        ):
+            latest[(key["gym"], key["task_id"], key["trial"])] = row
+    return list(latest.values())
+
+
+def newest_version(folder: Any) -> Any:
+    """The ``version_N`` sub-folder of ``folder`` with the largest N (``version_10`` after ``version_9``)."""
+    versions = [p for p in folder.iterdir() if p.name.startswith("version_") and p.name[8:].isdigit()]
+    if not versions:
+        raise FileNotFoundError(f"{folder} holds no version_N run folder")
+    return max(versions, key=lambda p: int(p.name[8:]))
+
+
 def summarise(per_seed: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     """Mean over seeds per task, then the mean over tasks with a bootstrap interval over tasks."""
     tasks = sorted(set().union(*(s.keys() for s in per_seed))) if per_seed else []

@@ -13,11 +13,13 @@ import sys
 
 from .cli_base import TRAINER_DEFAULTS, ConfigError, DataOnlyCLI, MimesisCLI, root_message
 from .lifecycle import SIGTERM_EXIT_CODE
+from .llm.secrets import redact_secrets
 from .quiet import silence_known_noise
 from .rollout.failures import RolloutFailureError
 
 #: Exit code of a run stopped because too many episodes failed for infrastructure reasons (A76).
 ROLLOUT_FAILURE_EXIT_CODE = 3
+from .run_folder import RunFolderInUse
 
 __all__ = ["TRAINER_DEFAULTS", "ConfigError", "DataOnlyCLI", "MimesisCLI", "main", "root_message"]
 
@@ -43,6 +45,32 @@ def _helper_commands():
     return commands
 
 
+def config_paths(argv: list[str]) -> list[str]:
+    """The files given with ``--config PATH`` / ``--config=PATH``."""
+    paths = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    paths += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
+    return paths
+
+
+def config_file_error(argv: list[str]) -> str | None:
+    """One line naming the first ``--config`` file that is not valid YAML, with the parser's place; else ``None``
+    (a missing file is left to LightningCLI, which names it)."""
+    import yaml
+
+    for path in config_paths(argv):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                yaml.safe_load(handle)
+        except OSError:
+            continue
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            return f"{where}: invalid YAML ({problem})"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -55,12 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     silence_known_noise()
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+    unreadable = config_file_error(argv)
+    if unreadable is not None:  # jsonargparse would say only "<unicode string>, line 2"
+        print(f"mimesis-pl {argv[0] if argv else ''}: error: {unreadable}", file=sys.stderr)
+        return 2
+
     try:
         # From the console script, let LightningCLI read sys.argv itself: passing the same list as ``args``
         # made it warn ("args parameter ...") on every command.
-        MimesisCLI(args=None if from_command_line else argv)
-    except ConfigError as err:
-        print(f"mimesis-pl {argv[0] if argv else ''}: error: {err}", file=sys.stderr)
+        cli = MimesisCLI(args=None if from_command_line else argv)
+    except (ConfigError, RunFolderInUse) as err:
+        print(f"mimesis-pl {argv[0] if argv else ''}: error: {redact_secrets(str(err))}", file=sys.stderr)
         return 2
     except RolloutFailureError as err:  # the simulator, a judge or a partner is down (A76)
         print(f"mimesis-pl {argv[0] if argv else ''}: stopped: {err}", file=sys.stderr)
@@ -72,6 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         if not argv or argv[0] in ("-h", "--help"):  # LightningCLI's help knows only its own subcommands
             print(f"\n{HELPER_COMMANDS}", file=sys.stdout if done.code == 0 else sys.stderr)
         raise
+    if cli.subcommand in ("validate", "test") and cli.trainer.received_sigterm:
+        # Lightning finishes the last batch and returns normally; a stopped run must not read as a success (A72).
+        print(
+            f"mimesis-pl {cli.subcommand}: stopped by SIGTERM in the last batch; what finished is saved "
+            "(rerun the same command to resume)",
+            file=sys.stderr,
+        )
+        return SIGTERM_EXIT_CODE
     return 0
 
 

@@ -59,9 +59,40 @@ class MimesisCLI(LightningCLI):
         # Services closed on every exit path, a checkpoint and a non-zero exit on SIGTERM (A72).
         self.trainer.callbacks.append(RunGuard())
 
+    def _claim_run_folder(self) -> None:
+        """Refuse to start in a run folder another live run is using (D21), before anything is written."""
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, RunConfigCallback):
+                callback.claim(self.trainer)
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        """Run it; an input or service error before the first batch is one :class:`SetupError` line (exit 2), and
+        the run folder it made is removed (E29). Errors once batches ran keep their traceback."""
+        try:
+            super()._run_subcommand(subcommand)
+        except (OSError, ValueError, KeyError, ImportError) as err:
+            saver = next((c for c in self.trainer.callbacks if isinstance(c, RunConfigCallback)), None)
+            if saver is None or saver.batches_started:
+                raise
+            saver.remove_unused_run_folder()
+            raise SetupError(f"{type(err).__name__}: {root_message(err)}") from err
+
+    def before_fit(self) -> None:
+        self._claim_run_folder()
+
+    def before_validate(self) -> None:
+        self._claim_run_folder()
+
+    def before_test(self) -> None:
+        self._claim_run_folder()
+
 
 class ConfigError(ValueError):
     """A class of the config could not be built from its values; the message is the one line that says why."""
+
+
+class SetupError(ConfigError):
+    """A run failed while setting up (data, services, weights), before its first batch: one line, exit 2 (E29)."""
 
 
 def root_message(err: BaseException) -> str:

@@ -19,9 +19,21 @@ def looks_local(path: str) -> bool:
     return len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
 
 
+#: The checkout this package runs from: its configs name ``assets/…`` relative to it.
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
 def check_model_path(path: str, field: str) -> str:
-    """Return ``path``; raise ``FileNotFoundError`` naming ``field`` when it is a missing local folder."""
-    if Path(path).expanduser().exists() or not looks_local(path):
+    """Return ``path``; raise ``FileNotFoundError`` naming ``field`` when it is a missing local folder, or a
+    would-be hub id that is a folder of this checkout (``assets/tiny-qwen3`` run from another folder)."""
+    if Path(path).expanduser().exists():
+        return path
+    if not looks_local(path):
+        if (CHECKOUT / path).is_dir():
+            raise FileNotFoundError(
+                f"{field}: no folder {path!r} in the working folder {Path.cwd()}; it is a folder of the "
+                f"checkout {CHECKOUT}: run from there or give {CHECKOUT / path}"
+            )
         return path
     raise FileNotFoundError(
         f"{field}: no model folder at {path!r} (resolved to {Path(path).expanduser().resolve()}); "

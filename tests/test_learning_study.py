@@ -224,3 +224,53 @@ def test_a_partial_report_pairs_only_the_seeds_every_arm_finished(tmp_path, monk
     text = (tmp_path / "results_partial.md").read_text()
     assert "PARTIAL" in text and "--seeds 0 1 2" in text
     assert json.loads((tmp_path / "results_partial.json").read_text())["settings"]["partial"] is True
+
+
+def _row(task, trial, reward, revision="r2", config="c1", gym="persuade"):
+    key = {"gym": gym, "task_id": task, "trial": trial, "agent_model": "final", "agent_revision": revision}
+    key.update({"simulator": "scripted", "harness_version": "1", "gym_config_hash": config})
+    return {"key": key, "status": "scored", "reward": reward}
+
+
+def test_compare_scores_only_the_trials_of_the_checkpoint_and_settings_it_evaluated():
+    """Item 6 (E27): a retrained checkpoint's evaluation in the folder of the old one's, or another seed's, is not
+    averaged with the rows already there; a trial retried later counts once, with its latest row."""
+    results = {
+        "identity": {"agent_model": "final", "agent_revision": "r2", "simulator": "scripted", "harness_version": "1"},
+        "config": {"gym_config_hashes": {"persuade": "c1"}},
+    }
+    rows = [
+        _row("t1", 0, 0.0, revision="r1"),  # the old checkpoint
+        _row("t1", 0, 1.0, config="c0"),  # another seed (another configuration hash)
+        _row("t1", 0, 0.25),
+        _row("t1", 0, 0.5),  # the same trial again: the latest row counts
+        _row("t2", 0, 1.0),
+    ]
+    own = study.own_trials(rows, results)
+    assert [r["reward"] for r in own] == [0.5, 1.0]
+    assert study.per_task_scores(own) == {"t1": {"reward": 0.5, "success": 0.0}, "t2": {"reward": 1.0, "success": 1.0}}
+
+
+def test_the_newest_run_folder_is_chosen_by_number(tmp_path):
+    for n in (0, 9, 10, 2):
+        (tmp_path / f"version_{n}").mkdir()
+    (tmp_path / "notes").mkdir()
+    assert study.newest_version(tmp_path).name == "version_10"
+    with pytest.raises(FileNotFoundError, match="no version_N"):
+        study.newest_version(tmp_path / "notes")
+
+
+def test_a_saved_pair_is_not_reused_after_the_base_configs_content_changed(tmp_path):
+    import argparse
+
+    config = tmp_path / "base.yaml"
+    config.write_text("a: 1\n")
+    args = argparse.Namespace(steps=2, tasks=None, trials=1, val_every=None, val_tasks=None, config=str(config))
+    saved = tmp_path / "pair.json"
+    import json
+
+    saved.write_text(json.dumps({"settings": study.pair_settings(args), "result": {"scores": {}}}))
+    assert study.load_pair(saved, study.pair_settings(args)) == {"scores": {}}
+    config.write_text("a: 2\n")  # edited in place: same path, other content
+    with pytest.raises(SystemExit, match="config_sha256"):
+        study.load_pair(saved, study.pair_settings(args))

@@ -151,3 +151,43 @@ def test_no_module_but_the_endpoint_reads_a_key_from_the_environment():
         if path != PACKAGE / "llm" / "endpoint.py" and reads.search(path.read_text(encoding="utf-8"))
     ]
     assert found == []
+
+
+def test_a_non_json_200_reply_is_retried():
+    """Issue 35 item 12: a 200 whose body is not JSON (a proxy's page, a cut body) was a final failure."""
+    import asyncio
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from mimesis_pl.llm import ChatCompletionsClient, Endpoint
+
+    replies = [b"<html>upstream hiccup</html>", b"[1, 2]", json.dumps({"choices": []}).encode()]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(replies.pop(0))
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        client = ChatCompletionsClient(Endpoint(url=url, max_retries=2, retry_backoff_s=0.0))
+
+        async def ask():
+            try:
+                return await client.call({"model": "m", "messages": []})
+            finally:
+                await client.aclose()
+
+        assert asyncio.run(ask()) == {"choices": []}
+        assert replies == []  # three attempts: HTML, a JSON list, then the object
+    finally:
+        server.shutdown()
+        server.server_close()

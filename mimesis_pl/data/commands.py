@@ -39,4 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"mimesis-pl data: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    return int(run(rest) or 0)
+    try:
+        return int(run(rest) or 0)
+    except (OSError, ValueError) as err:  # missing or corrupt inputs: the message names the file (no traceback)
+        print(f"mimesis-pl data {cmd}: error: {err}", file=sys.stderr)
+        return 2

@@ -34,7 +34,22 @@ def read_prompt_rows(specs: list[str], seed: int = 0, max_samples: int | None = 
         row = dict(rows.row(f, i))
         row["_source"] = f"{rows.paths[f]}:row{i}"
         out.append(row)
+    check_gyms_known(out)
     return out
+
+
+def check_gyms_known(rows: list[dict[str, Any]]) -> None:
+    """Every row parses as a gym task and names a gym there is (checked at set-up, not at the first rollout:
+    E28); a ``ValueError`` naming the row's file:row."""
+    from ..envs import GymTask, default_registry
+
+    registry = default_registry()
+    for row in rows:
+        task = GymTask.from_row(row, source=str(row.get("_source", "<row>")))
+        try:
+            registry.canonical_name(task.env_name)
+        except ValueError as err:
+            raise ValueError(f"{row.get('_source', '<row>')}: {err}") from None
 
 
 def _as_list(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:

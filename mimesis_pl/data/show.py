@@ -38,7 +38,9 @@ def load_datamodule(config_paths: list[str], overrides: list[str] | None = None)
 
 def main(argv: list[str] | None = None) -> int:
     show = argparse.ArgumentParser(
-        prog="mimesis-pl data show", description="Render N samples with the trained spans marked."
+        prog="mimesis-pl data show",
+        description="Render N samples with the trained spans marked. Any other argument is passed to LightningCLI "
+        "(e.g. --data.init_args.batch_size 2), before or after these.",
     )
     show.add_argument("--config", action="append", required=True, help="LightningCLI YAML (repeatable)")
     show.add_argument("--n", type=int, default=3, help="number of samples (default 3)")
@@ -50,16 +52,15 @@ def main(argv: list[str] | None = None) -> int:
         help="render with this template instead of the config's: a name shipped in "
         "mimesis_pl/chat/templates/ (qwen3, qwen3_5, qwen2_5, llama3, chatml) or a .jinja path",
     )
-    show.add_argument(
-        "overrides", nargs=argparse.REMAINDER, help="further LightningCLI arguments, e.g. --data.init_args.batch_size 2"
-    )
-    args, extra = show.parse_known_args(argv)
+    # Further LightningCLI arguments (e.g. --data.init_args.batch_size 2) are whatever this parser does not know,
+    # in any order with its own: a positional catch-all swallowed a later --n after an override's value.
+    args, overrides = show.parse_known_args(argv)
 
     if args.chat_template is not None:
         from ..chat import load_chat_template
 
         load_chat_template(args.chat_template)  # a wrong name is an error before anything loads
-    datamodule = load_datamodule(args.config, extra + args.overrides)
+    datamodule = load_datamodule(args.config, overrides)
     if args.chat_template is not None and hasattr(datamodule, "chat_template"):
         datamodule.chat_template = args.chat_template  # read when the tokenizer loads, in setup
     if not hasattr(datamodule, "preview"):

@@ -245,6 +245,7 @@ class EnvironmentManager:
         show_reward: append ``Reward: r`` to observations (off: training and evaluation see the same text).
         no_tool_call: ``"end"`` (UserRL's rule) ends the episode at a turn without a tool call, status
             ``no_tool_call`` (scored); ``"continue"`` shows an error and spends the turn (A84).
+        shim_token: the shim's bearer token, for gyms that read the shim themselves (the UserRL adapter).
     """
 
     def __init__(
@@ -252,6 +253,7 @@ class EnvironmentManager:
         *,
         users: UserProvider | None = None,
         shim_url: str | None = None,
+        shim_token: str | None = None,
         gym_options: Mapping[str, Mapping[str, Any]] | None = None,
         max_turns: int = 16,
         step_timeout_s: float = 300.0,
@@ -270,6 +272,7 @@ class EnvironmentManager:
         self.registry = registry or default_registry()
         self.users = users
         self.shim_url = shim_url
+        self.shim_token = shim_token
         self.gym_options = {self.registry.canonical_name(k): dict(v) for k, v in (gym_options or {}).items()}
         self.max_turns = max_turns
         self.step_timeout_s = step_timeout_s
@@ -301,6 +304,8 @@ class EnvironmentManager:
         )
         if getattr(cls, "takes_shim_url", False):  # adapter gyms reach their LLM through the shim (A47)
             options["shim_url"] = self.shim_url
+            if self.shim_token is not None:  # a shim with a token answers nothing without it
+                options["shim_token"] = self.shim_token
         if getattr(cls, "takes_max_turns", False):  # adapter gyms: UserRL's max_steps is the turn budget (A81)
             options.setdefault("max_turns", self.max_turns)
         # TauGym opts out of the per-episode binding, as UserRL's (A55)

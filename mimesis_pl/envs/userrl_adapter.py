@@ -138,6 +138,7 @@ class UserRLGym(Gym):
         shim_url: str | None = None,
         max_turns: int = EVAL_MAX_TURNS,
         userrl_defaults: UserRLDefaults = "eval",
+        shim_token: str | None = None,
     ) -> None:
         super().__init__(user=user)
         if env_factory is None:
@@ -151,11 +152,15 @@ class UserRLGym(Gym):
         self._factory = env_factory
         self._env: Any = None
         scoped = shim_url is not None and (self.package is None or self.package.scoped_base_url)
-        self._shim = AsyncShimClient(shim_url) if scoped and shim_url else None
+        # with the shim's token, or every read is a 401 and CSD silently gets no evidence
+        self._shim = AsyncShimClient(shim_url, token=shim_token) if scoped and shim_url else None
+        self._shim_token = shim_token
         self._next_entry = 0
 
     async def _reset(self, task: GymTask) -> None:
         overrides = {"base_url": self._shim.episode_base_url(self.episode_id)} if self._shim else {}
+        if self._shim and self._shim_token:  # the env's own LLM calls go through the shim too
+            overrides["api_key"] = self._shim_token
         self._env = self._factory(task, overrides)
         self._env.reset()
 

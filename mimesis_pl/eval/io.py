@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from mimesis_pl.llm.secrets import redact_secrets
+
 
 def _fsync_dir(directory: Path) -> None:
     try:
@@ -46,7 +48,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    return write_bytes_atomic(path, text.encode("utf-8"))
+    """Replace ``path`` with ``text``, known key values removed (D22)."""
+    return write_bytes_atomic(path, redact_secrets(text).encode("utf-8"))
 
 
 def write_json_atomic(path: str | os.PathLike[str], value: Any) -> Path:
@@ -65,7 +68,7 @@ def append_line_durable(path: str | os.PathLike[str], line: str) -> None:
     path = Path(path)
     created = not path.exists()
     with open(path, "ab") as fh:
-        fh.write(line.encode("utf-8") + b"\n")
+        fh.write(redact_secrets(line).encode("utf-8") + b"\n")  # known key values removed (D22)
         fh.flush()
         os.fsync(fh.fileno())
     if created:

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .secrets import remember_secret
+
 
 def api_key(env_name: str | None, *, where: str, error: type[Exception] = ValueError) -> str | None:
     """The key held by environment variable ``env_name``; ``None`` when no variable is named (``None`` or ``""``).
@@ -25,6 +27,7 @@ def api_key(env_name: str | None, *, where: str, error: type[Exception] = ValueE
     value = os.environ.get(env_name)
     if not value:
         raise error(f"{where} names environment variable {env_name!r}, but {env_name} is not set or empty")
+    remember_secret(value)  # redacted from every error text stored, logged or printed from now on (D22)
     return value
 
 

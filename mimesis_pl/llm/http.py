@@ -47,7 +47,8 @@ class ChatCompletionsClient:
         self._session: aiohttp.ClientSession | None = None
 
     async def post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One attempt; raises :class:`RetryableError` or ``self.error``."""
+        """One attempt; raises :class:`RetryableError` (transport trouble, HTTP 408/429/5xx, a 2xx body that is not
+        a JSON object) or ``self.error``."""
         try:
             async with self._get_session().post(self.url, json=body, headers=self._headers()) as response:
                 text = await response.text()
@@ -61,10 +62,11 @@ class ChatCompletionsClient:
         try:
             payload = json.loads(text)
         except json.JSONDecodeError:
-            # A cut-off reply is where reasoning leaks: never quote it (errors reach logs and results).
-            raise self.error(f"{self.url} returned non-JSON ({len(text)} chars, not shown)") from None
+            # A cut-off reply is where reasoning leaks: never quote it (errors reach logs and results). A proxy's
+            # page or a cut body says nothing about the next attempt: retried like a transport error.
+            raise RetryableError(f"{self.url} returned non-JSON ({len(text)} chars, not shown)") from None
         if not isinstance(payload, dict):
-            raise self.error(f"{self.url} returned {type(payload).__name__}, expected a JSON object")
+            raise RetryableError(f"{self.url} returned {type(payload).__name__}, expected a JSON object")
         return payload
 
     async def call(self, body: dict[str, Any], read: Callable[[dict[str, Any]], T] = lambda p: p, what: str = "") -> T:

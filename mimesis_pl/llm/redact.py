@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from .secrets import redact_secrets
+
 REMOVED = "[reasoning removed]"
 # Reasoning blocks, closed or cut off (a truncated body ends inside one).
 _THINK_BLOCK = re.compile(r"<(seed:)?think>.*?(</(seed:)?think>|$)", re.DOTALL)
@@ -28,4 +30,4 @@ def redact_reasoning(text: str) -> str:
 def redacted_excerpt(raw: bytes | str, limit: int = 500) -> str:
     """The start of a body for a diagnostic, reasoning removed *before* it is cut to ``limit`` chars."""
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-    return redact_reasoning(text)[:limit].strip() or "(empty body)"
+    return redact_secrets(redact_reasoning(text))[:limit].strip() or "(empty body)"

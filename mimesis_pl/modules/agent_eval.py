@@ -36,6 +36,7 @@ from ..eval.replay import (
 )
 from ..eval.report import replay_scalars, write_episode_report, write_replay_report
 from ..eval.trials import RunIdentity, TaskRef, TrialCache, trial_matrix
+from ..eval.trials.context import trial_context
 from ..rollout.event_loop import shutdown_loop
 from ..rollout.services import ScriptedHTTPUserSettings, SimulatorServices, UserSimSettings
 from ..rollout.settings import EpisodeSettings
@@ -151,15 +152,18 @@ class AgentEvalModule(_EvalModule):
     def on_test_start(self) -> None:
         out = self._start()
         self.services = SimulatorServices(self.users).start()
-        manager = self.episode.manager(self.services.users(), self.services.shim_url)
+        manager = self.episode.manager(self.services.users(), self.services.shim_url, self.services.shim_token)
         runner = self.backend.episode_runner(manager)
         simulator = self.simulator_name or self.users.label
         identity = RunIdentity(self.backend.name, self.backend.revision, simulator)
         cache = TrialCache(self._cache_dir(out) / "trials.jsonl")
+        # the users' settings and served revision, the run seed, resource contents: all in every trial key (E25)
+        context = trial_context(self.users, manager.gym_options, torch.initial_seed())
         self.executor = EpisodeExecutor(
             runner,
             identity,
             cache,
+            extra_config=context,
             n_trials=self.n_trials,
             retry=self.retry.policy(),
             max_concurrency=self.max_concurrency,
@@ -201,7 +205,7 @@ class AgentEvalModule(_EvalModule):
         summaries = self.executor.summarize(self._tasks, self.ks)
         extra = extra_gym_metrics(self.executor.records(self._tasks))  # Travel's micro_avg, per-aspect scores, …
         notes = gym_notes(self.executor.runner.manager.gym_options, summaries)  # grader, data, comparable?
-        config = {**self._config(), "graders": self._graders(summaries)}
+        config = {**self._config(), "graders": self._graders(summaries), "gym_config_hashes": self._config_hashes()}
         self.files = write_episode_report(
             self._out, summaries, self.ks, self.executor.identity, config, gym_metrics=extra, gym_notes=notes
         )
@@ -222,6 +226,11 @@ class AgentEvalModule(_EvalModule):
         )
         self.log_dict(values)
         log.info("agent eval results: %s", self.files.markdown)
+
+    def _config_hashes(self) -> dict[str, str]:
+        """Each gym's configuration hash in this run's trial keys: which rows of a shared ``trials.jsonl`` are
+        this run's (E27)."""
+        return {ref.gym: ref.gym_config_hash for ref in self._tasks}
 
     def _graders(self, summaries: dict[str, Any]) -> dict[str, str]:
         """Which grader scored each gym (the offline rule grader, or a served judge): docs/decisions.md A52."""

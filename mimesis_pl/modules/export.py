@@ -140,7 +140,23 @@ class HFExportCallback(pl.Callback):
         self.overwrite = overwrite
         self.exported: list[Path] = []
 
+    def state_dict(self) -> dict[str, Any]:
+        """The exports this run wrote, so that a run resumed from its checkpoint knows them as its own."""
+        return {"exported": [str(p) for p in self.exported]}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.exported = [Path(p) for p in state_dict.get("exported", [])]
+
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.ckpt_path is None:  # a resumed run checks once its exports are restored (on_train_start)
+            self._refuse_foreign(trainer)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.ckpt_path is not None:
+            self._refuse_foreign(trainer)
+
+    def _refuse_foreign(self, trainer: pl.Trainer) -> None:
+        """Stop before training when ``dirpath`` holds exports this run (or the run it resumes) did not write."""
         root = self._root(trainer)
         if self.overwrite or not root.is_dir():
             return

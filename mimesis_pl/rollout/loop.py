@@ -9,11 +9,14 @@ only to talk to the environment; it is never re-tokenised for training.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import torch
 
 from ..chat import ChatRenderer
 from ..envs import EnvironmentManager, EpisodeSummary, GymTask, PrivilegedTurn, interact_tool_schema
@@ -41,6 +44,33 @@ def draw_episode_seed(sampling: SamplingParams) -> int | None:
     return None if sampling.seed is not None else with_drawn_seed(sampling).seed
 
 
+def episode_seed(run_seed: int, group_id: str, sample: int) -> int:
+    """The sampling seed of sample ``sample`` of group ``group_id``: a pure function of the three.
+
+    A step's group ids name the step, the batch and the row (``s{step}-b{batch}-p{row}``, rows numbered over all
+    ranks), so a run resumed from a checkpoint samples what the uninterrupted run sampled without any random
+    state having to survive the stop (decision D20 in docs/decisions.md).
+    """
+    digest = hashlib.sha256(f"{run_seed}/{group_id}/{sample}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % _SEED_SPACE
+
+
+def derive_episode_seed(sampling: SamplingParams, run_seed: int, group_id: str, sample: int) -> int | None:
+    """:func:`episode_seed`, or ``None`` when the sampling settings fix the seed."""
+    return None if sampling.seed is not None else episode_seed(run_seed, group_id, sample)
+
+
+def run_seed_now() -> int:
+    """The seed torch's global RNG was last seeded with (``seed_everything`` seeds it in every process)."""
+    return torch.initial_seed()
+
+
+def episode_suffix(seed: int | None) -> str:
+    """What makes an episode id unique beyond its ``gen_uid``: from its seed, so gyms that seed their own
+    randomness with the episode id (Travel) repeat too; random when the sampling settings fix the seed (D20)."""
+    return f"{seed % 16**8:08x}" if seed is not None else uuid.uuid4().hex[:8]
+
+
 @dataclass
 class RolloutTimings:
     """Wall-clock seconds spent per phase in one batch (summed over concurrent episodes where noted)."""
@@ -62,6 +92,8 @@ class MultiTurnRollout:
             pass it ends with status ``truncated``.
         template_kwargs: chat-template variables (e.g. ``enable_thinking``).
         max_concurrency: episodes in flight at once (engines batch their generate calls).
+        run_seed: what episode seeds are derived from with the group ids (D20); torch's initial seed when
+            ``None`` (``seed_everything``'s seed in a CLI run).
     """
 
     def __init__(
@@ -73,8 +105,10 @@ class MultiTurnRollout:
         max_length: int = 9344,
         template_kwargs: Mapping[str, Any] | None = None,
         max_concurrency: int = 128,
+        run_seed: int | None = None,
     ) -> None:
         self.engine = engine
+        self.run_seed = run_seed_now() if run_seed is None else run_seed
         self.tokenizer = tokenizer
         self.manager = manager
         self.sampling = sampling
@@ -96,9 +130,14 @@ class MultiTurnRollout:
     async def run_batch(
         self, rows: Sequence[Mapping[str, Any] | GymTask], n_samples: int, group_ids: Sequence[str] | None = None
     ) -> tuple[list[Trajectory], RolloutTimings]:
-        """``n_samples`` episodes per row, all concurrently; trajectories in (row, sample) order."""
+        """``n_samples`` episodes per row, all concurrently; trajectories in (row, sample) order.
+
+        With ``group_ids`` each episode's seed is derived from the run seed, its group id and its sample number
+        (D20); without, random group ids are made and the seeds are drawn from torch's RNG in (row, sample) order.
+        """
         timings = RolloutTimings()
         limit = asyncio.Semaphore(self.max_concurrency)
+        derived = group_ids is not None
         group_ids = list(group_ids) if group_ids is not None else [uuid.uuid4().hex[:12] for _ in rows]
 
         async def one(row, group_id: str, k: int, seed: int | None) -> Trajectory:
@@ -108,9 +147,13 @@ class MultiTurnRollout:
                 )
 
         start = time.perf_counter()
-        # Each episode's seed is drawn here, in (row, sample) order, before any episode runs (A74).
+        # Each episode's seed is fixed here, in (row, sample) order, before any episode runs (A74, D20).
         slots = [(row, gid, k) for row, gid in zip(rows, group_ids) for k in range(n_samples)]
-        jobs = [one(row, gid, k, self._episode_seed()) for row, gid, k in slots]
+        seeds = [
+            derive_episode_seed(self.sampling, self.run_seed, gid, k) if derived else self._episode_seed()
+            for _, gid, k in slots
+        ]
+        jobs = [one(row, gid, k, seed) for (row, gid, k), seed in zip(slots, seeds)]
         trajectories = list(await asyncio.gather(*jobs))
         timings.rollout = time.perf_counter() - start
         return trajectories, timings
@@ -133,7 +176,7 @@ class MultiTurnRollout:
         """
         timings = timings if timings is not None else RolloutTimings()
         seed = seed if seed is not None else self._episode_seed()
-        episode_id = f"{gen_uid}-{uuid.uuid4().hex[:8]}"
+        episode_id = f"{gen_uid}-{episode_suffix(seed)}"
         task = row if isinstance(row, GymTask) else GymTask.from_row(row, source=f"episode {episode_id}")
         episode = await self.manager.start(task, episode_id)
         renderer = self.renderer_for(episode.gym.choices)

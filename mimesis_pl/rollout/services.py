@@ -99,6 +99,8 @@ class ServedUserSettings(UserSimSettings):
             turn a counted ``user_error``, never text shown to the agent (docs/decisions.md A75).
         seed: sent with every request (``None``: none).
         extra_body: merged into every request body (e.g. ``{"top_p": 0.95}``).
+        revision: what is served (checkpoint tag or hash), for evaluation cache keys when the server's
+            ``/v1/models`` reports no revision (vLLM, SGLang); ``mimesis-pl serve`` reports one (E25).
     """
 
     model: str | None = "scripted-user"
@@ -112,6 +114,7 @@ class ServedUserSettings(UserSimSettings):
     reasoning_prefilled: bool | None = None
     seed: int | None = None
     extra_body: dict[str, Any] | None = None
+    revision: str | None = None
 
     @property
     def prefilled(self) -> bool:

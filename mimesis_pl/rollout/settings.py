@@ -42,14 +42,19 @@ class EpisodeSettings:
             raise ValueError(f"episode.max_turns must be >= 1, got {self.max_turns}")
         if self.step_timeout_s <= 0:
             raise ValueError(f"episode.step_timeout_s must be > 0, got {self.step_timeout_s}")
+        from ..envs.option_checks import check_gym_options
 
-    def manager(self, users: Any, shim_url: str | None) -> Any:
-        """The :class:`~mimesis_pl.envs.EnvironmentManager` that runs episodes with these settings."""
+        check_gym_options(self.gym_options)  # gyms, judges, keys, files: before the first episode (E28)
+
+    def manager(self, users: Any, shim_url: str | None, shim_token: str | None = None) -> Any:
+        """The :class:`~mimesis_pl.envs.EnvironmentManager` that runs episodes with these settings (``shim_token``:
+        the shim's bearer token, which the gyms that read the shim themselves send)."""
         from ..envs import EnvironmentManager
 
         return EnvironmentManager(
             users=users,
             shim_url=shim_url,
+            shim_token=shim_token,
             gym_options=self.gym_options,
             max_turns=self.max_turns,
             step_timeout_s=self.step_timeout_s,

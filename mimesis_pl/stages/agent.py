@@ -77,7 +77,7 @@ class RolloutStage(ValidatingStage):
         s = self.settings
         self.services = SimulatorServices(s.users).start()
         self._users = TimedUsers(self.services.users())
-        self._manager = s.episode.manager(self._users, self.services.shim_url)
+        self._manager = s.episode.manager(self._users, self.services.shim_url, self.services.shim_token)
         self._loop = asyncio.new_event_loop()
         self._sampling = SamplingParams(
             max_new_tokens=s.max_new_tokens,

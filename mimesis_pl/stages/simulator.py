@@ -260,7 +260,8 @@ class TaskRolloutStage(ValidatingStage):
         self._sync_engine(module)
         started = time.perf_counter()
         ctx.global_step = int(module.global_step)
-        results = self._run(batch, self.settings.n_samples, ctx, f"s{module.global_step}-b{batch_idx}")
+        prefix = f"s{module.global_step}-b{batch_idx}-r{module.trainer.global_rank}"  # the rank: distinct seeds (D20)
+        results = self._run(batch, self.settings.n_samples, ctx, prefix)
         self._check_failures(results, f"step {module.global_step}")
         metrics = step_metrics(results)
         metrics["time/rollout_s"] = time.perf_counter() - started

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..rollout.loop import draw_episode_seed
+from ..rollout.loop import derive_episode_seed, draw_episode_seed, run_seed_now
 from .base import UNSCORED, TaskContext, TaskResult, failed_result, row_name
 from .registry import get_task
 
@@ -60,17 +60,23 @@ async def run_rows(
     group_ids: Sequence[str],
     timeout_s: float | None = None,
     max_concurrency: int = 64,
+    run_seed: int | None = None,
 ) -> list[TaskResult]:
-    """``n_samples`` rollouts per row, concurrently; results in (row, sample) order."""
+    """``n_samples`` rollouts per row, concurrently; results in (row, sample) order.
+
+    Rollout ``k`` of group ``g`` samples from a seed derived from ``run_seed`` (torch's initial seed when
+    ``None``), ``g`` and ``k``, so a resumed run repeats the uninterrupted one (D20).
+    """
     limit = asyncio.Semaphore(max_concurrency)
+    run_seed = run_seed_now() if run_seed is None else run_seed
 
     async def one(row, group_id: str, k: int, seed: int | None) -> TaskResult:
         async with limit:
             return await run_row(row, ctx, group_id, f"{group_id}-{k}", timeout_s, seed)
 
-    # Each rollout's seed is drawn here, in (row, sample) order, before any rollout runs (A74).
+    # Each rollout's seed is fixed here, before any rollout runs (A74, D20).
     slots = [(r, g, k) for r, g in zip(rows, group_ids) for k in range(n_samples)]
-    jobs = [one(r, g, k, draw_episode_seed(ctx.policy.sampling)) for r, g, k in slots]
+    jobs = [one(r, g, k, derive_episode_seed(ctx.policy.sampling, run_seed, g, k)) for r, g, k in slots]
     return list(await asyncio.gather(*jobs))
 
 

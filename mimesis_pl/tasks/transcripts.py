@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..llm.secrets import redact_secrets
 from .base import RowError, TaskResult, extra_info
 
 
@@ -45,5 +46,5 @@ def write_transcript(
     }
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1, default=str))
+    path.write_text(redact_secrets(json.dumps(record, indent=1, default=str)))  # no key values (D22)
     return path

@@ -5,6 +5,7 @@ that template so a server renders exactly the text that was trained."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -112,11 +113,11 @@ def test_data_show_renders_with_the_chosen_template(capsys, monkeypatch):
     segments = json.loads(capsys.readouterr().out)[0]["segments"]
     trained = [s["text"] for s in segments if s["trained"]]
     assert trained and all(t.startswith("<think>\n\n</think>\n\n") and t.endswith("<|im_end|>") for t in trained)
-    with pytest.raises(ValueError, match="neither a shipped template .*qwen3_5.* nor an existing file"):
-        main(["data", "show", "--config", CONFIG, "--n", "1", "--chat-template", "qwen9"])
+    assert main(["data", "show", "--config", CONFIG, "--n", "1", "--chat-template", "qwen9"]) == 2
+    assert re.search("neither a shipped template .*qwen3_5.* nor an existing file", capsys.readouterr().err)
 
 
-def test_fit_with_a_shipped_template_that_rewrites_history_names_the_fix(tmp_path, monkeypatch):
+def test_fit_with_a_shipped_template_that_rewrites_history_names_the_fix(tmp_path, monkeypatch, capsys):
     from mimesis_pl.chat import RenderError
 
     from .families import shipped_template
@@ -126,19 +127,19 @@ def test_fit_with_a_shipped_template_that_rewrites_history_names_the_fix(tmp_pat
     shipped.write_text(shipped_template("qwen3"))
     data = tmp_path / "train.jsonl"
     data.write_text(json.dumps({"messages": CONVERSATIONS["think-two-turns"]}) + "\n")
-    with pytest.raises(
-        RenderError, match=r"train.jsonl:1: message 2 \(user\): rendering it changed the text.*chat_template: qwen3 "
-    ):
-        main(
-            [
-                "fit",
-                "--config",
-                CONFIG,
-                f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
-                f"--model.init_args.model_path={TINY_MODEL}",
-                f"--data.init_args.files=[{data}]",
-                "--data.init_args.val_fraction=0",
-                "--data.init_args.on_bad_sample=raise",
-                f"--data.init_args.chat_template={shipped}",
-            ]
-        )
+    rc = main(
+        [
+            "fit",
+            "--config",
+            CONFIG,
+            f"--trainer.logger.init_args.save_dir={tmp_path / 'runs'}",
+            f"--model.init_args.model_path={TINY_MODEL}",
+            f"--data.init_args.files=[{data}]",
+            "--data.init_args.val_fraction=0",
+            "--data.init_args.on_bad_sample=raise",
+            f"--data.init_args.chat_template={shipped}",
+        ]
+    )
+    assert rc == 2  # a set-up error: one line (E29), naming the row and the fix
+    assert RenderError.__name__ in (err := capsys.readouterr().err)
+    assert re.search(r"train.jsonl:1: message 2 \(user\): rendering it changed the text.*chat_template: qwen3 ", err)

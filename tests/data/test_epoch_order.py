@@ -36,7 +36,7 @@ def _prompt_file(tmp_path: Path) -> str:
         {
             "data_source": "t",
             "prompt": [{"role": "user", "content": f"q{i}"}],
-            "reward_model": {"ground_truth": str(i)},
+            "reward_model": {"ground_truth": str(i), "env_name": "TelepathyGym"},  # a known gym: checked at set-up
             "extra_info": {"index": i},
         }
         for i in range(ROWS)

@@ -58,3 +58,23 @@ def test_model_folder_without_tokenizer_is_one_error_naming_the_folder(tmp_path)
     with pytest.raises(FileNotFoundError, match="holds no tokenizer") as info:
         dm.setup("fit")
     assert str(folder) in str(info.value) and "no training samples" not in str(info.value)
+
+
+def test_a_checkout_relative_model_path_run_from_another_folder_fails_at_once(tmp_path, monkeypatch):
+    """Issue 35 item 15: `assets/tiny-qwen3` from another folder looked like a hub id: ~58 s of hub retries."""
+    import time
+
+    import pytest
+
+    from mimesis_pl.model_paths import CHECKOUT, check_model_path
+
+    monkeypatch.chdir(tmp_path)
+    started = time.perf_counter()
+    with pytest.raises(FileNotFoundError) as err:
+        check_model_path("assets/tiny-qwen3", "model.init_args.model_path")
+    assert time.perf_counter() - started < 1.0
+    assert str(err.value) == (
+        f"model.init_args.model_path: no folder 'assets/tiny-qwen3' in the working folder {tmp_path}; it is a "
+        f"folder of the checkout {CHECKOUT}: run from there or give {CHECKOUT / 'assets/tiny-qwen3'}"
+    )
+    assert check_model_path("Qwen/Qwen3-0.6B", "model_path") == "Qwen/Qwen3-0.6B"  # a hub id stays one

@@ -236,3 +236,56 @@ def test_adapter_starts_from_eval_py_settings_and_package_defaults_are_an_option
     expected = eval_py_fields(env_name, key, 16)
     assert {k: vars(built[0])[k] for k in expected} == expected
     assert {k: vars(built[1])[k] for k in defaults} == defaults and built[1].max_steps == 20
+class _ChattyEnvWithKey(ChattyEnv):
+    """ChattyEnv that sends the ``api_key`` its config was given, as UserRL's envs do."""
+
+    def __init__(self, task, overrides):
+        super().__init__(task, overrides)
+        self.api_key = overrides.get("api_key", "EMPTY")
+
+    async def step_async(self, action):
+        import openai
+
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=10.0)
+        persona = '<persona>{"gym": "TelepathyGym", "entity": "Kiwi", "description": "a small fuzzy fruit"}</persona>'
+        reply = await client.chat.completions.create(
+            model="scripted-user",
+            messages=[{"role": "system", "content": persona}, {"role": "user", "content": action[9:]}],
+        )
+        await client.close()
+        return {"feedback": reply.choices[0].message.content}, 0.0, False, False, {}
+
+
+def test_adapter_gyms_read_a_shim_with_a_token_with_its_token():
+    """Issue 35 item 11: with a shim token every privileged read was a 401, so CSD got no evidence."""
+    from mimesis_pl.shim import PrivilegedShim, ServerThread
+    from mimesis_pl.users.scripted_server import start_scripted_server
+
+    class Upstream:
+        async def start(self):
+            self.runner, url = await start_scripted_server()
+            return url
+
+        async def stop(self):
+            await self.runner.cleanup()
+
+    token = "shim-token-0123456789"
+    with ServerThread(Upstream(), timeout_s=10.0) as upstream:
+        shim_server = PrivilegedShim(upstream.base_url, token=token, shutdown_timeout_s=1.0)
+        with ServerThread(shim_server, timeout_s=10.0) as shim:
+            manager = EnvironmentManager(
+                shim_url=shim.base_url,
+                shim_token=token,
+                gym_options={"TelepathyGym": {"userrl": {}, "env_factory": _ChattyEnvWithKey}},
+            )
+            row = make_row("TelepathyGym", "Guess.", reward_model={"title": "Kiwi"}, create_kwargs={"title": "Kiwi"})
+
+            async def go():
+                episode = await manager.start(row, "token-ep")
+                out = await episode.step(action_to_tool_call(Action("action", "Is it a fruit?")))
+                await episode.finish()
+                return episode, out
+
+            episode, out = asyncio.run(go())
+    assert out.observation == "Yes."
+    assert episode.privileged[0].reply == "Yes." and "Kiwi" in (episode.privileged[0].reasoning or "")

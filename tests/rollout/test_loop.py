@@ -155,3 +155,35 @@ def test_samples_do_not_depend_on_the_order_replies_come_back(tiny_tokenizer):
     backward = run(lambda k: 0.002 * (3 - k % 4))  # the second turns reach the engine in the opposite order
     assert forward == backward
     assert len({text for texts in forward.values() for text in texts}) == sum(map(len, forward.values()))
+
+
+def test_episode_seed_is_a_pure_function_of_run_seed_group_and_sample():
+    import hashlib
+
+    from mimesis_pl.rollout.loop import derive_episode_seed, episode_seed
+
+    # by hand: the first 8 bytes of sha256("0/s3-b1-p2/1"), big-endian, modulo 2**62
+    want = int.from_bytes(hashlib.sha256(b"0/s3-b1-p2/1").digest()[:8], "big") % 2**62
+    assert episode_seed(0, "s3-b1-p2", 1) == want
+    seeds = {episode_seed(r, g, k) for r in (0, 1) for g in ("s3-b1-p2", "s3-b1-p3", "s4-b1-p2") for k in (0, 1)}
+    assert len(seeds) == 12
+    assert derive_episode_seed(SamplingParams(max_new_tokens=4), 0, "s3-b1-p2", 1) == want
+    assert derive_episode_seed(SamplingParams(max_new_tokens=4, seed=7), 0, "s3-b1-p2", 1) is None
+
+
+def test_a_batch_with_group_ids_samples_the_same_whatever_torchs_rng_holds(tiny_tokenizer):
+    """What a resumed run needs (D20): the episodes depend on the run seed and the group ids, not on how many
+    numbers torch's RNG gave out before (a resumed process has given out none)."""
+    import torch
+
+    def run(draws_before: int, run_seed: int = 0):
+        torch.manual_seed(123)
+        torch.rand(draws_before)
+        engine = _EchoSeedEngine(tiny_tokenizer, lambda k: 0.0)
+        manager = EnvironmentManager(users=ScriptedUser(), max_turns=2)
+        loop = MultiTurnRollout(engine, tiny_tokenizer, manager, SamplingParams(max_new_tokens=64), run_seed=run_seed)
+        trajectories, _ = asyncio.run(loop.run_batch([telepathy_row(), telepathy_row()], 2, group_ids=["a", "b"]))
+        return [(t.episode_id, [m["content"] for m in t.messages if m["role"] == "assistant"]) for t in trajectories]
+
+    assert run(0) == run(5)
+    assert run(0) != run(0, run_seed=1)

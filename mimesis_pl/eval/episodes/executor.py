@@ -111,8 +111,14 @@ class EpisodeExecutor:
             "max_turns": manager.max_turns,
             "show_reward": manager.show_reward,
             "agent": dict(self.runner.settings()),
-            "extra": self.extra_config,
+            "extra": self._extra(canonical),
         }
+
+    def _extra(self, canonical: str) -> dict[str, Any]:
+        """``extra_config``, with only this gym's share of its ``per_gym`` part (resources, served judges: E25)."""
+        extra = {k: v for k, v in self.extra_config.items() if k != "per_gym"}
+        own = self.extra_config.get("per_gym", {}).get(canonical)
+        return {**extra, "gym": own} if own else extra
 
     def task_ref(self, task: GymTask) -> TaskRef:
         """The task's cache reference: its id, and a hash of its gym settings and its content."""

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from mimesis_pl.eval.failures import InfrastructureFailure
 from mimesis_pl.llm import ChatCompletionsClient, ChatModelSettings
+from mimesis_pl.llm.served import key_for_listing, role_revision
 from mimesis_pl.tasks.clients import reply_text
 
 Message = Mapping[str, str]
@@ -45,7 +46,11 @@ class ServedChatModel:
     def __init__(self, settings: ChatModelSettings, failure: type[InfrastructureFailure]) -> None:
         settings.check(failure.__name__)
         self.settings = settings
-        self.name, self.revision = settings.label, settings.revision
+        # what the server reports it serves, else the revision setting (E25)
+        self.name = settings.label
+        self.revision = role_revision(
+            settings.revision, settings.base_url, settings.model, key_for_listing(settings.api_key_env)
+        )
         self._client = ChatCompletionsClient(settings.endpoint(failure.__name__), failure)
 
     def body(

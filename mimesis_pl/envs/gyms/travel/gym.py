@@ -160,6 +160,13 @@ class TravelGym(Gym):
         self.grader: TravelGrader = grader_for(judge)
         self.seed = seed
 
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Set-up check (E28): every scenario of ``scenarios_path`` reads and parses."""
+        paths = options.get("scenarios_path") or ()
+        for sid, (path, record) in scenario_records([paths] if isinstance(paths, (str, Path)) else paths).items():
+            scenario_from_record(sid, record, where=path)
+
     # ------------------------------------------------------------------ episode
     async def _reset(self, task: GymTask) -> None:
         self.scenario = self._scenario_for(task)

@@ -31,6 +31,7 @@ from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings
 from mimesis_pl.eval.failures import EnvironmentFailure, InfrastructureFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
+from mimesis_pl.eval.simulator.models import sampling_identity
 from mimesis_pl.eval.simulator.soul.data import SOUL as PUBLISHED
 from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulRow
 from mimesis_pl.eval.simulator.soul.report import (
@@ -51,6 +52,7 @@ from mimesis_pl.eval.simulator.soul.scoring import (
 from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
 from mimesis_pl.llm import ChatModelSettings
+from mimesis_pl.llm.served import key_for_listing, role_revision
 from mimesis_pl.tasks.base import TaskContext
 from mimesis_pl.tasks.clients import RoleSettings
 from mimesis_pl.tasks.conversation import Policy
@@ -86,10 +88,15 @@ def task_row(row: SoulRow) -> dict[str, Any]:
 
 def endpoint_identity(settings: ChatModelSettings, revision: str | None = None) -> str:
     """What determines a role's answers, for the cache key (S75): kind and model, and for a served role the
-    endpoint URL and the explicit revision when given (a scripted role: its failure rate)."""
+    endpoint URL and its revision: ``revision`` when given (``role_revisions``), else what the server reports
+    it serves, else the role's ``revision`` setting (E25; a scripted role: its failure rate)."""
     if settings.kind == "scripted":
         return f"scripted:{settings.model}" + (f"@fail{settings.failure_rate:g}" if settings.failure_rate else "")
-    return f"{settings.kind}:{settings.model}@{settings.url}" + (f"#{revision}" if revision else "")
+    revision = revision or role_revision(
+        settings.revision, settings.url, settings.model, key_for_listing(settings.api_key_env)
+    )
+    named = f"#{revision}" if revision != "unversioned" else ""  # as before E25 when nothing names one
+    return f"{settings.kind}:{settings.model}@{settings.url}{named}"
 
 
 def roles_identity(roles: RoleSettings, revisions: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -110,6 +117,13 @@ class SoulSimulatorSettings(EngineAgentSettings):
 
     temperature: float = 1.0
     role: ClassVar[str] = "simulator"
+
+
+def role_sampling(settings: ChatModelSettings) -> dict[str, Any]:
+    """Every request field a role sends, for the settings hash: ``enable_thinking`` and ``extra_body`` only when
+    set, so keys written before they joined (E26) still match a role that sets neither."""
+    identity = sampling_identity(settings)
+    return {k: v for k, v in identity.items() if k not in ("enable_thinking", "extra_body") or v not in (None, {})}
 
 
 def _engine_sampling(engine: Any) -> dict[str, Any]:
@@ -231,10 +245,7 @@ class SoulSuite(FidelitySuite):
                 "enable_thinking": self.enable_thinking,
                 "min_think_tokens": self.min_think_tokens,
                 "task_options": self.task_options,
-                "roles": {
-                    role: {k: getattr(e, k) for k in ("temperature", "max_tokens", "reasoning_effort")}
-                    for role, e in vars(self.roles).items()
-                },
+                "roles": {role: role_sampling(e) for role, e in vars(self.roles).items()},
             }
         )  # endpoints, timeouts: not identity
 
