@@ -150,3 +150,19 @@ def test_soul_keys_on_every_request_field_and_the_served_revision_of_its_roles(m
     server.listing = {"data": [{"id": "sim"}]}  # now a server that reports none: the setting
     assert soul.endpoint_identity(judge) == f"openai:sim@{server.url}#v1"
     assert soul.endpoint_identity(judge, "2025-01") == f"openai:sim@{server.url}#2025-01"  # role_revisions first
+
+
+def test_a_checkpoint_simulator_is_keyed_by_its_weights_content(tmp_path):
+    import shutil
+
+    from mimesis_pl.rollout import CheckpointUserSettings
+
+    from ..conftest import REPO
+
+    folder = tmp_path / "sim"
+    shutil.copytree(REPO / "assets" / "tiny-qwen3", folder)
+    before = users_identity(CheckpointUserSettings(model_dir=str(folder)))
+    (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:-4] + b"\0\0\0\0")
+    after = users_identity(CheckpointUserSettings(model_dir=str(folder)))
+    assert before["revision"].startswith("sha256:") and before["revision"] != after["revision"]
+    assert {k: v for k, v in before.items() if k != "revision"} == {k: v for k, v in after.items() if k != "revision"}

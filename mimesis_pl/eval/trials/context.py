@@ -81,6 +81,11 @@ def users_identity(users: Any) -> dict[str, Any]:
         identity["revision"] = role_revision(
             _str(getattr(users, "revision", None)), url, getattr(users, "model", ""), key
         )
+    model_dir = getattr(users, "model_dir", None)
+    if isinstance(model_dir, str) and model_dir:  # a checkpoint the job serves itself: its weights' content hash
+        from ...serve.revision import revision_of
+
+        identity["revision"] = revision_of(model_dir)
     return identity
 
 
