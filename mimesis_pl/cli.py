@@ -16,10 +16,10 @@ from .lifecycle import SIGTERM_EXIT_CODE
 from .llm.secrets import redact_secrets
 from .quiet import silence_known_noise
 from .rollout.failures import RolloutFailureError
+from .run_folder import RunFolderInUse
 
 #: Exit code of a run stopped because too many episodes failed for infrastructure reasons (A76).
 ROLLOUT_FAILURE_EXIT_CODE = 3
-from .run_folder import RunFolderInUse
 
 __all__ = ["TRAINER_DEFAULTS", "ConfigError", "DataOnlyCLI", "MimesisCLI", "main", "root_message"]
 

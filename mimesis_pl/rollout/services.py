@@ -85,7 +85,6 @@ class ServedUserSettings(UserSimSettings):
     :class:`OpenAIUserSettings` and :class:`CheckpointUserSettings`).
 
     Args:
-        model: the served model's name (``None`` on a checkpoint: the name its server gives it).
         shim: start a privileged shim in front of the simulator (its ``<think>`` stays private, readable by the coach).
         shim_token_env: environment variable holding the shim's bearer token (the token never enters a config).
         temperature: sampling temperature.
@@ -103,7 +102,6 @@ class ServedUserSettings(UserSimSettings):
             ``/v1/models`` reports no revision (vLLM, SGLang); ``mimesis-pl serve`` reports one (E25).
     """
 
-    model: str | None = "scripted-user"
     shim: bool = True
     shim_token_env: str | None = None
     temperature: float = 0.0
@@ -128,12 +126,14 @@ class OpenAIUserSettings(ServedUserSettings):
 
     Args:
         upstream_url: the served simulator, e.g. ``http://127.0.0.1:8000/v1`` (or give ``shim_url``).
+        model: the served model's name.
         shim_url: a shim already running (then none is started).
         api_key_env: environment variable holding the served simulator's key (sent by the shim we start, or
             by the users when there is no shim).
     """
 
     upstream_url: str | None = None
+    model: str = "scripted-user"
     shim_url: str | None = None
     api_key_env: str | None = None
 
@@ -151,6 +151,7 @@ class CheckpointUserSettings(ServedUserSettings):
 
     Args:
         model_dir: the simulator's HF folder, e.g. the simulator-RL export ``runs/<job>/version_0/hf/final``.
+        model: the served name (``None``: the one the server derives from the folder, e.g. ``<job>-final``).
         chat_template: a shipped template name or a ``.jinja`` path (``None``: the export's ``chat_template.jinja``).
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
         dtype: the served weights' dtype.

@@ -141,3 +141,35 @@ def _split_tool_calls(calls: Any, i: int, parts: list[str]) -> list[Any]:
             parts.append(inline)
         out.append({**call, "function": {**function, "arguments": public if inline is not None else arguments}})
     return out
+
+
+def with_own_reasoning(messages: Any, entries: list[dict[str, Any]]) -> Any:
+    """``messages`` with each earlier simulator turn (``assistant``) given back its own stored reasoning.
+
+    A served simulator trained with a thinking template saw every earlier turn of its own with its reasoning;
+    behind the shim the gym only ever holds the public text, so the simulator would meet a history it was never
+    trained on (empty think blocks). Each assistant message with no ``reasoning_content`` and no inline tag takes
+    the reasoning of the first unused stored entry whose public text equals its content (retried or failed
+    replies in the store are skipped that way); the input is not modified. This only ever goes *upstream*, to
+    the simulator that wrote the reasoning (docs/decisions.md A78).
+    """
+    if not isinstance(messages, list):
+        return messages
+    used: set[int] = set()
+    out = []
+    for message in messages:
+        if (
+            isinstance(message, dict)
+            and message.get("role") == "assistant"
+            and isinstance(message.get("content"), str)
+            and not message.get("reasoning_content")
+            and split_think(message["content"])[0] is None
+        ):
+            text = message["content"].strip()
+            for i, entry in enumerate(entries):
+                if i not in used and entry.get("reasoning") and (entry.get("public") or "").strip() == text:
+                    used.add(i)
+                    message = {**message, "reasoning_content": entry["reasoning"]}
+                    break
+        out.append(message)
+    return out

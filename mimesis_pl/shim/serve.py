@@ -61,6 +61,11 @@ def build_parser(prog: str = "mimesis-pl shim") -> argparse.ArgumentParser:
         "request's chat_template_kwargs.enable_thinking says (auto, the default); an unclosed reply is then "
         "private reasoning, never public text",
     )
+    p.add_argument(
+        "--no-restore-reasoning",
+        action="store_true",
+        help="do not give a thinking simulator's earlier turns back their stored reasoning (sent upstream only)",
+    )
     for flag, kind, default, text in _LIMITS:
         p.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
     return p
@@ -98,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             upstream_api_key=api_key,
             model_override=args.model,
             reasoning_prefilled={"auto": None, "true": True, "false": False}[args.reasoning_prefilled],
+            restore_reasoning=not args.no_restore_reasoning,
             upstream_timeout_s=args.upstream_timeout_s,
             max_upstream_connections=args.max_upstream_connections,
         )

@@ -33,7 +33,7 @@ from typing import Any
 from aiohttp import web
 
 from mimesis_pl.chat.think import request_prefills_think
-from mimesis_pl.shim.reply import split_completion
+from mimesis_pl.shim.reply import split_completion, with_own_reasoning
 from mimesis_pl.shim.store import PrivilegedStore, check_episode_id
 from mimesis_pl.shim.upstream import UpstreamClient, UpstreamError
 
@@ -62,6 +62,7 @@ class ShimState:
     counters: ShimCounters
     started_at: float
     reasoning_prefilled: bool | None = None
+    restore_reasoning: bool = True
 
     def prefilled(self, body: dict[str, Any]) -> bool:
         """Whether this request's reply starts inside ``<think>``: the shim's setting, else the request's
@@ -120,6 +121,7 @@ def create_app(
     model_override: str | None = None,
     max_request_bytes: int = 32 * 1024 * 1024,
     reasoning_prefilled: bool | None = None,
+    restore_reasoning: bool = True,
 ) -> web.Application:
     """Build the aiohttp application; the upstream session opens and closes with the app.
 
@@ -131,6 +133,8 @@ def create_app(
         max_request_bytes: largest accepted request body (long conversations exceed aiohttp's 1 MiB).
         reasoning_prefilled: replies start inside ``<think>`` (``True``), never (``False``), or as each
             request's ``chat_template_kwargs.enable_thinking`` says (``None``).
+        restore_reasoning: on an episode route whose request pre-fills ``<think>``, give the simulator's earlier
+            turns back their stored reasoning (``reasoning_content``) before forwarding (A78).
     """
     app = web.Application(
         client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token]
@@ -139,7 +143,12 @@ def create_app(
     app[STORE_KEY] = store
     app[UPSTREAM_KEY] = upstream
     app[STATE_KEY] = ShimState(
-        token or None, model_override or None, ShimCounters(), time.time(), reasoning_prefilled=reasoning_prefilled
+        token or None,
+        model_override or None,
+        ShimCounters(),
+        time.time(),
+        reasoning_prefilled=reasoning_prefilled,
+        restore_reasoning=restore_reasoning,
     )
 
     async def upstream_session(app: web.Application):
@@ -180,9 +189,13 @@ async def _complete(request: web.Request, episode: str | None) -> web.Response:
         return error_response(400, problem, "invalid_request_error")
     if state.model_override:
         body["model"] = state.model_override
+    prefilled = state.prefilled(body)
+    if episode is not None and prefilled and state.restore_reasoning:
+        # the simulator's earlier turns as it wrote them (its own reasoning back, A78); never sent to the agent
+        body["messages"] = with_own_reasoning(body["messages"], request.app[STORE_KEY].get(episode) or [])
     try:
         reply = await request.app[UPSTREAM_KEY].chat_completions(body)
-        public_reply, choices = split_completion(reply, prefilled=state.prefilled(body))
+        public_reply, choices = split_completion(reply, prefilled=prefilled)
     except UpstreamError as exc:
         counters.upstream_errors += 1
         if exc.diagnostic:

@@ -51,6 +51,7 @@ class PrivilegedShim:
         model_override: model name forced into every forwarded request.
         reasoning_prefilled: the upstream's replies start inside a pre-filled ``<think>`` (``True``), never
             (``False``), or as each request's ``chat_template_kwargs.enable_thinking`` says (``None``, A75).
+        restore_reasoning: give a thinking simulator's earlier turns back their stored reasoning (A78).
         upstream_timeout_s: limit of one upstream call; beyond it the caller gets HTTP 504.
         max_upstream_connections: pooled connections to the upstream.
         max_request_bytes: largest request body accepted.
@@ -69,6 +70,7 @@ class PrivilegedShim:
         upstream_api_key: str | None = None,
         model_override: str | None = None,
         reasoning_prefilled: bool | None = None,
+        restore_reasoning: bool = True,
         upstream_timeout_s: float = 300.0,
         max_upstream_connections: int = 256,
         max_request_bytes: int = 32 * 1024 * 1024,
@@ -90,6 +92,7 @@ class PrivilegedShim:
         self._token = token
         self._model_override = model_override
         self._reasoning_prefilled = reasoning_prefilled
+        self._restore_reasoning = restore_reasoning
         self._max_request_bytes = max_request_bytes
         self._shutdown_timeout_s = shutdown_timeout_s
         self._runner: web.AppRunner | None = None
@@ -137,6 +140,7 @@ class PrivilegedShim:
             token=self._token,
             model_override=self._model_override,
             reasoning_prefilled=self._reasoning_prefilled,
+            restore_reasoning=self._restore_reasoning,
             max_request_bytes=self._max_request_bytes,
         )
         # handler_cancellation: a caller that hangs up (client timeout) cancels the upstream call

@@ -236,6 +236,8 @@ def test_adapter_starts_from_eval_py_settings_and_package_defaults_are_an_option
     expected = eval_py_fields(env_name, key, 16)
     assert {k: vars(built[0])[k] for k in expected} == expected
     assert {k: vars(built[1])[k] for k in defaults} == defaults and built[1].max_steps == 20
+
+
 class _ChattyEnvWithKey(ChattyEnv):
     """ChattyEnv that sends the ``api_key`` its config was given, as UserRL's envs do."""
 

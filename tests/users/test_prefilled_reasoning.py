@@ -199,3 +199,37 @@ def test_reasoning_prefilled_false_reads_an_untagged_reply_as_public_even_with_t
                 await user.aclose()
 
         assert asyncio.run(go()).public == "Plain words."
+
+
+def test_the_shim_gives_a_thinking_simulator_its_own_earlier_reasoning_and_only_upstream():
+    from mimesis_pl.shim import PrivilegedShim, ServerThread
+    from mimesis_pl.shim.reply import with_own_reasoning
+
+    entries = [
+        {"reasoning": "failed try", "public": ""},
+        {"reasoning": "they ignored my point", "public": "Not convinced."},
+    ]
+    history = [
+        {"role": "system", "content": "persona"},
+        {"role": "user", "content": "arg 1"},
+        {"role": "assistant", "content": "Not convinced."},
+        {"role": "user", "content": "arg 2"},
+    ]
+    restored = with_own_reasoning(history, entries)
+    assert restored[2] == {
+        "role": "assistant",
+        "content": "Not convinced.",
+        "reasoning_content": "they ignored my point",
+    }
+    assert "reasoning_content" not in history[2]  # the input is not modified
+    closed = {"role": "assistant", "content": "thinking it over</think>\n\nNot convinced."}
+    with upstream_thread(closed) as (server, url):
+        with ServerThread(PrivilegedShim(url), name="restore-shim", timeout_s=10.0) as shim:
+            route = f"{shim.base_url}/ep/ep3/v1/chat/completions"
+            first = post(route, {"model": "s", "messages": history[:2], **THINKING})
+            second = post(route, {"model": "s", "messages": history, **THINKING})
+            plain = post(f"{shim.base_url}/ep/ep4/v1/chat/completions", {"model": "s", "messages": history})
+    assert first["choices"][0]["message"]["content"] == "Not convinced."
+    assert "thinking it over" not in json.dumps(second) + json.dumps(plain)  # never back to the caller
+    assert server.bodies[1]["messages"][2]["reasoning_content"] == "thinking it over"
+    assert "reasoning_content" not in server.bodies[2]["messages"][2]  # without thinking: forwarded as sent
