@@ -24,6 +24,7 @@ import lightning.pytorch as pl
 import torch
 
 from ..chat import load_tokenizer, pad_id_of
+from ..rl.behaviour import behaviour_weights, weight_gradient
 from ..rl.losses import policy_loss
 from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
 from ..rollout.step import RLStep
@@ -104,6 +105,9 @@ class PPOModule(HFCausalLMModule):
         )
         self.weights_version = 0
         self.skipped_steps = 0
+        # "decoupled": the PG and extra terms weight each token by π_prox / π_behav (set by subclasses that
+        # know rollout.max_staleness; PPOSettings.correction_for)
+        self.behaviour_correction = ppo.correction_for(0)
 
     # -- the step ---------------------------------------------------------------------------------
 
@@ -357,6 +361,9 @@ class PPOModule(HFCausalLMModule):
         parallelism averages the ranks' gradients; plus the extra term) and its metrics."""
         ppo, w = self.ppo, logprobs.shape[1]
         mask = inputs.response_mask[rows, :w]
+        behaviour: dict[str, float] = {}
+        if self.behaviour_correction == "decoupled":
+            logprobs, behaviour = self._behaviour_weighted(inputs, rows, logprobs, old_rows, mask)
         loss, metrics = policy_loss(
             logprobs,
             old_rows,
@@ -367,13 +374,26 @@ class PPOModule(HFCausalLMModule):
             dual_clip=ppo.dual_clip,
             agg=ppo.loss_agg,
         )
-        metrics = {**metrics, "pg_loss": loss.detach()}
+        metrics = {**metrics, **behaviour, "pg_loss": loss.detach()}
         loss = loss * share * world
         if extra is not None:
             extra_loss, extra_metrics = extra(rows, logprobs, w, inputs)
             loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, n_micro)
             metrics = {**metrics, **extra_metrics}
         return loss, metrics
+
+    def _behaviour_weighted(
+        self, inputs: LossInputs, rows: torch.Tensor, logprobs: torch.Tensor, prox: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """The micro-batch's log-probs with each token's gradient weighted by π_prox / π_behav (values unchanged),
+        and the weights' metrics; π_behav is the engine's rollout-time log-prob of the token."""
+        width = logprobs.shape[1]
+        behav = inputs.batch.rollout_logprobs[rows, 1 : width + 1].to(logprobs.device)
+        ppo = self.ppo
+        weights, metrics = behaviour_weights(
+            prox, behav, mask, cap=ppo.behaviour_weight_cap, mode=ppo.behaviour_weight_mode
+        )
+        return weight_gradient(logprobs, weights), metrics
 
     def _optimizer_step(self, opt: Any, sched: Any) -> float:
         """Clip the gradient and step (skipped and counted when its norm is not finite); the norm."""

@@ -94,9 +94,16 @@ class MultiTurnRollout:
         return self._renderers[key]
 
     async def run_batch(
-        self, rows: Sequence[Mapping[str, Any] | GymTask], n_samples: int, group_ids: Sequence[str] | None = None
+        self,
+        rows: Sequence[Mapping[str, Any] | GymTask],
+        n_samples: int,
+        group_ids: Sequence[str] | None = None,
+        seeds: Sequence[int | None] | None = None,
     ) -> tuple[list[Trajectory], RolloutTimings]:
-        """``n_samples`` episodes per row, all concurrently; trajectories in (row, sample) order."""
+        """``n_samples`` episodes per row, all concurrently; trajectories in (row, sample) order.
+
+        ``seeds``: the episodes' seeds in (row, sample) order, drawn by the caller (rollouts started on another
+        thread); drawn here when not given."""
         timings = RolloutTimings()
         limit = asyncio.Semaphore(self.max_concurrency)
         group_ids = list(group_ids) if group_ids is not None else [uuid.uuid4().hex[:12] for _ in rows]
@@ -110,7 +117,10 @@ class MultiTurnRollout:
         start = time.perf_counter()
         # Each episode's seed is drawn here, in (row, sample) order, before any episode runs (A74).
         slots = [(row, gid, k) for row, gid in zip(rows, group_ids) for k in range(n_samples)]
-        jobs = [one(row, gid, k, self._episode_seed()) for row, gid, k in slots]
+        if seeds is not None and len(seeds) != len(slots):
+            raise ValueError(f"run_batch: {len(seeds)} seeds for {len(slots)} episodes")
+        drawn = list(seeds) if seeds is not None else [self._episode_seed() for _ in slots]
+        jobs = [one(row, gid, k, seed) for (row, gid, k), seed in zip(slots, drawn)]
         trajectories = list(await asyncio.gather(*jobs))
         timings.rollout = time.perf_counter() - start
         return trajectories, timings

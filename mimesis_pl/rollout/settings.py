@@ -74,6 +74,12 @@ class RolloutSettings:
         top_k: keep the k most likely tokens (-1: off).
         enable_thinking: the chat template's ``enable_thinking`` (``None``: the template's default).
         max_concurrency: episodes in flight at once.
+        max_staleness: k, the RL steps a batch's rollouts may start ahead of the update that trains them. 0: the
+            synchronous step (no thread). k >= 1: the next k batches roll out on a background thread while the
+            update runs (batch N is still trained at step N; staleness <= k asserted each step;
+            docs/decisions.md A91).
+        wait_timeout_s: with k >= 1, how long the trainer waits for a batch's rollouts before failing with the
+            in-flight counts (``null``: no limit).
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
@@ -87,8 +93,14 @@ class RolloutSettings:
     top_k: int = -1
     enable_thinking: bool | None = None
     max_concurrency: int = 128
+    max_staleness: int = 0
+    wait_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.max_staleness < 0:
+            raise ValueError(f"rollout.max_staleness must be >= 0, got {self.max_staleness}")
+        if self.wait_timeout_s is not None and not self.wait_timeout_s > 0:
+            raise ValueError(f"rollout.wait_timeout_s must be > 0 or null, got {self.wait_timeout_s}")
         if self.n_samples < 1:
             raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
         if self.n_samples == 1:  # A73
