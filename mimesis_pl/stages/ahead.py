@@ -29,7 +29,8 @@ from ..rollout.step import RLStep
 if TYPE_CHECKING:
     import lightning.pytorch as pl
 
-    from .agent import RolloutStage
+# The owning stage (stages/agent.py RolloutStage) is typed ``Any`` here: importing it back would close a circle.
+RolloutStage = Any
 
 #: The shim keeps the privileged entries of at most this many episodes (shim/store.py StoreLimits.max_episodes).
 SHIM_MAX_EPISODES = 4096
