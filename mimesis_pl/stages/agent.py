@@ -214,7 +214,7 @@ class RolloutStage(ValidatingStage):
 
     def _start_ahead(self, module: pl.LightningModule) -> None:
         s = self.settings
-        check_ahead_settings(s, module.lora)
+        check_ahead_settings(s)
         trainer = module.trainer
         dm = trainer.datamodule if trainer is not None else None
         if dm is None or not callable(getattr(dm, "batch_rows", None)):
@@ -288,13 +288,8 @@ class RolloutStage(ValidatingStage):
 
 
 def _generation_copy(module: pl.LightningModule) -> torch.nn.Module:
-    """A full, unsharded copy of the policy for this rank's generation (weights synced before use)."""
-    if module.lora is not None:
-        raise ValueError(
-            "the HF engine with several processes keeps a full copy for generation and cannot sync a LoRA "
-            "adapter into it; train a LoRA policy on one process with the HF engine (rollout.max_staleness 0), "
-            "or train full weights (no model.init_args.policy.lora)"
-        )
+    """A full, unsharded copy of the policy for this rank's generation (weights synced before use; a LoRA policy
+    syncs its merged weights into it: docs/decisions.md A93)."""
     from ..models import load_causal_lm
 
     copy = load_causal_lm(module.model_path, dtype=module.dtype_name)

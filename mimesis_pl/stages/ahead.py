@@ -145,7 +145,7 @@ class AheadRollouts:
         self.pipeline.submit(pos, rows, version, coro)
 
 
-def check_ahead_settings(rollout: Any, lora: Any) -> None:
+def check_ahead_settings(rollout: Any) -> None:
     """Set-up cross-checks of ``rollout.max_staleness >= 1``, each naming the YAML key that conflicts."""
     k = rollout.max_staleness
     if k < 1:
@@ -157,11 +157,6 @@ def check_ahead_settings(rollout: Any, lora: Any) -> None:
         raise ValueError(
             f"{key} keeps the engine generating while the update runs: turn off "
             f"model.init_args.rollout.engine.init_args.{which} (the engine cannot sleep during the update)"
-        )
-    if engine.generates_on_policy_weights and lora is not None:
-        raise ValueError(
-            f"{key} with the HF engine and model.init_args.policy.lora: the engine generates on a second copy of the "
-            "policy and cannot take a LoRA adapter; use max_staleness 0, or a full-weight policy"
         )
 
 

@@ -133,11 +133,9 @@ def test_set_up_cross_checks_name_the_key():
         engine = _Sleepy()
 
     with pytest.raises(ValueError, match="engine.init_args.enable_sleep_mode"):
-        check_ahead_settings(_Rollout(), lora=None)
+        check_ahead_settings(_Rollout())
     _Rollout.engine = HFEngineSettings()
-    with pytest.raises(ValueError, match="policy.lora"):
-        check_ahead_settings(_Rollout(), lora=object())
-    check_ahead_settings(_Rollout(), lora=None)
+    check_ahead_settings(_Rollout())
     with pytest.raises(ValueError, match="shim store"):
         check_shim_capacity(1, 4096, "data.init_args.batch_size × rollout.n_samples")
 
