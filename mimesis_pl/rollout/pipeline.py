@@ -20,8 +20,6 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from .event_loop import shutdown_loop
-
 THREAD_NAME = "mimesis-rollout"
 
 
@@ -114,4 +112,11 @@ class RolloutPipeline:
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
-        shutdown_loop(self.loop)
+        pending = asyncio.all_tasks(self.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        # a generation running in the engine's worker thread finishes (one micro-batch) before the loop closes
+        self.loop.run_until_complete(self.loop.shutdown_default_executor())
+        self.loop.close()

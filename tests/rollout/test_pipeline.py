@@ -156,3 +156,47 @@ def test_a_data_module_that_cannot_look_ahead_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match="max_staleness=1 .*batch_rows"):
         stage._start_ahead(_Module())
+
+
+def test_an_error_in_a_background_job_surfaces_and_the_thread_ends(tmp_path, monkeypatch):
+    from mimesis_pl.rollout.loop import MultiTurnRollout
+
+    monkeypatch.chdir(REPO)
+
+    async def users_down(self, rows, n_samples, group_ids=None, seeds=None):
+        raise ConnectionError("simulated users are down")
+
+    monkeypatch.setattr(MultiTurnRollout, "run_batch", users_down)
+    with pytest.raises(ConnectionError, match="users are down"):
+        _fit(tmp_path, "down", "--model.init_args.rollout.max_staleness=1", "--model.init_args.validation=null")
+    assert _no_rollout_thread()
+
+
+def test_pipeline_wait_timeout_names_the_key():
+    import asyncio
+
+    pipeline = RolloutPipeline(wait_timeout_s=0.05)
+    try:
+        from mimesis_pl.rollout.pipeline import BatchPos
+
+        pipeline.submit(BatchPos(0, 0), [{"a": 1}], 0, asyncio.sleep(5))
+        with pytest.raises(RuntimeError, match="rollout.wait_timeout_s=0.05"):
+            pipeline.take(BatchPos(0, 0), [{"a": 1}])
+        pipeline.submit(BatchPos(0, 1), [{"a": 2}], 0, asyncio.sleep(0))
+        with pytest.raises(RuntimeError, match="other prompts than Lightning's batch"):
+            pipeline.take(BatchPos(0, 1), [{"a": 3}])
+    finally:
+        pipeline.stop()
+    assert _no_rollout_thread()
+
+
+def test_lookahead_rows_are_what_the_loader_yields_on_every_rank():
+    from mimesis_pl.data.batching import ResumableBucketBatchSampler
+    from mimesis_pl.data.prompts import RankShareBatchSampler
+
+    for rank in (0, 1):
+        inner = ResumableBucketBatchSampler([1] * 20, batch_size=4, seed=3)
+        sampler = RankShareBatchSampler(inner, rank, 2)
+        for epoch in (0, 1):
+            sampler.set_epoch(epoch)
+            assert sampler.batches(epoch) == list(sampler)
