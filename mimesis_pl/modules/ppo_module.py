@@ -6,8 +6,9 @@ typed :class:`~mimesis_pl.rollout.step.RLStep`; ``update`` takes it as its argum
 ``setup("fit")``; every :class:`~mimesis_pl.stages.base.Stage` stops in ``teardown`` and its checkpointed state
 rides in the checkpoint under ``"rl_stages"``.
 
-The update: old log-probs are recomputed under the current weights (the engine's log-probs are only
-compared with them, as the train/inference mismatch); then ``ppo.epochs`` passes over mini-batches of
+The update: old log-probs are recomputed under the current weights (the engine's log-probs are compared with
+them, and weight each token by π_prox / π_behav with ``ppo.behaviour_correction: decoupled``, docs/decisions.md
+A90); then ``ppo.epochs`` passes over mini-batches of
 trajectories, each mini-batch one optimiser step of the clipped policy loss, accumulated over
 micro-batches so that ``token-mean`` means the mean over every response token of the mini-batch.
 A step whose gradient norm is not finite is skipped and counted. The update takes a typed
@@ -24,7 +25,7 @@ import lightning.pytorch as pl
 import torch
 
 from ..chat import load_tokenizer, pad_id_of
-from ..rl.behaviour import behaviour_weights, weight_gradient
+from ..rl.behaviour import apply_behaviour_weights
 from ..rl.losses import policy_loss
 from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
 from ..rollout.step import RLStep
@@ -362,8 +363,10 @@ class PPOModule(HFCausalLMModule):
         ppo, w = self.ppo, logprobs.shape[1]
         mask = inputs.response_mask[rows, :w]
         behaviour: dict[str, float] = {}
-        if self.behaviour_correction == "decoupled":
-            logprobs, behaviour = self._behaviour_weighted(inputs, rows, logprobs, old_rows, mask)
+        if self.behaviour_correction == "decoupled":  # π_behav: the engine's log-probs of the sampled tokens
+            behav = inputs.batch.rollout_logprobs[rows, 1 : w + 1].to(logprobs.device)
+            cap, mode = ppo.behaviour_weight_cap, ppo.behaviour_weight_mode
+            logprobs, behaviour = apply_behaviour_weights(logprobs, old_rows, behav, mask, cap=cap, mode=mode)
         loss, metrics = policy_loss(
             logprobs,
             old_rows,
@@ -381,19 +384,6 @@ class PPOModule(HFCausalLMModule):
             loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, n_micro)
             metrics = {**metrics, **extra_metrics}
         return loss, metrics
-
-    def _behaviour_weighted(
-        self, inputs: LossInputs, rows: torch.Tensor, logprobs: torch.Tensor, prox: torch.Tensor, mask: torch.Tensor
-    ) -> tuple[torch.Tensor, dict[str, float]]:
-        """The micro-batch's log-probs with each token's gradient weighted by π_prox / π_behav (values unchanged),
-        and the weights' metrics; π_behav is the engine's rollout-time log-prob of the token."""
-        width = logprobs.shape[1]
-        behav = inputs.batch.rollout_logprobs[rows, 1 : width + 1].to(logprobs.device)
-        ppo = self.ppo
-        weights, metrics = behaviour_weights(
-            prox, behav, mask, cap=ppo.behaviour_weight_cap, mode=ppo.behaviour_weight_mode
-        )
-        return weight_gradient(logprobs, weights), metrics
 
     def _optimizer_step(self, opt: Any, sched: Any) -> float:
         """Clip the gradient and step (skipped and counted when its norm is not finite); the norm."""

@@ -82,6 +82,15 @@ def weight_gradient(logprobs: Tensor, weights: Tensor) -> Tensor:
     return detached + weights.detach().to(logprobs.dtype) * (logprobs - detached)
 
 
+def apply_behaviour_weights(
+    logprobs: Tensor, prox: Tensor, behav: Tensor, mask: Tensor, *, cap: float, mode: BehaviourMode
+) -> tuple[Tensor, dict[str, float]]:
+    """``logprobs`` with each token's gradient weighted by :func:`behaviour_weights` (values unchanged), and the
+    weights' metrics."""
+    weights, metrics = behaviour_weights(prox, behav, mask, cap=cap, mode=mode)
+    return weight_gradient(logprobs, weights), metrics
+
+
 def staleness(update_version: int, sample_versions: list[int], bound: int) -> tuple[float, float]:
     """``(mean, max)`` of ``update_version − v`` over the sampled turns' versions; raises past ``bound`` or below 0.
 

@@ -130,3 +130,39 @@ def test_staleness_bound_is_asserted():
         staleness(5, [3], bound=1)
     with pytest.raises(RuntimeError, match="staleness out of bounds"):
         staleness(5, [6], bound=2)
+
+
+def _microbatch_grad(correction: str, behav_shift: torch.Tensor):
+    """The PG micro-batch loss of PPOModule on a 1×5 batch: gradient wrt the student log-probs, and metrics."""
+    from types import SimpleNamespace
+
+    from mimesis_pl.modules.ppo_module import PPOModule
+    from mimesis_pl.rl.policy_batch import LossInputs, PolicyBatch
+
+    g = torch.Generator().manual_seed(1)
+    prox = torch.randn(1, 4, generator=g) - 2.0
+    ids = torch.arange(5)[None]
+    rollout = torch.zeros(1, 5)
+    rollout[:, 1:] = prox + behav_shift  # column j of the student scores token j + 1
+    ones = torch.ones(1, 5, dtype=torch.long)
+    batch = PolicyBatch(ids, ones, ones, rollout, torch.ones(1, 5), (0,), 1)
+    inputs = LossInputs(batch=batch, response_mask=torch.ones(1, 4), advantages=torch.ones(1, 4), old_logprobs=None)
+    fake = SimpleNamespace(ppo=PPOSettings(), behaviour_correction=correction)
+    logprobs = prox.clone().requires_grad_(True)
+    loss, metrics = PPOModule._microbatch_loss(
+        fake, inputs, torch.tensor([0]), logprobs, prox, share=1.0, world=1, n_micro=1, extra=None
+    )
+    (grad,) = torch.autograd.grad(loss, logprobs)
+    return grad, metrics
+
+
+def test_the_update_weights_each_token_by_prox_over_behaviour():
+    none, m_none = _microbatch_grad("none", torch.zeros(1, 4))
+    agree, m_agree = _microbatch_grad("decoupled", torch.zeros(1, 4))
+    assert torch.equal(agree, none) and "behaviour_weight_mean" not in m_none
+    assert m_agree["behaviour_weight_mean"] == 1.0
+    # π_behav half of π_prox on token 1 (w = 2), 20× less likely on token 3 (w = 20, truncated at 5)
+    shift = torch.tensor([[0.0, -math.log(2.0), 0.0, -math.log(20.0)]])
+    stale, m_stale = _microbatch_grad("decoupled", shift)
+    torch.testing.assert_close(stale, none * torch.tensor([[1.0, 2.0, 1.0, 5.0]]))
+    assert m_stale["behaviour_weight_clipped_frac"] == pytest.approx(0.25)
