@@ -6,8 +6,10 @@
 The scripted user is served on loopback behind a fixed delay per reply (``--delays``, seconds), standing in for a
 served simulator; each job's own shim sits in front of it (``OpenAIUserSettings``), so the coach reads privileged
 reasoning as in real use. For each delay, each k runs the config for ``--steps`` steps in a fresh process, in
-alternating rounds (``rounds.py``). A step's time is the wall-clock gap between consecutive steps' logged scalars; the
-first step (pipeline fill, model loading) is left out and the median of the rest is the run's step time. Printed per
+alternating rounds (``rounds.py``). A step's time is the wall-clock gap between consecutive steps' logged scalars. The
+pipeline fills at the first step (batches 0…k roll out together), so the first max(k) gaps after it are faster than
+the steady state: every variant leaves out its first step and the next max(k) gaps, and the median of the rest is
+the run's step time (``--steps`` must exceed max(k) + 1). Printed per
 delay: each k's step time, the ratios k0/k (min / median / max over rounds: above 1 means k is faster), and the
 largest staleness each run measured (``async/staleness_max``).
 """
@@ -89,8 +91,8 @@ def step_times(save_dir: Path) -> tuple[list[float], float]:
     return [b - a for a, b in zip(walls, walls[1:])], stale
 
 
-def run_job(config: str, steps: int, k: int, url: str, out: Path, extra: list[str]) -> tuple[float, float]:
-    """One fit in a fresh process: ``(median step time after the first, worst staleness)``."""
+def run_job(config: str, steps: int, k: int, url: str, out: Path, extra: list[str], skip: int) -> tuple[float, float]:
+    """One fit in a fresh process: ``(median step time without the first step and the next skip gaps, staleness)``."""
     users = {"class_path": "mimesis_pl.rollout.OpenAIUserSettings", "init_args": {"upstream_url": url}}
     argv = [sys.executable, "-m", "mimesis_pl.cli", "fit", "--config", config, f"--trainer.max_steps={steps}"]
     argv += [f"--model.init_args.rollout.max_staleness={k}", f"--model.init_args.rollout.users={json.dumps(users)}"]
@@ -100,9 +102,9 @@ def run_job(config: str, steps: int, k: int, url: str, out: Path, extra: list[st
     if done.returncode != 0:
         raise RuntimeError(f"k={k} run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     gaps, stale = step_times(out)
-    if not gaps:
-        raise RuntimeError("need --steps >= 2: the first step is left out")
-    return statistics.median(gaps), stale
+    if len(gaps) <= skip:
+        raise RuntimeError(f"need --steps > {skip + 1}: the first step and the {skip} gap(s) after it are left out")
+    return statistics.median(gaps[skip:]), stale
 
 
 def main() -> None:
@@ -125,12 +127,13 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 for n, variant in enumerate(rounds):
                     k = int(variant[1:])
-                    seconds, stale = run_job(args.config, args.steps, k, url, Path(tmp) / f"{n}", extra)
+                    out = Path(tmp) / f"{n}"
+                    seconds, stale = run_job(args.config, args.steps, k, url, out, extra, skip=max(args.ks))
                     rounds.record(variant, step_s=seconds, staleness_max=stale)
                     print(f"delay {delay:g} s  {variant}  step {seconds:.2f} s  staleness_max {stale:g}", flush=True)
         finally:
             stop()
-        print(f"== delay {delay:g} s per user reply, {args.steps} steps, first left out")
+        print(f"== delay {delay:g} s per user reply, {args.steps} steps, first + {max(args.ks)} left out (fill)")
         rounds.print_table("step_s", "{:.2f}")
         for variant in variants[1:]:
             rounds.print_ratio(variants[0], variant, "step_s", better="higher")

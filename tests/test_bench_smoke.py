@@ -23,7 +23,7 @@ BENCH = REPO / "bench"
 
 TOY = {
     "bench_async.py": (
-        ["--config", "configs/tiny/agent_grpo.yaml", "--steps", "2", "--delays", "0.05", "--rounds", "1"]
+        ["--config", "configs/tiny/agent_grpo.yaml", "--steps", "3", "--delays", "0.05", "--rounds", "1"]
         + ["--set", "model.init_args.validation=null", "--set", "model.init_args.rollout.n_samples=2"]
         + ["--set", "model.init_args.rollout.max_new_tokens=16"],
         "step_s k0/k1",

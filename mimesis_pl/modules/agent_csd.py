@@ -79,9 +79,18 @@ class AgentCSD(AgentGRPO):
         super().setup(stage)
         if stage == "fit":  # after the rollout stage: the coach must not share the users' endpoint
             self.coach_stage.setup(self.tokenizer, user_shim_url=self.rollout_stage.user_shim_url)
+            rollout = self.rollout_stage
+            if rollout.settings.max_staleness >= 1:  # notes are written in each background job (A91)
+                coach = self.coach_stage
+                rollout.job_notes = lambda chosen, rows: coach.write_notes(chosen, rows, rollout.privileged_source())
+                coach.run_on = rollout._run
 
     def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         step = super().collect(batch, batch_idx)
+        if step.notes is not None:  # written in the rollouts' background job
+            exp = step.experience
+            teacher = self.coach_stage.teacher_from_notes([exp.trajectories[i] for i in exp.trained], *step.notes)
+            return replace(step, teacher=teacher)
         return replace(step, teacher=self.coach_stage.teacher(step, batch, self.rollout_stage.privileged_source()))
 
     # -- the update --------------------------------------------------------------------------------

@@ -164,6 +164,8 @@ class CoachStage:
         self._threads: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._renderer: ChatRenderer | None = None
+        # With rollout.max_staleness >= 1 the notes are written on the rollouts' loop: the coach closes there too.
+        self.run_on: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class CoachStage:
     def teardown(self) -> None:
         if self._loop is not None:
             if self.coach is not None and hasattr(self.coach, "aclose"):
-                self._loop.run_until_complete(self.coach.aclose())
+                (self.run_on or self._loop.run_until_complete)(self.coach.aclose())
             self._loop.close()
             self._loop = None
         while self._threads:
@@ -196,28 +198,37 @@ class CoachStage:
 
     def teacher(self, step: RLStep, batch: list[dict[str, Any]], privileged_source: Any) -> TeacherBatch:
         """Coach the step's trained trajectories (``privileged_source``: the user shim's URL or client)."""
+        exp = step.experience
+        chosen = [exp.trajectories[i] for i in exp.trained]
+        notes, counts = self._loop.run_until_complete(self.write_notes(chosen, batch, privileged_source))
+        return self.teacher_from_notes(chosen, notes, counts)
+
+    async def write_notes(self, chosen: list[Any], batch: list[dict[str, Any]], privileged_source: Any):
+        """The coach's ``(notes, counts)`` for the trained trajectories ``chosen`` of ``batch`` (any event loop: the
+        rollouts' background one with ``rollout.max_staleness >= 1``); touches no checkpointed state."""
         from ..csd import coach_batch
 
         s = self.settings
-        exp = step.experience
-        chosen = [exp.trajectories[i] for i in exp.trained]
         hidden = {}
         for row in batch:
             task = GymTask.from_row(row, source=row.get("_source", "<row>"))
             hidden[task.key] = task.hidden
-        notes, counts = self._loop.run_until_complete(
-            coach_batch(
-                chosen,
-                [hidden.get(t.task_key, {}) for t in chosen],
-                privileged_source=privileged_source,
-                coach=self.coach,
-                k=s.turns_per_episode,
-                style=s.style,
-                require_evidence=s.require_evidence,
-                drop_leaked=s.drop_leaked_notes,
-                max_concurrency=s.max_concurrency,
-            )
+        return await coach_batch(
+            chosen,
+            [hidden.get(t.task_key, {}) for t in chosen],
+            privileged_source=privileged_source,
+            coach=self.coach,
+            k=s.turns_per_episode,
+            style=s.style,
+            require_evidence=s.require_evidence,
+            drop_leaked=s.drop_leaked_notes,
+            max_concurrency=s.max_concurrency,
         )
+
+    def teacher_from_notes(self, chosen: list[Any], notes: dict, counts: Counter) -> TeacherBatch:
+        """Teacher rows, placebo draws and pool additions from the step's notes (the trainer's thread, in step
+        order: the placebo pool is checkpointed state)."""
+        s = self.settings
         real, placebo = [], []
         placebo_drawn = 0
         for b, traj in enumerate(chosen):

@@ -70,6 +70,8 @@ class RolloutStage(ValidatingStage):
         self._engine_version = -1
         self._ahead: AheadRollouts | None = None  # rollout.max_staleness >= 1: rollouts on a background thread
         self._ahead_state: dict[str, Any] | None = None
+        # async (trained trajectories, rows) -> the coach's (notes, counts), run inside each background job (CSD)
+        self.job_notes: Any = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -66,7 +66,8 @@ class AheadRollouts:
         if not self._started:
             self._start(stage, module, pos, version)
         t0 = time.perf_counter()
-        job, (trajectories, rt) = self.pipeline.take(pos, batch)
+        job, (experience, rt, notes, reward_s) = self.pipeline.take(pos, batch)
+        trajectories = experience.trajectories
         timings["time/wait_rollout_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         stage._sync_weights(module)
@@ -79,9 +80,7 @@ class AheadRollouts:
         timings.update(
             {"time/rollout_s": rt.rollout, "time/generate_s": rt.generate, "time/environment_s": rt.environment}
         )
-        t0 = time.perf_counter()
-        experience = build_experience(trajectories, stage.advantage, pad_id=pad_id_of(module.tokenizer))
-        timings["time/reward_s"] = time.perf_counter() - t0
+        timings["time/reward_s"] = reward_s
         metrics = {
             **experience.metrics,
             **timings,
@@ -90,7 +89,7 @@ class AheadRollouts:
             "async/staleness_max": stale_max,
             "async/inflight_batches": float(len(self.pipeline.jobs)),
         }
-        return RLStep(experience=experience, metrics=metrics)
+        return RLStep(experience=experience, metrics=metrics, notes=notes)
 
     def drain(self) -> None:
         """Wait for the jobs in flight (before validation: no episode races it for the engine)."""
@@ -141,8 +140,20 @@ class AheadRollouts:
         n = stage.settings.n_samples
         # drawn here, on the Lightning thread in step order, so the background thread never touches torch's RNG
         seeds = [draw_episode_seed(stage.rollout.sampling) for _ in range(len(rows) * n)]
-        coro = stage.rollout.run_batch(rows, n, group_ids=group_ids, seeds=seeds)
+        coro = _job(stage, rows, n, group_ids, seeds, pad_id_of(module.tokenizer))
         self.pipeline.submit(pos, rows, version, coro)
+
+
+async def _job(stage: RolloutStage, rows: list[dict[str, Any]], n: int, group_ids, seeds, pad_id: int):
+    """One batch's background work: its episodes, their scores, then the coach's notes when a coach asked."""
+    trajectories, rt = await stage.rollout.run_batch(rows, n, group_ids=group_ids, seeds=seeds)
+    t0 = time.perf_counter()
+    experience = build_experience(trajectories, stage.advantage, pad_id=pad_id)
+    reward_s = time.perf_counter() - t0
+    notes = None
+    if stage.job_notes is not None:
+        notes = await stage.job_notes([trajectories[i] for i in experience.trained], rows)
+    return experience, rt, notes, reward_s
 
 
 def check_ahead_settings(rollout: Any) -> None:

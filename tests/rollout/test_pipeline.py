@@ -200,3 +200,36 @@ def test_lookahead_rows_are_what_the_loader_yields_on_every_rank():
         for epoch in (0, 1):
             sampler.set_epoch(epoch)
             assert sampler.batches(epoch) == list(sampler)
+
+
+def test_csd_at_k1_writes_the_notes_inside_the_background_job(tmp_path, monkeypatch):
+    from mimesis_pl.rollout.coaching import CoachStage
+
+    monkeypatch.chdir(REPO)
+    threads = []
+    write_notes = CoachStage.write_notes
+
+    async def recording(self, chosen, batch, privileged_source):
+        threads.append(threading.current_thread().name)
+        return await write_notes(self, chosen, batch, privileged_source)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("at k >= 1 the notes come from the job, not from the trainer's thread")
+
+    monkeypatch.setattr(CoachStage, "write_notes", recording)
+    monkeypatch.setattr(CoachStage, "teacher", refuse)
+    from mimesis_pl.cli import main
+
+    main(
+        ["fit", "--config", str(REPO / "configs" / "tiny" / "agent_csd.yaml"), "--trainer.max_steps=3"]
+        + ["--model.init_args.rollout.max_staleness=1", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+        + [f"--trainer.default_root_dir={tmp_path}"]
+    )
+    assert threads and set(threads) == {THREAD_NAME}
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (run,) = [p.parent for p in tmp_path.rglob("events.out.tfevents.*")]
+    events = EventAccumulator(str(run))
+    events.Reload()
+    assert len(events.Scalars("coach/notes")) == 3 and sum(e.value for e in events.Scalars("coach/notes")) > 0
+    assert _no_rollout_thread()
