@@ -24,6 +24,9 @@ Sections, each in its own process with its own time limit (a crash or OOM in one
 * ``csd_teacher``: one CSD step (teacher forward + ``sdar`` loss + backward) on the real-sized shape in train
   mode with gradient checkpointing on, the ``prefix_cache`` teacher against the ``packed`` teacher of the same
   weights (max |difference| per coached token; docs/decisions.md A60), with peak memory.
+* ``async`` (opt-in, ``--sections async``): 3 ``AgentGRPO`` steps at ``rollout.max_staleness`` 0 and then 1 with
+  the HF engine on the GPU (k = 1 generates on a second copy of the policy while the update runs): fit seconds,
+  the last step's ``async/staleness_max`` and ``time/wait_rollout_s`` (docs/decisions.md A91).
 
 Each section appends one JSON line: ``{"section", "ok", "seconds", ...results or "error"}``; the
 first line describes the machine.
@@ -70,6 +73,7 @@ SHAPES = {
     },
 }
 SECTION_LIMITS_S = {"sft": 230, "grpo": 75, "csd": 90, "fsdp1": 60, "csd_teacher": 60}  # + ~25 s model: < 9 min
+SECTION_LIMITS_S["async"] = 150  # opt-in (--sections async): not in the default 8-minute list
 
 
 # import name -> what pip installs for it
@@ -267,6 +271,13 @@ def section(name: str, args) -> dict:
         )
     if name == "csd_teacher":
         return csd_teacher_step(model_dir, 4096 if gpu else 96, gpu)
+    if name == "async":
+        config = cli_config("agent_grpo", model_dir, work, gpu)
+        runs = {
+            f"k{k}": run_fit(config, [f"--model.init_args.rollout.max_staleness={k}", "--trainer.max_steps=3"], gpu)
+            for k in (0, 1)
+        }
+        return {**runs, "fit_seconds k0/k1": runs["k0"]["fit_seconds"] / runs["k1"]["fit_seconds"]}
     raise ValueError(f"unknown section {name!r}")
 
 

@@ -1,10 +1,11 @@
 """How often a served simulator's replies close their ``<think>`` and say something, on a gym's tasks.
 
 The scripted expert (lapsing on a share of its later turns, so that the simulator also meets arguments that answer
-nothing) plays each task against the checkpoint, served by ``mimesis-pl serve``'s server in this process with
-thinking on (the template pre-fills ``<think>``). Every simulator reply is counted: *closed* when it closes the
-reasoning and leaves a non-empty public utterance, *with reasoning* when the reasoning is not empty. A reply that
-does not close is a failed turn (the episode ends in ``user_error``, as in training: no retry here).
+nothing) plays each task against the checkpoint exactly as a job's users do (``CheckpointUserSettings``: served in
+this process by ``mimesis-pl serve``'s server, thinking on, behind the real shim). Every simulator reply the shim
+saw is counted (from its ``/stats``, retries included): *closed* when it closes its reasoning and leaves a
+non-empty public utterance, *with reasoning* when the reasoning is not empty. A reply that does not close is
+retried, then the episode ends in ``user_error``, as in training.
 
     python bench/simulator_closing_rate.py assets/sim-persuade --tasks 'assets/data/persuade/test/*.parquet'
 """
@@ -14,7 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import glob
+import json
 import sys
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -23,63 +26,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mimesis_pl.data.expert_traces import make_expert
 from mimesis_pl.envs import EnvironmentManager, read_gym_tasks, run_expert_episode
 from mimesis_pl.envs.expert import LapsingExpert
-from mimesis_pl.envs.user_protocol import UserSimulatorError
-from mimesis_pl.serve import ServeSettings, start_in_background
-from mimesis_pl.users.openai_user import OpenAIUser
+from mimesis_pl.rollout import CheckpointUserSettings, SimulatorServices
 
 
-class CountingUser:
-    """An :class:`OpenAIUser` (no retries, reasoning pre-filled) that counts how each reply came back."""
-
-    def __init__(self, user: OpenAIUser) -> None:
-        self.user = user
-        self.counts: Counter = Counter()
-
-    def for_episode(self, episode_id: str, base_url: str | None) -> CountingUser:
-        return self
-
-    async def reply(self, messages, *, episode_id: str):
-        self.counts["replies"] += 1
-        try:
-            reply = await self.user.reply(messages, episode_id=episode_id)
-        except UserSimulatorError:
-            self.counts["not_closed_or_empty"] += 1
-            raise
-        self.counts["closed"] += 1
-        self.counts["with_reasoning"] += bool(reply.reasoning)
-        return reply
-
-    async def aclose(self) -> None:
-        await self.user.aclose()
-
-
-async def measure(
-    url: str, model: str, tasks, *, max_turns: int, max_tokens: int, temperature: float, timeout_s: float
-) -> Counter:
-    user = CountingUser(
-        OpenAIUser(
-            base_url=url,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            max_retries=0,
-            timeout_s=timeout_s,
-            enable_thinking=True,
-            seed=0,
-        )
-    )
-    manager = EnvironmentManager(users=user, max_turns=max_turns)
+async def play(manager: EnvironmentManager, tasks) -> Counter:
     limit = asyncio.Semaphore(8)
 
-    async def play(i, task):
+    async def one(i, task):
         expert = LapsingExpert(make_expert(task, tasks), rate=0.3, key=f"{task.env_name}/{task.key}", seed=0)
         async with limit:
             trace = await run_expert_episode(manager, task, expert, episode_id=f"rate-{i}")
         return trace.summary.status.value
 
-    statuses = await asyncio.gather(*(play(i, t) for i, t in enumerate(tasks)))
-    await user.aclose()
-    return user.counts + Counter(f"status/{s}" for s in statuses)
+    return Counter(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
+
+
+def shim_counters(shim_url: str) -> dict:
+    with urllib.request.urlopen(f"{shim_url}/stats", timeout=30) as reply:
+        return json.loads(reply.read())["requests"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,24 +58,27 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [t for pattern in args.tasks for path in sorted(glob.glob(pattern)) for t in read_gym_tasks(path)]
     if not tasks:
         p.error(f"--tasks {args.tasks} matches no task")
-    with start_in_background(ServeSettings(model_dir=args.model_dir, port=0, device="cpu")) as server:
-        counts = asyncio.run(
-            measure(
-                server.url,
-                server.model_name,
-                tasks,
-                max_turns=args.max_turns,
-                max_tokens=args.max_tokens,
-                temperature=args.temperature,
-                timeout_s=args.timeout_s,
-            )
-        )
-    n = max(1, counts["replies"])
+    users = CheckpointUserSettings(
+        model_dir=args.model_dir,
+        device="cpu",
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        timeout_s=args.timeout_s,
+    )
+    services = SimulatorServices(users).start()
+    try:
+        manager = EnvironmentManager(users=services.users(), shim_url=services.shim_url, max_turns=args.max_turns)
+        statuses = asyncio.run(play(manager, tasks))
+        counts = shim_counters(services.shim_url)
+    finally:
+        services.stop()
+    replies, empty = counts["ok"], counts["empty_public"]
+    n = max(1, replies)
     print(
-        f"{args.model_dir}: {len(tasks)} tasks, {counts['replies']} simulator replies; closed with a public utterance "
-        f"{counts['closed'] / n:.1%} ({counts['closed']}), "
-        f"with non-empty reasoning {counts['with_reasoning'] / n:.1%}; "
-        f"episodes: {dict(sorted((k[7:], v) for k, v in counts.items() if k.startswith('status/')))}"
+        f"{args.model_dir}: {len(tasks)} tasks, {replies} simulator replies (retries included); closed with a public "
+        f"utterance {(replies - empty) / n:.1%} ({replies - empty}), "
+        f"with reasoning {counts['with_reasoning'] / n:.1%}; "
+        f"episodes: {dict(sorted(statuses.items()))}"
     )
     return 0
 

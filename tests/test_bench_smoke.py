@@ -22,6 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 
 TOY = {
+    "bench_async.py": (
+        ["--config", "configs/tiny/agent_grpo.yaml", "--steps", "3", "--delays", "0.05", "--rounds", "1"]
+        + ["--set", "model.init_args.validation=null", "--set", "model.init_args.rollout.n_samples=2"]
+        + ["--set", "model.init_args.rollout.max_new_tokens=16"],
+        "step_s k0/k1",
+    ),
     "bench_csd.py": (["--episodes", "4", "--steps", "1", "--rounds", "1"], "teacher rows per trajectory"),
     "bench_engines.py": (
         ["--requests", "2", "--max-new-tokens", "2", "--max-batch-size", "2", "--rounds", "1"],

@@ -49,3 +49,12 @@ def test_gpu_check_dry_run_every_section(tmp_path):
     for name in ("grpo", "csd", "fsdp1"):
         assert records[name]["global_step"] == 1, name
     assert records["fsdp1"]["metrics"]["train/loss"] > 0
+
+
+@pytest.mark.slow
+def test_gpu_check_dry_run_async_section(tmp_path):
+    """k = 0 then k = 1 on the HF engine: the second run measured one step of staleness (docs/decisions.md A91)."""
+    runs = _dry_run(tmp_path, ["async"])["async"]
+    assert runs["k0"]["global_step"] == runs["k1"]["global_step"] >= 3
+    assert runs["k1"]["metrics"]["async/staleness_max"] == 1.0
+    assert "async/staleness_max" not in runs["k0"]["metrics"]

@@ -191,3 +191,14 @@ class ResumableSamplerMixin:
             self._train_sampler.load_state_dict(state)
         else:
             self._pending_state = state
+
+    def batch_rows(self, epoch: int, index: int) -> list[Any] | None:
+        """The rows the train loader yields as batch ``index`` of ``epoch`` (this rank's share), ``None`` past the
+        epoch's end: rollouts started ahead of the loader (``rollout.max_staleness``) read them here.
+
+        Subclasses that can look ahead set ``_lookahead_rows`` (the rows the sampler's indices point into)."""
+        rows = getattr(self, "_lookahead_rows", None)
+        if self._train_sampler is None or rows is None:
+            raise RuntimeError(f"{type(self).__name__} cannot look ahead: no train sampler over known rows yet")
+        batches = self._train_sampler.batches(epoch)
+        return [rows[i] for i in batches[index]] if index < len(batches) else None

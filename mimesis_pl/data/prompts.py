@@ -77,6 +77,14 @@ class RankShareBatchSampler:
     def __len__(self) -> int:
         return len(self.inner)
 
+    def batches(self, epoch: int) -> list[list[int]]:
+        """This rank's share of every batch of ``epoch``, in order (what iterating the epoch yields from its start)."""
+        out = []
+        for batch in self.inner.batches(epoch):
+            share = per_rank_share(len(batch), self.world_size, "data.init_args.batch_size")
+            out.append(batch[self.rank * share : (self.rank + 1) * share])
+        return out
+
     @property
     def sampler(self) -> ResumableBucketBatchSampler:
         """Where Lightning calls ``set_epoch`` (``batch_sampler.sampler``): the inner sampler, so each epoch
@@ -150,4 +158,5 @@ class GymPromptDataModule(ResumableSamplerMixin, pl.LightningDataModule):
                 [1] * len(self.train_rows), batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last
             )
             self._install_sampler(RankShareBatchSampler(inner, rank, world))
+        self._lookahead_rows = self.train_rows
         return DataLoader(self.train_rows, batch_sampler=self._train_sampler, collate_fn=_as_list)

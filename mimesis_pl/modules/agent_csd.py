@@ -81,9 +81,19 @@ class AgentCSD(AgentGRPO):
         if stage == "fit":  # after the rollout stage: the coach must not share the users' endpoint
             self.coach_stage.setup(self.tokenizer, user_shim_url=self.rollout_stage.user_shim_url)
             self.coach_stage.notes_path = coach_notes_path(self.trainer)
+            rollout = self.rollout_stage
+            if rollout.settings.max_staleness >= 1:  # notes are written in each background job (A91)
+                coach = self.coach_stage
+                rollout.job_notes = lambda chosen, rows: coach.write_notes(chosen, rows, rollout.privileged_source())
+                coach.run_on = rollout._run
 
     def collect(self, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         step = super().collect(batch, batch_idx)
+        if step.notes is not None:  # written in the rollouts' background job
+            exp = step.experience
+            chosen = [exp.trajectories[i] for i in exp.trained]
+            teacher = self.coach_stage.teacher_from_notes(chosen, *step.notes, global_step=int(self.global_step))
+            return replace(step, teacher=teacher)
         teacher = self.coach_stage.teacher(
             step, batch, self.rollout_stage.privileged_source(), global_step=int(self.global_step)
         )

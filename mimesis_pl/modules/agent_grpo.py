@@ -52,12 +52,15 @@ class AgentGRPO(PPOModule):
         super().__init__(policy=policy, ppo=ppo, optim=optim)
         self.save_hyperparameters()
         self.rollout_stage = RolloutStage(rollout, advantage, validation)
+        self.behaviour_correction = ppo.correction_for(rollout.max_staleness)
         self.reward_mean = MeanMetric()
 
     # -- the update --------------------------------------------------------------------------------
 
     def update(self, step: RLStep) -> None:
         exp = step.experience
+        if self.behaviour_correction == "decoupled":
+            check_behaviour_logprobs(exp.trajectories, exp.trained)
         batch = PolicyBatch.from_tensors(exp.tensors, trained=list(exp.trained), n_slots=len(exp.trajectories))
         result = self.train_on(batch, extra=self.extra_loss(step))
         metrics = {**step.metrics, **result.metrics}
@@ -78,3 +81,14 @@ class AgentGRPO(PPOModule):
             "rollout/reward", self.reward_mean, on_step=True, on_epoch=False, prog_bar=True, batch_size=len(rewards)
         )
         self.log_dict(metrics, on_step=True, batch_size=len(rewards))
+
+
+def check_behaviour_logprobs(trajectories: list[Trajectory], trained: list[int] | tuple[int, ...]) -> None:
+    """The off-policy correction reads each trained token's rollout-time log-prob: refuse a trajectory without them
+    (zeros would weight every token by exp(π_prox))."""
+    missing = [trajectories[i].episode_id for i in trained if trajectories[i].rollout_logprobs is None]
+    if missing:
+        raise ValueError(
+            f"model.init_args.ppo.behaviour_correction is decoupled but the engine returned no log-probs for "
+            f"{len(missing)} trained episode(s) (e.g. {missing[0]}): use an engine that returns them or set it to none"
+        )

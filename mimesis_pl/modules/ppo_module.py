@@ -6,8 +6,9 @@ typed :class:`~mimesis_pl.rollout.step.RLStep`; ``update`` takes it as its argum
 ``setup("fit")``; every :class:`~mimesis_pl.stages.base.Stage` stops in ``teardown`` and its checkpointed state
 rides in the checkpoint under ``"rl_stages"``.
 
-The update: old log-probs are recomputed under the current weights (the engine's log-probs are only
-compared with them, as the train/inference mismatch); then ``ppo.epochs`` passes over mini-batches of
+The update: old log-probs are recomputed under the current weights (the engine's log-probs are compared with
+them, and weight each token by π_prox / π_behav with ``ppo.behaviour_correction: decoupled``, docs/decisions.md
+A90); then ``ppo.epochs`` passes over mini-batches of
 trajectories, each mini-batch one optimiser step of the clipped policy loss, accumulated over
 micro-batches so that ``token-mean`` means the mean over every response token of the mini-batch.
 A step whose gradient norm is not finite is skipped and counted. The update takes a typed
@@ -24,6 +25,7 @@ import lightning.pytorch as pl
 import torch
 
 from ..chat import load_tokenizer, pad_id_of
+from ..rl.behaviour import apply_behaviour_weights
 from ..rl.losses import policy_loss
 from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
 from ..rollout.step import RLStep
@@ -104,6 +106,9 @@ class PPOModule(HFCausalLMModule):
         )
         self.weights_version = 0
         self.skipped_steps = 0
+        # "decoupled": the PG and extra terms weight each token by π_prox / π_behav (set by subclasses that
+        # know rollout.max_staleness; PPOSettings.correction_for)
+        self.behaviour_correction = ppo.correction_for(0)
 
     # -- the step ---------------------------------------------------------------------------------
 
@@ -357,6 +362,11 @@ class PPOModule(HFCausalLMModule):
         parallelism averages the ranks' gradients; plus the extra term) and its metrics."""
         ppo, w = self.ppo, logprobs.shape[1]
         mask = inputs.response_mask[rows, :w]
+        behaviour: dict[str, float] = {}
+        if self.behaviour_correction == "decoupled":  # π_behav: the engine's log-probs of the sampled tokens
+            behav = inputs.batch.rollout_logprobs[rows, 1 : w + 1].to(logprobs.device)
+            cap, mode = ppo.behaviour_weight_cap, ppo.behaviour_weight_mode
+            logprobs, behaviour = apply_behaviour_weights(logprobs, old_rows, behav, mask, cap=cap, mode=mode)
         loss, metrics = policy_loss(
             logprobs,
             old_rows,
@@ -367,7 +377,7 @@ class PPOModule(HFCausalLMModule):
             dual_clip=ppo.dual_clip,
             agg=ppo.loss_agg,
         )
-        metrics = {**metrics, "pg_loss": loss.detach()}
+        metrics = {**metrics, **behaviour, "pg_loss": loss.detach()}
         loss = loss * share * world
         if extra is not None:
             extra_loss, extra_metrics = extra(rows, logprobs, w, inputs)

@@ -59,6 +59,12 @@ class PPOSettings:
             ``seq-mean-token-mean``.
         grad_clip: max gradient norm.
         log_entropy: log the policy entropy on response tokens (from the same head projection as the log-probs).
+        behaviour_correction: ``decoupled`` weights each trained token's PG and CSD terms by π_prox / π_behav from
+            the engine's rollout-time log-probs (off-policy correction of stale rollouts, or of an inference
+            engine's numerics); ``none``: today's update; ``null``: ``none`` at ``rollout.max_staleness: 0``,
+            ``decoupled`` above (where ``none`` is refused). docs/decisions.md A90.
+        behaviour_weight_cap: the weights' cap (>= 1).
+        behaviour_weight_mode: ``truncate`` (w = min(w, cap)) or ``mask`` (w = 0 past the cap).
     """
 
     mini_batch_size: int = 64
@@ -70,12 +76,28 @@ class PPOSettings:
     loss_agg: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = "token-mean"
     grad_clip: float = 1.0
     log_entropy: bool = True
+    behaviour_correction: Literal["none", "decoupled"] | None = None
+    behaviour_weight_cap: float = 5.0
+    behaviour_weight_mode: Literal["truncate", "mask"] = "truncate"
 
     def __post_init__(self) -> None:
         where = "model.init_args.ppo"
         for name in ("mini_batch_size", "micro_batch_size", "epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{where}.{name} must be >= 1, got {getattr(self, name)!r}")
+        if not self.behaviour_weight_cap >= 1.0:
+            raise ValueError(f"{where}.behaviour_weight_cap must be >= 1, got {self.behaviour_weight_cap!r}")
+
+    def correction_for(self, max_staleness: int) -> Literal["none", "decoupled"]:
+        """The behaviour correction the update applies with ``rollout.max_staleness = max_staleness``."""
+        if self.behaviour_correction is None:
+            return "decoupled" if max_staleness >= 1 else "none"
+        if self.behaviour_correction == "none" and max_staleness >= 1:
+            raise ValueError(
+                f"model.init_args.ppo.behaviour_correction: none with model.init_args.rollout.max_staleness="
+                f"{max_staleness}: stale rollouts need the off-policy correction (set it to decoupled or null)"
+            )
+        return self.behaviour_correction
 
 
 @dataclass

@@ -230,6 +230,8 @@ class CoachStage:
         self._renderer: ChatRenderer | None = None
         #: Where each step's notes are appended as JSON lines (set by the module: ``<run>/coach_notes.jsonl``).
         self.notes_path: Path | None = None
+        # With rollout.max_staleness >= 1 the notes are written on the rollouts' loop: the coach closes there too.
+        self.run_on: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -243,7 +245,7 @@ class CoachStage:
     def teardown(self) -> None:
         if self._loop is not None:
             if self.coach is not None and hasattr(self.coach, "aclose"):
-                self._loop.run_until_complete(self.coach.aclose())
+                (self.run_on or self._loop.run_until_complete)(self.coach.aclose())
             self._loop.close()
             self._loop = None
         while self._threads:
@@ -263,42 +265,57 @@ class CoachStage:
     def teacher(
         self, step: RLStep, batch: list[dict[str, Any]], privileged_source: Any, *, global_step: int = 0
     ) -> TeacherBatch:
-        """Coach the step's trained trajectories (``privileged_source``: the user shim's URL or client).
+        """Coach the step's trained trajectories (``privileged_source``: the user shim's URL or client)."""
+        exp = step.experience
+        chosen = [exp.trajectories[i] for i in exp.trained]
+        notes, counts, records = self._loop.run_until_complete(self.write_notes(chosen, batch, privileged_source))
+        return self.teacher_from_notes(chosen, notes, counts, records, global_step=global_step)
 
-        With :attr:`notes_path` set, every selected turn's outcome is appended there as one JSON line
-        (:func:`note_lines`): what the coach told the agent, and what it was kept from saying.
-        """
+    async def write_notes(self, chosen: list[Any], batch: list[dict[str, Any]], privileged_source: Any):
+        """The coach's ``(notes, counts, records)`` for the trained trajectories ``chosen`` of ``batch`` (any event
+        loop: the rollouts' background one with ``rollout.max_staleness >= 1``); touches no checkpointed state."""
         from ..csd import coach_batch
 
         s = self.settings
-        exp = step.experience
-        chosen = [exp.trajectories[i] for i in exp.trained]
         hidden = {}
         for row in batch:
             task = GymTask.from_row(row, source=row.get("_source", "<row>"))
             hidden[task.key] = task.hidden
         records: list[NoteRecord] = []
-        notes, counts = self._loop.run_until_complete(
-            coach_batch(
-                chosen,
-                [hidden.get(t.task_key, {}) for t in chosen],
-                privileged_source=privileged_source,
-                coach=self.coach,
-                k=s.turns_per_episode,
-                style=s.style,
-                require_evidence=s.require_evidence,
-                drop_leaked=s.drop_leaked_notes,
-                max_concurrency=s.max_concurrency,
-                records=records,
-            )
+        notes, counts = await coach_batch(
+            chosen,
+            [hidden.get(t.task_key, {}) for t in chosen],
+            privileged_source=privileged_source,
+            coach=self.coach,
+            k=s.turns_per_episode,
+            style=s.style,
+            require_evidence=s.require_evidence,
+            drop_leaked=s.drop_leaked_notes,
+            max_concurrency=s.max_concurrency,
+            records=records,
         )
+        return notes, counts, records
+
+    def teacher_from_notes(
+        self,
+        chosen: list[Any],
+        notes: dict,
+        counts: Counter,
+        records: list[NoteRecord] | None = None,
+        *,
+        global_step: int = 0,
+    ) -> TeacherBatch:
+        """Teacher rows, placebo draws and pool additions from the step's notes (the trainer's thread, in step
+        order: the placebo pool is checkpointed state). With :attr:`notes_path` set, every selected turn's outcome
+        is appended there as one JSON line (:func:`note_lines`): what the coach told the agent."""
+        s = self.settings
         real, placebo, placebos = self._teacher_rows(chosen, notes)
         placebo_drawn = len(placebos)
         # Notes join the pool only after this batch drew its placebos: a draw never sees its own batch.
         for (i, _), note in notes.items():
             self.pool.add(note, chosen[i].group_id, chosen[i].task_key)
         self.totals.update(counts)
-        if self.notes_path is not None:
+        if self.notes_path is not None and records is not None:
             write_note_lines(self.notes_path, note_lines(records, chosen, placebos, global_step))
         coached_tokens = sum(int(r.teacher_mask.sum()) for r in real)
         response_tokens = sum(t.response_length for t in chosen)

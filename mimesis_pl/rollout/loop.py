@@ -128,12 +128,18 @@ class MultiTurnRollout:
         return self._renderers[key]
 
     async def run_batch(
-        self, rows: Sequence[Mapping[str, Any] | GymTask], n_samples: int, group_ids: Sequence[str] | None = None
+        self,
+        rows: Sequence[Mapping[str, Any] | GymTask],
+        n_samples: int,
+        group_ids: Sequence[str] | None = None,
+        seeds: Sequence[int | None] | None = None,
     ) -> tuple[list[Trajectory], RolloutTimings]:
         """``n_samples`` episodes per row, all concurrently; trajectories in (row, sample) order.
 
         With ``group_ids`` each episode's seed is derived from the run seed, its group id and its sample number
         (D20); without, random group ids are made and the seeds are drawn from torch's RNG in (row, sample) order.
+        ``seeds``: the episodes' seeds in (row, sample) order, given by the caller; derived or drawn here when
+        not given.
         """
         timings = RolloutTimings()
         limit = asyncio.Semaphore(self.max_concurrency)
@@ -149,10 +155,13 @@ class MultiTurnRollout:
         start = time.perf_counter()
         # Each episode's seed is fixed here, in (row, sample) order, before any episode runs (A74, D20).
         slots = [(row, gid, k) for row, gid in zip(rows, group_ids) for k in range(n_samples)]
-        seeds = [
-            derive_episode_seed(self.sampling, self.run_seed, gid, k) if derived else self._episode_seed()
-            for _, gid, k in slots
-        ]
+        if seeds is not None and len(seeds) != len(slots):
+            raise ValueError(f"run_batch: {len(seeds)} seeds for {len(slots)} episodes")
+        if seeds is None:
+            seeds = [
+                derive_episode_seed(self.sampling, self.run_seed, gid, k) if derived else self._episode_seed()
+                for _, gid, k in slots
+            ]
         jobs = [one(row, gid, k, seed) for (row, gid, k), seed in zip(slots, seeds)]
         trajectories = list(await asyncio.gather(*jobs))
         timings.rollout = time.perf_counter() - start

@@ -83,6 +83,12 @@ class RolloutSettings:
         max_failed_share: the run stops with an error (exit code 3) when more than this share of a step's (or a
             validation pass's) episodes fail for infrastructure reasons (``user_error``, ``env_error``,
             ``judge_error``, ``timeout``): the simulator or a judge is down (docs/decisions.md A76); 1 never stops.
+        max_staleness: k, the RL steps a batch's rollouts may start ahead of the update that trains them. 0: the
+            synchronous step (no thread). k >= 1: the next k batches roll out on a background thread while the
+            update runs (batch N is still trained at step N; staleness <= k asserted each step;
+            docs/decisions.md A91).
+        wait_timeout_s: with k >= 1, how long the trainer waits for a batch's rollouts before failing with the
+            in-flight counts (``null``: no limit).
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
@@ -97,9 +103,15 @@ class RolloutSettings:
     enable_thinking: bool | None = None
     max_concurrency: int = 128
     max_failed_share: float = 0.5
+    max_staleness: int = 0
+    wait_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         check_max_failed_share(self.max_failed_share, "rollout.max_failed_share")
+        if self.max_staleness < 0:
+            raise ValueError(f"rollout.max_staleness must be >= 0, got {self.max_staleness}")
+        if self.wait_timeout_s is not None and not self.wait_timeout_s > 0:
+            raise ValueError(f"rollout.wait_timeout_s must be > 0 or null, got {self.wait_timeout_s}")
         if self.n_samples < 1:
             raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
         if self.n_samples == 1:  # A73

@@ -41,11 +41,14 @@ class RLStep:
         experience: the scored trajectories, the trained rows' tensors and advantages.
         teacher: the CSD teacher rows (``None`` when no coach stage ran).
         metrics: the step's rollout and timing figures (the update adds its own before logging).
+        notes: the coach's ``(notes, counts)`` written inside the rollouts' background job
+            (``rollout.max_staleness >= 1``); the coach stage builds the teacher rows from them.
     """
 
     experience: Experience
     teacher: TeacherBatch | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    notes: tuple[dict, Any] | None = None  # the coach's (notes, counts) when a background job wrote them
 
     @property
     def trajectories(self) -> list[Trajectory]:

@@ -25,6 +25,8 @@ class Trajectory:
     ``privileged`` holds the simulator's hidden side per turn (never rendered into ``input_ids``).
     ``status`` is the episode's termination (``finished``, ``max_turns``, ``truncated``,
     ``env_error``, ``user_error``, ``timeout``, ``aborted``), kept apart from the reward.
+    ``turn_versions[t]``: the RL step whose weights the engine held when turn ``t``'s episode started sampling
+    (``rollout.max_staleness >= 1``; a lower bound when weights changed mid-episode), ``None`` otherwise.
     """
 
     input_ids: list[int]
@@ -45,6 +47,7 @@ class Trajectory:
     task_key: str = ""
     counters: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    turn_versions: list[int] | None = None
 
     def __post_init__(self) -> None:
         if len(self.response_mask) != len(self.input_ids):

@@ -20,6 +20,7 @@ more copy of the weights per rank: use vLLM or SGLang for large models.
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from dataclasses import replace
 from typing import Any
@@ -38,6 +39,7 @@ from ..rollout.services import SimulatorServices, TimedUsers
 from ..rollout.settings import AdvantageSettings, RolloutSettings
 from ..rollout.step import RLStep
 from ..rollout.validation import EpisodeRecord, ValidationSettings, report_validation, shard_rows
+from .ahead import AheadRollouts, check_ahead_settings, check_shim_capacity
 from .base import ValidatingStage
 
 
@@ -67,6 +69,10 @@ class RolloutStage(ValidatingStage):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._shares_weights = False
         self._engine_version = -1
+        self._ahead: AheadRollouts | None = None  # rollout.max_staleness >= 1: rollouts on a background thread
+        self._ahead_state: dict[str, Any] | None = None
+        # async (trained trajectories, rows) -> the coach's (notes, counts), run inside each background job (CSD)
+        self.job_notes: Any = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -78,7 +84,10 @@ class RolloutStage(ValidatingStage):
         self.services = SimulatorServices(s.users).start()
         self._users = TimedUsers(self.services.users())
         self._manager = s.episode.manager(self._users, self.services.shim_url, self.services.shim_token)
-        self._loop = asyncio.new_event_loop()
+        if s.max_staleness >= 1:
+            self._start_ahead(module)
+        else:
+            self._loop = asyncio.new_event_loop()
         self._sampling = SamplingParams(
             max_new_tokens=s.max_new_tokens,
             temperature=s.temperature,
@@ -88,6 +97,9 @@ class RolloutStage(ValidatingStage):
         )
 
     def teardown(self) -> None:
+        if self._ahead is not None:  # cancel the jobs first: they use the users and the engine
+            self._ahead.stop()
+            self._ahead = None
         if self.services is not None:
             self.services.stop()
             self.services = None
@@ -127,8 +139,8 @@ class RolloutStage(ValidatingStage):
         if s.engine.generates_on_policy_weights:
             # One process: generate on the training weights themselves. Several: sharded forwards
             # would have to run in lockstep across ranks, so each rank generates with its own full copy.
-            self._shares_weights = world == 1
-            model = module.model if world == 1 else _generation_copy(module)
+            self._shares_weights = world == 1 and s.max_staleness == 0
+            model = module.model if self._shares_weights else _generation_copy(module)
         target = EngineTarget(
             model_path=module.model_path,
             tokenizer=module.tokenizer,
@@ -136,9 +148,11 @@ class RolloutStage(ValidatingStage):
             ranks_per_device=_ranks_per_device(trainer),
         )
         self.engine = s.engine.build(target)
+        # rollouts on the background thread get their own tokenizer: fast tokenizers refuse concurrent use
+        tokenizer = module.tokenizer if self._ahead is None else copy.deepcopy(module.tokenizer)
         self.rollout = MultiTurnRollout(
             self.engine,
-            module.tokenizer,
+            tokenizer,
             self._manager,
             self._sampling,
             max_length=s.max_length,
@@ -152,7 +166,7 @@ class RolloutStage(ValidatingStage):
             )
             self.val_rollout = MultiTurnRollout(
                 self.engine,
-                module.tokenizer,
+                tokenizer,
                 self._manager,
                 greedy,
                 max_length=s.max_length,
@@ -166,6 +180,8 @@ class RolloutStage(ValidatingStage):
         """Sync the engine's weights, validate first when the schedule says so, run and score the episodes."""
         trainer = module.trainer
         self._ensure_engine(module)
+        if self._ahead is not None:
+            return self._ahead.collect(self, module, batch, batch_idx)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         self._sync_weights(module)
@@ -203,8 +219,47 @@ class RolloutStage(ValidatingStage):
         )
 
     def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+        if self._ahead is not None:
+            self._ahead.drain()
         self._sync_weights(module)
         self._validate(module, steps_done)
+
+    # -- rollouts ahead of the update (rollout.max_staleness >= 1) -------------------------------------
+
+    def _start_ahead(self, module: pl.LightningModule) -> None:
+        s = self.settings
+        check_ahead_settings(s)
+        trainer = module.trainer
+        dm = trainer.datamodule if trainer is not None else None
+        if dm is None or not callable(getattr(dm, "batch_rows", None)):
+            raise ValueError(
+                f"model.init_args.rollout.max_staleness={s.max_staleness} starts rollouts ahead of the data loader: "
+                f"the data module ({type(dm).__name__}) must give a future batch's rows (batch_rows)"
+            )
+        per_rank = getattr(dm, "batch_size", 0) // max(1, trainer.world_size)
+        check_shim_capacity(s.max_staleness, per_rank * s.n_samples, "data.init_args.batch_size × rollout.n_samples")
+        self._ahead = AheadRollouts(s.max_staleness, s.wait_timeout_s)
+        if self._ahead_state is not None:
+            self._ahead.load_state_dict(self._ahead_state)
+        self._loop = None
+
+    def _run(self, coro: Any) -> Any:
+        """Run ``coro`` to its end on the stage's loop (the background one with rollouts ahead)."""
+        if self._ahead is not None:
+            return self._ahead.pipeline.run(coro)
+        return self._loop.run_until_complete(coro)
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        if self._ahead is not None:
+            state["pipeline"] = self._ahead.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        self._ahead_state = state_dict.get("pipeline")
+        if self._ahead is not None and self._ahead_state is not None:
+            self._ahead.load_state_dict(self._ahead_state)
 
     # -- weights and validation --------------------------------------------------------------------
 
@@ -228,9 +283,7 @@ class RolloutStage(ValidatingStage):
         started = time.perf_counter()
         group_ids = [f"val{steps_done}-r{trainer.global_rank}-p{i}" for i in range(len(mine))]
         self.engine.wake_up()
-        trajectories, _ = self._loop.run_until_complete(
-            self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids)
-        )
+        trajectories, _ = self._run(self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids))
         self.engine.sleep()
         self._check_failures(trajectories, f"the validation after {steps_done} steps")
         threshold = self.advantage.success_threshold
@@ -251,12 +304,8 @@ class RolloutStage(ValidatingStage):
 
 
 def _generation_copy(module: pl.LightningModule) -> torch.nn.Module:
-    """A full, unsharded copy of the policy for this rank's generation (weights synced before use)."""
-    if module.lora is not None:
-        raise ValueError(
-            "the HF engine with several processes keeps a full copy for generation and cannot sync a "
-            "LoRA adapter into it; use VLLMEngineSettings (adapter sync) or train on one process"
-        )
+    """A full, unsharded copy of the policy for this rank's generation (weights synced before use; a LoRA policy
+    syncs its merged weights into it: docs/decisions.md A93)."""
     from ..models import load_causal_lm
 
     copy = load_causal_lm(module.model_path, dtype=module.dtype_name)
