@@ -67,6 +67,7 @@ class AheadRollouts:
         t0 = time.perf_counter()
         job, (experience, rt, notes, reward_s) = self.pipeline.take(pos, batch)
         trajectories = experience.trajectories
+        stage._check_failures(trajectories, f"step {module.trainer.global_step}")  # A76, as the synchronous step
         timings["time/wait_rollout_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         stage._sync_weights(module)
