@@ -83,7 +83,7 @@ class FixedTeacher(CoachStage):
         super().__init__(CoachingSettings())
         self.fixed = teacher
 
-    def teacher(self, step, batch, privileged_source) -> TeacherBatch:
+    def teacher(self, step, batch, privileged_source, *, global_step: int = 0) -> TeacherBatch:
         return self.fixed
 
 

@@ -50,12 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("model_dir")
     p.add_argument("--tasks", nargs="+", default=["assets/data/persuade/test/*.parquet"])
+    p.add_argument("--max-tasks", type=int, default=None, help="play only the first N tasks")
     p.add_argument("--max-turns", type=int, default=6)
     p.add_argument("--max-tokens", type=int, default=256, help="the simulator's cap per reply (the users' default)")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--timeout-s", type=float, default=600.0, help="per reply (a loaded CPU is slow)")
     args = p.parse_args(argv)
     tasks = [t for pattern in args.tasks for path in sorted(glob.glob(pattern)) for t in read_gym_tasks(path)]
+    tasks = tasks[: args.max_tasks] if args.max_tasks else tasks
     if not tasks:
         p.error(f"--tasks {args.tasks} matches no task")
     users = CheckpointUserSettings(

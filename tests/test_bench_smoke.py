@@ -52,6 +52,10 @@ TOY = {
         "served/inproc wall time @2",
     ),
     "bench_shim.py": (["--requests", "8", "--rounds", "1", "--episodes", "10", "--max-episodes", "10"], "shim RSS"),
+    "simulator_closing_rate.py": (
+        ["assets/sim-persuade", "--max-tasks", "2", "--max-turns", "2", "--max-tokens", "96"],
+        "closed with a public utterance",
+    ),
 }
 
 

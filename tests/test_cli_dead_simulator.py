@@ -35,7 +35,6 @@ def run(tmp_path, *extra):
             f"--model.init_args.rollout.users.upstream_url=http://127.0.0.1:{closed_port()}/v1",
             "--model.init_args.rollout.users.model=my-simulator",
             "--trainer.max_steps=2",
-            "--trainer.callbacks+=mimesis_pl.modules.HFExportCallback",
             "--data.init_args.batch_size=2",
             "--model.init_args.rollout.n_samples=2",
             "--model.init_args.rollout.episode.max_turns=3",
