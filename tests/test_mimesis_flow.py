@@ -94,12 +94,14 @@ def run_suites(simulator: Path, tmp_path: Path) -> None:
         assert (out / suite / "results.md").is_file(), f"{suite} wrote no table"
 
 
-def agent_visible_text(episodes: Path) -> str:
-    """Every message an agent saw in the evaluation's episodes (the privileged side is stored apart)."""
+def environment_text(episodes: Path) -> str:
+    """Everything the environment (the simulator, through the gym) showed the agent in the evaluation's episodes:
+    the tool observations and user turns (the agent's own turns hold its own reasoning; the simulator's private
+    side is stored apart, under ``simulator``)."""
     text = []
     for line in episodes.read_text().splitlines():
-        record = json.loads(line)
-        text += [str(m.get("content", "")) for m in record.get("messages", [])]
+        messages = json.loads(line)["episode"]["messages"]
+        text += [str(m.get("content", "")) for m in messages if m.get("role") in ("tool", "user")]
     return "\n".join(text)
 
 
@@ -137,8 +139,8 @@ def test_the_whole_flow_runs_on_cpu_and_nothing_private_reaches_the_agent(tmp_pa
         *logger(tmp_path, "eval_agent"),
     ]
     assert main(["test", *test_args]) == 0
-    seen = agent_visible_text(next(out.rglob("episodes.jsonl")))
-    assert seen, "the evaluation recorded no agent-visible messages"
+    seen = environment_text(next(out.rglob("episodes.jsonl")))
+    assert "Stance:" in seen, "the simulator's public replies never reached the agent"
     # The simulator's thoughts (learnt from the scripted user's) and any think tag stay out of what the agent saw.
     for private in ("<think>", "</think>", "Points answered so far", "My position:"):
         assert private not in seen, private
