@@ -138,14 +138,7 @@ class CheckpointCoachSettings(CoachSettings):
         self.server_settings().check("coaching.coach")
 
     def server_settings(self) -> LocalModelSettings:
-        return LocalModelSettings(
-            model_dir=self.model_dir,
-            served_model_name=self.model,
-            chat_template=self.chat_template,
-            device=self.device,
-            dtype=self.dtype,
-            max_batch_size=self.max_batch_size,
-        )
+        return LocalModelSettings.of(self)
 
     def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
         lease = acquire_model_server(self.server_settings())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from ..llm.redact import redact_reasoning
 
@@ -61,16 +62,9 @@ def failure_message(
     )
 
 
-def check_failure_share(
-    statuses: Sequence[str],
-    errors: Sequence[str | None],
-    *,
-    failures: frozenset[str],
-    max_share: float,
-    what: str,
-    services: str,
-) -> None:
-    """Raise :class:`RolloutFailureError` with :func:`failure_message`'s text when the share is exceeded."""
-    message = failure_message(statuses, errors, failures=failures, max_share=max_share, what=what, services=services)
+def check_failure_share(statuses: Sequence[str], errors: Sequence[str | None], **settings: Any) -> None:
+    """Raise :class:`RolloutFailureError` with :func:`failure_message`'s text (same keywords) when the share is
+    exceeded."""
+    message = failure_message(statuses, errors, **settings)
     if message is not None:
         raise RolloutFailureError(message)

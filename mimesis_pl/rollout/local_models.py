@@ -39,6 +39,19 @@ class LocalModelSettings:
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     max_batch_size: int = 32
 
+    @classmethod
+    def of(cls, role: Any) -> LocalModelSettings:
+        """The serving fields of a role's settings (``model_dir``, ``model`` as the served name, ``chat_template``,
+        ``device``, ``dtype``, ``max_batch_size``): users and coach name a folder the same way."""
+        return cls(
+            model_dir=role.model_dir,
+            served_model_name=role.model,
+            chat_template=role.chat_template,
+            device=role.device,
+            dtype=role.dtype,
+            max_batch_size=role.max_batch_size,
+        )
+
     def check(self, where: str) -> None:
         folder = Path(self.model_dir).expanduser()
         if not folder.is_dir():

@@ -181,14 +181,7 @@ class CheckpointUserSettings(ServedUserSettings):
         self.server_settings().check("users")
 
     def server_settings(self) -> LocalModelSettings:
-        return LocalModelSettings(
-            model_dir=self.model_dir,
-            served_model_name=self.model,
-            chat_template=self.chat_template,
-            device=self.device,
-            dtype=self.dtype,
-            max_batch_size=self.max_batch_size,
-        )
+        return LocalModelSettings.of(self)
 
     @property
     def label(self) -> str:
