@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from ..llm.endpoint import api_key
+from ..shim.server import IN_FLIGHT_KEY, track_in_flight
 from .generation import ServedModel
 from .requests import BadRequest, parse_request
 from .settings import ServeSettings
@@ -24,7 +25,6 @@ log = logging.getLogger(__name__)
 
 MODEL_KEY = web.AppKey("served_model", ServedModel)
 TOKEN_KEY = web.AppKey("token", str)
-IN_FLIGHT_KEY = web.AppKey("in_flight", set)
 
 
 def error_response(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
@@ -49,17 +49,6 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
     except Exception as exc:  # a generation failure answers 500 and the server keeps serving
         log.exception("mimesis-pl serve: %s %s failed", request.method, request.path)
         return error_response(500, f"{type(exc).__name__}: {exc}", "InternalServerError")
-
-
-@web.middleware
-async def _track_in_flight(request: web.Request, handler: Any) -> web.StreamResponse:
-    tasks = request.app[IN_FLIGHT_KEY]
-    task = asyncio.current_task()
-    tasks.add(task)
-    try:
-        return await handler(request)
-    finally:
-        tasks.discard(task)
 
 
 @web.middleware
@@ -90,7 +79,7 @@ def create_app(
     owned = served is None
     served = served if served is not None else ServedModel(settings)
     app = web.Application(
-        client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token]
+        client_max_size=max_request_bytes, middlewares=[track_in_flight, _json_errors, _require_token]
     )
     app[MODEL_KEY] = served
     app[TOKEN_KEY] = token or ""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +12,7 @@ from aiohttp import web
 
 from ..llm.endpoint import api_key
 from ..shim.background import ServerThread
-from ..shim.service import is_loopback_host
+from ..shim.service import bind_socket, finish_in_flight, is_loopback_host, url_host
 from .app import IN_FLIGHT_KEY, create_app
 from .generation import ServedModel
 from .settings import ServeSettings
@@ -48,7 +47,7 @@ class ModelServer:
     async def start(self) -> str:
         if self._runner is not None:
             raise RuntimeError(f"the model server already runs at {self.url}")
-        sock = _bind(self.settings.host, self.settings.port)
+        sock = bind_socket(self.settings.host, self.settings.port, "mimesis-pl serve")
         runner = web.AppRunner(create_app(self.settings, served=self.served), access_log=None)
         try:
             await runner.setup()
@@ -59,7 +58,7 @@ class ModelServer:
             raise
         self._runner = runner
         self.port = sock.getsockname()[1]
-        self.url = f"http://{_url_host(self.settings.host)}:{self.port}/v1"
+        self.url = f"http://{url_host(self.settings.host)}:{self.port}/v1"
         return self.url
 
     async def stop(self) -> None:
@@ -67,7 +66,7 @@ class ModelServer:
         if runner is not None:
             for site in list(runner.sites):
                 await site.stop()  # accept nothing new
-            await _finish_in_flight(runner.app[IN_FLIGHT_KEY], self.shutdown_timeout_s)
+            await finish_in_flight(runner.app[IN_FLIGHT_KEY], self.shutdown_timeout_s, "mimesis-pl serve")
             await runner.cleanup()
         self.served.close()
 
@@ -118,31 +117,3 @@ class BackgroundModelServer:
 def start_in_background(settings: ServeSettings, *, served: ServedModel | None = None) -> BackgroundModelServer:
     """Load ``settings.model_dir`` (its own copy of the weights) and serve it from a thread; returns once it accepts."""
     return BackgroundModelServer(ModelServer(settings, served=served))
-
-
-async def _finish_in_flight(tasks: set[asyncio.Task], timeout_s: float) -> None:
-    pending = {t for t in tasks if not t.done()}
-    if pending:
-        _, pending = await asyncio.wait(pending, timeout=timeout_s)
-    if pending:
-        log.warning("mimesis-pl serve stopping: cancelling %d request(s) still generating", len(pending))
-        for task in pending:
-            task.cancel()
-        await asyncio.wait(pending, timeout=1.0)
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    try:
-        return socket.create_server((host.strip("[]"), port), family=family, backlog=1024)
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot bind mimesis-pl serve to {host}:{port}: {exc.strerror or exc}") from exc
-
-
-def _url_host(host: str) -> str:
-    host = host.strip("[]")
-    if host in ("0.0.0.0", ""):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host

@@ -96,7 +96,7 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
 
 
 @web.middleware
-async def _track_in_flight(request: web.Request, handler: Any) -> web.StreamResponse:
+async def track_in_flight(request: web.Request, handler: Any) -> web.StreamResponse:
     tasks = request.app[IN_FLIGHT_KEY]
     task = asyncio.current_task()
     tasks.add(task)
@@ -137,7 +137,7 @@ def create_app(
             turns back their stored reasoning (``reasoning_content``) before forwarding (A78).
     """
     app = web.Application(
-        client_max_size=max_request_bytes, middlewares=[_track_in_flight, _json_errors, _require_token]
+        client_max_size=max_request_bytes, middlewares=[track_in_flight, _json_errors, _require_token]
     )
     app[IN_FLIGHT_KEY] = set()
     app[STORE_KEY] = store

@@ -127,8 +127,8 @@ class PrivilegedShim:
                 f"refusing to bind the shim to {self.host} without a token: anyone who reaches it could read "
                 "private reasoning and use the upstream; set a token (--token-env NAME) or bind to 127.0.0.1"
             )
-        sock = _bind(self.host, self.port)
-        if endpoint_key(self._upstream.url) == endpoint_key(f"http://{_url_host(self.host)}:{sock.getsockname()[1]}"):
+        sock = bind_socket(self.host, self.port)
+        if endpoint_key(self._upstream.url) == endpoint_key(f"http://{url_host(self.host)}:{sock.getsockname()[1]}"):
             sock.close()
             raise ValueError(
                 f"shim upstream {self._upstream.url} is the shim's own address {self.host}:{self.port}; "
@@ -157,7 +157,7 @@ class PrivilegedShim:
             raise
         self._runner = runner
         self.port = sock.getsockname()[1]
-        self._base_url = f"http://{_url_host(self.host)}:{self.port}"
+        self._base_url = f"http://{url_host(self.host)}:{self.port}"
         return self._base_url
 
     async def stop(self) -> None:
@@ -170,7 +170,7 @@ class PrivilegedShim:
         if runner is not None:
             for site in list(runner.sites):
                 await site.stop()  # accept nothing new
-            await _finish_in_flight(runner.app[IN_FLIGHT_KEY], self._shutdown_timeout_s)
+            await finish_in_flight(runner.app[IN_FLIGHT_KEY], self._shutdown_timeout_s)
             await runner.cleanup()
         self._base_url = None
 
@@ -188,26 +188,29 @@ class PrivilegedShim:
             await self.stop()
 
 
-async def _finish_in_flight(tasks: set[asyncio.Task], timeout_s: float) -> None:
+async def finish_in_flight(tasks: set[asyncio.Task], timeout_s: float, what: str = "shim") -> None:
+    """Let the request ``tasks`` still running finish within ``timeout_s`` in all, then cancel the rest."""
     pending = {t for t in tasks if not t.done()}
     if pending:
         _, pending = await asyncio.wait(pending, timeout=timeout_s)
     if pending:
-        log.warning("shim stopping: cancelling %d request(s) still waiting on the upstream", len(pending))
+        log.warning("%s stopping: cancelling %d request(s) still in flight", what, len(pending))
         for task in pending:
             task.cancel()
         await asyncio.wait(pending, timeout=1.0)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int, what: str = "the shim") -> socket.socket:
+    """A listening socket on ``host:port`` (IPv6 when the host is), or an OSError naming ``what`` and the address."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     try:
         return socket.create_server((host.strip("[]"), port), family=family, backlog=1024)
     except OSError as exc:
-        raise OSError(exc.errno, f"cannot bind the shim to {host}:{port}: {exc.strerror or exc}") from exc
+        raise OSError(exc.errno, f"cannot bind {what} to {host}:{port}: {exc.strerror or exc}") from exc
 
 
-def _url_host(host: str) -> str:
+def url_host(host: str) -> str:
+    """The host to put in a URL that reaches a server bound to ``host`` (any-address binds become loopback)."""
     host = host.strip("[]")
     if host in ("0.0.0.0", ""):
         return "127.0.0.1"  # all interfaces: loopback is the address that surely reaches it
