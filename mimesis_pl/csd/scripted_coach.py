@@ -59,6 +59,15 @@ OPEN_ADVICE = "Take up that concern directly with a new reason instead of repeat
 # With ``name_open_point``: the concern named in the user's *public* reply (never the private reasoning).
 OPEN_POINT_ADVICE = "Take up their point about {point} directly with a new reason instead of repeating earlier points."
 _OPEN_POINT = re.compile(r"point about ([^.;!?\n]+)", re.IGNORECASE)
+# With ``name_open_aspect`` (CueGym, docs/decisions.md A95): read from the reasoning's "Open: <aspect> (hinted, not
+# asked)" / "Open: none" and "Turns left for them: <n>" lines; the user only ever names an aspect it has hinted at.
+ASPECT_ADVICE = {
+    "ask": "The user has a must about the {aspect} that nobody has asked about yet; ask about the {aspect}.",
+    "all": "The user has told you every must; give your answer with all of them.",
+    "last": "There is no time for more questions; give your answer with what the user told you.",
+}
+_OPEN_ASPECT = re.compile(r"\bOpen:\s*(none\b|[a-z]+ \(hinted)", re.IGNORECASE)
+_TURNS_LEFT = re.compile(r"Turns left for them:\s*(\d+)", re.IGNORECASE)
 NEXT = {
     "yes": "Building on what they have already confirmed is what gets a yes from them next.",
     "no": "A move that assumes too much will be turned down next; check the key point first.",
@@ -97,6 +106,7 @@ TEMPLATES: tuple[str, ...] = (
     *HOLDING.values(),
     OPEN_ADVICE,
     OPEN_POINT_ADVICE,
+    *ASPECT_ADVICE.values(),
     *NEXT.values(),
     *DID.values(),
     *REACTION.values(),
@@ -178,6 +188,23 @@ def corrective_advice(did: str, state: str, reaction: str, holding: bool) -> str
     return "ask" if holding else "act"
 
 
+def open_aspect_advice(reasoning: str) -> str | None:
+    """The ``name_open_aspect`` note for a reasoning with an "Open:" line, or ``None`` without one.
+
+    With one turn left the note never says "ask" (the teacher would then favour asking on the answer turn).
+    """
+    found = _OPEN_ASPECT.search(reasoning)
+    if found is None:
+        return None
+    left = _TURNS_LEFT.search(reasoning)
+    aspect = found.group(1).split()[0].lower()
+    if aspect == "none":
+        return ASPECT_ADVICE["all"]
+    if left is not None and int(left.group(1)) <= 1:
+        return ASPECT_ADVICE["last"]
+    return ASPECT_ADVICE["ask"].format(aspect=aspect)
+
+
 def _listing(words: Sequence[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
@@ -187,11 +214,17 @@ class ScriptedCoach:
 
     Args:
         max_chars: note length cap, as for every coach.
+        name_open_point: an open-concern note names the point the user named publicly (PersuadeGym).
+        name_open_aspect: where the reasoning has an "Open:" line (CueGym), the note names the open aspect, says
+            every must-have is told, or, with one turn left, says to answer (:func:`open_aspect_advice`).
     """
 
-    def __init__(self, *, max_chars: int = DEFAULT_MAX_NOTE_CHARS, name_open_point: bool = False) -> None:
+    def __init__(
+        self, *, max_chars: int = DEFAULT_MAX_NOTE_CHARS, name_open_point: bool = False, name_open_aspect: bool = False
+    ) -> None:
         self.max_chars = max_chars
         self.name_open_point = name_open_point
+        self.name_open_aspect = name_open_aspect
 
     async def note(self, request: CoachRequest) -> CoachResult:
         return finish_note(self.write(request), max_chars=self.max_chars, avoid=request.avoid)
@@ -200,6 +233,9 @@ class ScriptedCoach:
         """The note text (or ``NONE``) for ``request``."""
         if not request.reasoning.strip():
             return "NONE"
+        aspect_note = open_aspect_advice(request.reasoning) if self.name_open_aspect else None
+        if aspect_note is not None:
+            return aspect_note
         public = list(request.public)
         previous = _last(public, "assistant")
         seen = _last(public, "tool") if previous is not None else None

@@ -10,6 +10,7 @@ USAGE = """usage: mimesis-pl data COMMAND ...
   prepare-gyms    split UserRL-format gym parquet files into train/val prompt sets by task
   record-experts  record successful scripted-expert episodes as agent-SFT conversations (JSONL)
   record-simulator  record the scripted users' side of gym episodes as simulator SFT rows (role-swap chat rows)
+  make-cuegym     write CueGym task splits (train/test/sft) and its decision-probe contexts
   mix-persuade    add PersuadeGym training tasks recombined from the training arguments
   usersim-rows    build usersim-behavior rows (every applicable behaviour + control) from ABCD conversations
   notes           read what a CSD run's coach told the agent (<run>/coach_notes.jsonl)
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         from .expert_traces import main as run
     elif cmd == "record-simulator":
         from .simulator_traces import main as run
+    elif cmd == "make-cuegym":
+        from .cuegym import main as run
     elif cmd == "mix-persuade":
         from .persuade_mix import main as run
     elif cmd == "notes":

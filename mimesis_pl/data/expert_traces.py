@@ -26,7 +26,7 @@ from ..csd.evidence import TurnEvidence, assistant_turns
 from ..csd.prompts import NOTE_FRAMINGS, NoteFraming, build_request, frame_note
 from ..csd.scripted_coach import ScriptedCoach
 from ..envs import EnvironmentManager, Expert, GymTask, interact_tool_schema, read_gym_tasks, run_expert_episode
-from ..envs.expert import LapsingExpert, NoteFollowingExpert
+from ..envs.expert import LapsingExpert
 from ..envs.registry import GymRegistry, default_registry
 from ..users.scripted import ScriptedUser
 
@@ -116,9 +116,10 @@ async def record_expert_traces(
     With ``lapse_rate`` > 0 the expert wastes that share of its later turns restating its opening
     (`LapsingExpert`, drawn from ``seed``); lapsed turns are counted as ``lapsed_turns``. With
     ``coached_share`` > 0 that share of traces is coached: every later turn is preceded by the job's coach
-    note (`insert_coach_notes`) and the expert follows it (`NoteFollowingExpert`: no lapse on a noted turn),
-    counted as ``coached_traces`` and ``notes``; a turn the coach had nothing for (``NONE``) is counted
-    as ``unnoted_turns`` (played without a lapse, shown without a note).
+    note (`insert_coach_notes`) and the expert follows it (``Expert.reading_notes``; a lapsing expert does not
+    lapse on a noted turn), counted as ``coached_traces`` and ``notes``; a turn the coach had nothing for
+    (``NONE``) is counted as ``unnoted_turns`` (played without a lapse, shown without a note). The other traces are
+    played by ``Expert.uncoached()`` (CueGym's expert then guesses the aspect instead of knowing it).
     """
     if not 0.0 <= coached_share <= 1.0:
         raise ValueError(f"coached_share must lie in [0, 1], got {coached_share!r}")
@@ -131,13 +132,14 @@ async def record_expert_traces(
         key = f"{task.env_name}/{task.key}"
         expert = make_expert(task, tasks, registry)
         noted: frozenset[int] = frozenset()
+        coached = is_coached(key, seed, coached_share)
+        if coached_share > 0 and not coached:
+            expert = expert.uncoached()  # an expert that knows what only a note tells plays without it
         if lapse_rate > 0:
             expert = LapsingExpert(expert, rate=lapse_rate, key=key, seed=seed)
-            if is_coached(key, seed, coached_share):
-                noted = frozenset(range(1, max_turns))
-                expert = NoteFollowingExpert(expert, noted)
-        elif is_coached(key, seed, coached_share):
+        if coached:
             noted = frozenset(range(1, max_turns))
+            expert = expert.reading_notes(noted)
         async with limit:
             trace = await run_expert_episode(manager, task, expert, episode_id=f"expert-{i}")
         if lapse_rate > 0:
@@ -185,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         help="share of traces where the job's coach note precedes every later turn and the expert follows it",
     )
     parser.add_argument(
+        "--coach-names-open-aspect",
+        action="store_true",
+        help="the coach names the open aspect (as coaching.coach.name_open_aspect: true in the job; CueGym)",
+    )
+    parser.add_argument(
         "--coach-names-open-point",
         action="store_true",
         help="the coach names the open point (as coaching.coach.name_open_point: true in the job)",
@@ -211,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             coached_share=args.coached_share,
             note_framing=args.note_framing,
-            coach=ScriptedCoach(name_open_point=args.coach_names_open_point),
+            coach=ScriptedCoach(
+                name_open_point=args.coach_names_open_point, name_open_aspect=args.coach_names_open_aspect
+            ),
         )
     )
     out = Path(args.out)

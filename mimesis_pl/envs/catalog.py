@@ -7,7 +7,7 @@ adapter. A new gym is its module (the class and its ``SPEC``) plus one entry bel
 
 from __future__ import annotations
 
-from mimesis_pl.envs.gyms import function, intention, persuade, search, tau, telepathy, travel, turtle
+from mimesis_pl.envs.gyms import cue, function, intention, persuade, search, tau, telepathy, travel, turtle
 from mimesis_pl.envs.spec import GymSpec
 
 BUILTIN_SPECS: tuple[GymSpec, ...] = (
@@ -19,6 +19,7 @@ BUILTIN_SPECS: tuple[GymSpec, ...] = (
     travel.SPEC,
     search.SPEC,
     tau.SPEC,
+    cue.SPEC,  # ours, not UserRL's: a gym where CSD's private evidence matters (spec/cuegym.md)
 )
 
 

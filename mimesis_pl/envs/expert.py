@@ -39,6 +39,15 @@ class Expert(abc.ABC):
     @abc.abstractmethod
     def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove: ...
 
+    def reading_notes(self, noted: frozenset[int]) -> Expert:
+        """The expert of a coached trace, where a coach note precedes each turn in ``noted`` (itself by default)."""
+        return self
+
+    def uncoached(self) -> Expert:
+        """The expert of an uncoached trace when some traces are coached: what it plays without a note (itself
+        by default; an expert that knows what only a note would tell returns the twin that does not)."""
+        return self
+
 
 @dataclass(frozen=True)
 class LapsingExpert(Expert):
@@ -62,6 +71,9 @@ class LapsingExpert(Expert):
 
     def lapses(self, turn: int) -> bool:
         return turn > 0 and random.Random(f"{self.seed}/{self.key}/{turn}").random() < self.rate
+
+    def reading_notes(self, noted: frozenset[int]) -> Expert:
+        return NoteFollowingExpert(self, noted)
 
     def act(self, prompt: Sequence[Mapping[str, str]], history: Sequence[Turn]) -> ExpertMove:
         if self.lapses(len(history)):

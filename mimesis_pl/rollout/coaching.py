@@ -42,14 +42,22 @@ class ScriptedCoachSettings(CoachSettings):
     Args:
         name_open_point: an open-concern note names the point the user named in their public reply
             (task-specific notes; the note-reading agent's traces are made with it on).
+        name_open_aspect: CueGym's rule: the note names the aspect the user's reasoning says is open
+            ("ask about the material"), never a value and never "ask" on the last turn (docs/decisions.md A95).
     """
 
     name_open_point: bool = False
+    name_open_aspect: bool = False
 
     def build(self, max_chars: int, user_shim_url: str | None) -> tuple[Any, list[Any]]:
         from ..csd import ScriptedCoach
 
-        return ScriptedCoach(max_chars=max_chars, name_open_point=self.name_open_point), []
+        return (
+            ScriptedCoach(
+                max_chars=max_chars, name_open_point=self.name_open_point, name_open_aspect=self.name_open_aspect
+            ),
+            [],
+        )
 
 
 @dataclass

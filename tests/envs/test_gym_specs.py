@@ -31,8 +31,9 @@ TASK_FILES = {
     "TravelGym": "data/travel/train/TravelGym.parquet",
     "SearchGym": "data/gyms/offline/SearchGym.parquet",
     "TauGym": "data/gyms/offline/TauGym.parquet",
+    "CueGym": "data/cuegym/train/CueGym.parquet",
 }
-WITH_EXPERT = ["FunctionGym", "IntentionGym", "PersuadeGym", "TelepathyGym", "TravelGym", "TurtleGym"]
+WITH_EXPERT = ["CueGym", "FunctionGym", "IntentionGym", "PersuadeGym", "TelepathyGym", "TravelGym", "TurtleGym"]
 
 
 def first_row(name: str) -> dict:
@@ -72,7 +73,11 @@ def test_every_gym_is_served_by_the_user_the_recorder_prepare_gyms_and_the_adapt
     assert rows and all(f.endswith(f"/{name}.parquet") for f in written)
     if compact:
         assert {r["prompt"][0]["content"] for r in rows} == {spec.compact_prompt}
-    # the adapter runs the UserRL package the gym names
+    # the adapter runs the UserRL package the gym names (CueGym is ours: no UserRL package, the adapter says so)
+    if spec.userrl is None:
+        with pytest.raises(ValueError, match=rf"gym '{name}': no UserRL package known for the adapter"):
+            default_registry().resolve(name, {"userrl": {"model_name": "m"}})
+        return
     cls, options = default_registry().resolve(name, {"userrl": {"model_name": "m"}})
     assert issubclass(cls, UserRLGym) and cls.env_name == name and cls.package == spec.userrl
     assert options == {"config": {"model_name": "m"}} and cls.data_sources == spec.gym.data_sources
