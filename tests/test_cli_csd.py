@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 
+import pytest
 import torch
 
 from mimesis_pl.cli import main
@@ -74,3 +76,29 @@ def test_csd_job_trains_with_a_live_gate_and_resumes_with_its_placebo_pool(tmp_p
     assert len(resumed["train/updates"]) == 1  # only step 3 ran
     # the pool came back from the checkpoint and grew by this step's notes
     assert resumed["coach/placebo_pool"][0] == min(256, saved_pool + resumed["coach/made"][0])
+
+
+@pytest.mark.parametrize("mode", ["prefix_cache", "packed"])
+def test_csd_job_trains_with_the_distill_estimator(tmp_path, monkeypatch, mode):
+    """``estimator: distill`` end to end on CPU: the teacher forward returns its top-k, the update's student forward
+    scores the same ids, and the top-k KL is a live, finite term on the coached tokens (one step)."""
+    monkeypatch.chdir(REPO)
+    csd = "--model.init_args.csd"
+    main(
+        [
+            "fit",
+            "--config",
+            CONFIG,
+            f"--trainer.logger.init_args.save_dir={tmp_path}",
+            "--trainer.max_steps=1",
+            "--model.init_args.validation.val_before_train=false",
+            f"{csd}.estimator=distill",
+            f"{csd}.distill_top_k=4",
+            f"{csd}.teacher_mode={mode}",
+        ]
+    )
+    got = scalars(next((tmp_path / "tiny_agent_csd").iterdir()))
+    assert got["train/csd/tokens"][0] > 0
+    loss = got["train/csd/loss"][0]
+    assert math.isfinite(loss) and loss > 0  # a KL: 0 only if the coached teacher equals the student everywhere
+    assert math.isfinite(got["train/grad_norm"][0])

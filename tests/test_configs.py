@@ -43,13 +43,15 @@ def test_bad_choices_fail_at_parse_time_and_help_lists_them(monkeypatch, capsys)
     monkeypatch.chdir(REPO)
     csd = ["--config", "configs/tiny/agent_csd.yaml"]
     with pytest.raises(SystemExit):
-        ParseOnlyCLI(args=[*csd, "--model.init_args.csd.estimator", "distill"], run=False)
-    assert "Expected a typing.Literal['sdar', 'ref', 'k3']" in capsys.readouterr().err
+        ParseOnlyCLI(args=[*csd, "--model.init_args.csd.estimator", "surrogate"], run=False)
+    assert "Expected a typing.Literal['sdar', 'ref', 'k3', 'distill']" in capsys.readouterr().err
+    distill = ParseOnlyCLI(args=[*csd, "--model.init_args.csd.estimator", "distill"], run=False)
+    assert distill.config["model"]["init_args"]["csd"]["estimator"] == "distill"
     with pytest.raises(SystemExit):
         ParseOnlyCLI(args=[*csd, "--model.help", "mimesis_pl.modules.AgentCSD"], run=False)
     help_text = capsys.readouterr().out
     for listed in (
-        "{sdar,ref,k3}",
+        "{sdar,ref,k3,distill}",
         "{token-mean,seq-mean-token-sum,seq-mean-token-mean}",
         "{prefix_cache,packed}",
         "{prospective,corrective}",

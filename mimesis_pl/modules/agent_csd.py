@@ -33,10 +33,13 @@ from .agent_grpo import DEFAULT_ADVANTAGE, DEFAULT_PPO, DEFAULT_ROLLOUT, REFEREN
 from .ppo_module import ExtraLoss
 from .settings import CSDSettings, ModelSettings, OptimSettings, PPOSettings
 from .teacher_forward import (
+    TeacherScores,
     check_no_dropout,
     teacher_logprobs,
-    teacher_logprobs_prefix_cached,
+    teacher_scores,
+    teacher_scores_prefix_cached,
 )
+from .token_ops import HeadLogprobs
 
 DEFAULT_CSD, DEFAULT_COACHING = CSDSettings(), CoachingSettings()
 
@@ -122,8 +125,10 @@ class AgentCSD(AgentGRPO):
         logprobs: torch.Tensor,
         width: int,
         lapses: list[set[int]] | None = None,
+        head: HeadLogprobs | None = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``)."""
+        """``(α · L_csd, metrics)`` for the trajectories ``rows`` of the batch (student ``logprobs [b, width]``;
+        ``head`` scores the teacher's top-k ids in the same forward, for ``distill``)."""
         t, advantages, response = inputs.batch, inputs.advantages, inputs.response_mask
         length = t.input_ids.shape[1]
         real = [teacher.real[int(i)] for i in rows]
@@ -133,11 +138,14 @@ class AgentCSD(AgentGRPO):
         if n_forwards == 0:
             zero = logprobs.sum() * 0.0  # keep the graph identical across micro-batches
             return zero, {"csd/tokens": 0.0}
+        top_k = self.csd.distill_top_k if self.csd.estimator == "distill" else 0
         if self.csd.teacher_mode == "prefix_cache":
-            teacher_full, placebo_full, mask_full = self._teacher_prefix_cached(t, rows, real, placebo, length, teacher)
+            scores, placebo_full, mask_full = self._teacher_prefix_cached(
+                t, rows, real, placebo, length, teacher, top_k
+            )
         else:
-            teacher_full, placebo_full, mask_full = self._teacher_packed(real, placebo, length)
-        teacher_lp = teacher_full[:, 1 : width + 1]  # maps are absolute; student column j scores token j + 1
+            scores, placebo_full, mask_full = self._teacher_packed(real, placebo, length, top_k)
+        teacher_lp = scores.logprobs[:, 1 : width + 1]  # maps are absolute; student column j scores token j + 1
         mask = mask_full[:, 1 : width + 1].to(logprobs.device) & response[rows, :width].bool()
         placebo_lp = placebo_full[:, 1 : width + 1] if placebo_full is not None else None
         if placebo_lp is not None and self.csd.placebo_missing == "drop":  # the reference's AND mask
@@ -146,6 +154,7 @@ class AgentCSD(AgentGRPO):
             mask = torch.zeros_like(mask)
         if self.csd.adv_gate is not None:
             mask = mask & (advantages[rows, :width].abs() <= self.csd.adv_gate)
+        topk = distill_topk(scores, mask, width, head) if top_k else {}
         loss, m = csd_loss(
             logprobs,
             teacher_lp.to(logprobs.dtype),
@@ -153,6 +162,7 @@ class AgentCSD(AgentGRPO):
             estimator=self.csd.estimator,
             beta=self.csd.beta,
             placebo_logprobs=None if placebo_lp is None else placebo_lp.to(logprobs.dtype),
+            **topk,
         )
         metrics = {f"csd/{k}": float(v) for k, v in m.items()}
         if lapses is not None:  # the study's diagnostics: gap and gate on turns that restate the opening vs not
@@ -186,18 +196,22 @@ class AgentCSD(AgentGRPO):
         prefixes = sum(1 for k, r in enumerate(real) if r.rows or (placebo and placebo[k].rows))
         return n_rows + prefixes if n_rows else 0
 
-    def _teacher_packed(self, real, placebo, length):
+    def _teacher_packed(self, real, placebo, length, top_k: int = 0):
         packed = pack_teacher_rows(real, response_length=length, pad_id=pad_id_of(self.tokenizer))
-        teacher_full = teacher_logprobs(self.model, packed, self.csd.teacher_chunk_rows)
+        scores = teacher_scores(self.model, packed, self.csd.teacher_chunk_rows, top_k=top_k)
         placebo_full = None
         if placebo is not None and any(p.rows for p in placebo):
             packed_p = pack_teacher_rows(placebo, response_length=length, pad_id=pad_id_of(self.tokenizer))
             placebo_full = teacher_logprobs(self.model, packed_p, self.csd.teacher_chunk_rows, fill=float("nan"))
-        return teacher_full, placebo_full, packed.teacher_mask
+        return scores, placebo_full, packed.teacher_mask
 
-    def _teacher_prefix_cached(self, t: PolicyBatch, rows, real, placebo, length, teacher):
+    def _teacher_prefix_cached(self, t: PolicyBatch, rows, real, placebo, length, teacher, top_k: int = 0):
         b = len(rows)
-        teacher_full = torch.zeros(b, length, device=self.device)
+        full = TeacherScores(
+            torch.zeros(b, length, device=self.device),
+            torch.zeros(b, length, top_k, dtype=torch.long, device=self.device) if top_k else None,
+            torch.zeros(b, length, top_k, device=self.device) if top_k else None,
+        )
         placebo_full = torch.full((b, length), float("nan"), device=self.device) if placebo is not None else None
         mask_full = torch.zeros(b, length, dtype=torch.bool)
         for k, i in enumerate(rows.tolist()):
@@ -206,12 +220,37 @@ class AgentCSD(AgentGRPO):
                 continue
             n = int(t.attention_mask[i].sum())
             fills = (0.0, float("nan"))[: len(sets)]
-            outs = teacher_logprobs_prefix_cached(self.model, t.input_ids[i, :n], teacher.spans[i], sets, fill=fills)
-            teacher_full[k, :n] = outs[0]
+            outs = teacher_scores_prefix_cached(
+                self.model, t.input_ids[i, :n], teacher.spans[i], sets, fill=fills, top_k=(top_k,)
+            )
+            for got, into in zip(outs[0], full):
+                if into is not None:
+                    into[k, :n] = got
             if placebo_full is not None:
-                placebo_full[k, :n] = outs[1]
+                placebo_full[k, :n] = outs[1].logprobs
             mask_full[k, : real[k].teacher_mask.numel()] = real[k].teacher_mask
-        return teacher_full, placebo_full, mask_full
+        return full, placebo_full, mask_full
+
+
+def distill_topk(
+    scores: TeacherScores, mask: torch.Tensor, width: int, head: HeadLogprobs | None
+) -> dict[str, torch.Tensor]:
+    """``csd_loss``'s ``distill`` inputs for a micro-batch: the teacher's top-k log-probs and the student's at the
+    same ids, ``[b, width, K]`` float32 on the coached columns of ``mask [b, width]`` (0 elsewhere).
+
+    The student's are taken from its own forward (``head``, with gradient) at the coached columns only, so the
+    vocabulary projection is the chunked head's, on ``Σ mask`` positions × K ids (the reference gathers at the
+    teacher's ids inside its student forward, dp_actor.py @bb891c4).
+    """
+    if head is None:
+        raise RuntimeError("model.init_args.csd.estimator distill: the update's student forward returned no head")
+    ids = scores.topk_ids[:, 1 : width + 1].to(mask.device)  # absolute maps: column j is the token j + 1
+    teacher = scores.topk_logprobs[:, 1 : width + 1].to(mask.device)
+    b_idx, cols = mask.nonzero(as_tuple=True)
+    student = torch.zeros(teacher.shape, dtype=torch.float32, device=mask.device)
+    student = student.index_put((b_idx, cols), head.at(b_idx, cols, ids[b_idx, cols]).float())
+    teacher = torch.where(mask[..., None], teacher, torch.zeros_like(teacher))
+    return {"student_topk_logprobs": student, "teacher_topk_logprobs": teacher}
 
 
 def _lapse_mask(rows, spans, lapses, length: int) -> torch.Tensor:
@@ -241,8 +280,12 @@ class CSDTerm:
     def weighting(self):
         return self.module.csd.weighting
 
-    def __call__(self, rows, logprobs, width, inputs: LossInputs):
-        return self.module.csd_term(self.teacher, inputs, rows, logprobs, width, self.lapses)
+    @property
+    def needs_head(self) -> bool:
+        return self.module.csd.estimator == "distill"
+
+    def __call__(self, rows, logprobs, width, inputs: LossInputs, head: HeadLogprobs | None = None):
+        return self.module.csd_term(self.teacher, inputs, rows, logprobs, width, self.lapses, head)
 
     def empty_microbatch(self) -> None:
         self.module.csd_empty_microbatch()

@@ -53,13 +53,19 @@ def _chunk_logits(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> t
     return logits if logits.dtype == torch.float32 else logits.float()
 
 
+def _columns(targets: torch.Tensor) -> torch.Tensor:
+    """``[c]`` targets (one token per position) → ``[c, 1]``; ``[c, K]`` (K tokens per position) unchanged."""
+    return targets[:, None] if targets.dim() == 1 else targets
+
+
 def _normalise_(logits: torch.Tensor, targets: torch.Tensor, want_entropy: bool):
     """Turn ``logits`` in place into ``exp(logits − max)`` (unnormalised probabilities).
 
     Returns ``(logprob of targets, logsumexp, entropy or None, row sums [c, 1])``: the caller divides
-    by the row sums only where it needs probabilities, folded into its next in-place pass.
+    by the row sums only where it needs probabilities, folded into its next in-place pass. ``targets``
+    is ``[c]`` or ``[c, K]``; the log-probs have its shape.
     """
-    picked = logits.gather(-1, targets[:, None]).squeeze(-1)
+    picked = logits.gather(-1, _columns(targets)).view(targets.shape)
     top = logits.amax(-1, keepdim=True)
     logits.sub_(top)  # shifted logits x = z - max
     entropy = None
@@ -73,17 +79,20 @@ def _normalise_(logits: torch.Tensor, targets: torch.Tensor, want_entropy: bool)
         dot = torch.bmm(logits[:, None, :], shifted[:, :, None]).reshape(-1)
         entropy = total.squeeze(-1).log() - dot / total.squeeze(-1)
         del shifted
-    return picked - lse, lse, entropy, total
+    return picked - (lse if targets.dim() == 1 else lse[:, None]), lse, entropy, total
 
 
 def _grad_logits_(probs: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor, total: torch.Tensor | None = None):
     """In place: ``probs [c, V]`` → ``d(Σ scale_i · log p_i(t_i)) / d logits = scale_i · (onehot(t_i) − p_i)``.
 
-    With ``total`` the input is unnormalised (``p · total``) and the division joins the same pass.
+    With ``[c, K]`` targets and scales the gradient is ``Σ_k scale_ik · onehot(t_ik) − (Σ_k scale_ik) · p_i``
+    (a repeated id gets the sum of its scales). With ``total`` the input is unnormalised (``p · total``) and the
+    division joins the same pass.
     """
-    factor = -scale[:, None] if total is None else -scale[:, None] / total
-    probs.mul_(factor)
-    probs.scatter_add_(-1, targets[:, None], scale[:, None])
+    scale = _columns(scale)
+    row = scale.sum(-1, keepdim=True)
+    probs.mul_(-row if total is None else -row / total)
+    probs.scatter_add_(-1, _columns(targets), scale)
     return probs
 
 
@@ -138,7 +147,8 @@ def _finish(grads: dict, name: str, like: torch.Tensor | None, scale: torch.Tens
 class LinearTokenLogprobs(torch.autograd.Function):
     """``log_softmax(hidden @ weight.T + bias)[i, targets[i]]`` for ``hidden [N, H]`` → ``[N]`` float32.
 
-    Optionally also the entropy ``[N]`` of each row's distribution (not differentiable).
+    ``targets [N, K]`` (K token ids per position, e.g. a teacher's top-k) gives ``[N, K]``. Optionally also the
+    entropy ``[N]`` of each row's distribution (not differentiable).
     """
 
     @staticmethod
@@ -148,9 +158,9 @@ class LinearTokenLogprobs(torch.autograd.Function):
             w = weight.to(cdtype)
             b = None if bias is None else bias.to(cdtype)
             n = hidden.shape[0]
-            logprobs = torch.empty(n, dtype=torch.float32, device=hidden.device)
-            lse = torch.empty_like(logprobs)
-            entropy = torch.empty_like(logprobs) if want_entropy else None
+            logprobs = torch.empty(targets.shape, dtype=torch.float32, device=hidden.device)
+            lse = torch.empty(n, dtype=torch.float32, device=hidden.device)
+            entropy = torch.empty_like(lse) if want_entropy else None
             for start in range(0, n, chunk_size):
                 stop = min(n, start + chunk_size)
                 logits = _chunk_logits(hidden[start:stop].to(cdtype), w, b)
@@ -249,7 +259,8 @@ def linear_token_logprobs(
 ):
     """``[N]`` float32 log-probabilities of ``targets [N]`` under ``hidden [N, H] @ weight[V, H].T``.
 
-    With ``return_entropy`` also the ``[N]`` entropy of each position's distribution (no gradient).
+    ``targets [N, K]`` scores K ids per position (``[N, K]`` out, one ``[chunk, V]`` buffer as for one id). With
+    ``return_entropy`` also the ``[N]`` entropy of each position's distribution (no gradient).
     """
     flags = _Flags(hidden, weight, bias)
     return LinearTokenLogprobs.apply(hidden, weight, bias, targets, chunk_size, flags, return_entropy)

@@ -33,7 +33,7 @@ from ..scale import per_rank_share, plan_minibatches
 from ..stages.base import CollectStage, Stage
 from .base import HFCausalLMModule
 from .settings import ModelSettings, OptimSettings, PPOSettings
-from .token_ops import model_token_logprobs
+from .token_ops import HeadLogprobs, model_token_logprobs
 
 
 class ExtraLoss(Protocol):
@@ -42,11 +42,14 @@ class ExtraLoss(Protocol):
     metrics: dict[str, float]
     # how the term of each micro-batch is weighted in the mini-batch's gradient (see `extra_term_weight`)
     weighting: Literal["micro_batch", "pg_token_share"]
+    # whether it reads other tokens' log-probs from the student's forward (the `head` of its call)
+    needs_head: bool
 
     def __call__(
-        self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, inputs: LossInputs
+        self, rows: torch.Tensor, logprobs: torch.Tensor, width: int, inputs: LossInputs, head: HeadLogprobs | None
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """``(term, metrics)`` for the micro-batch ``rows`` (student ``logprobs [b, width]``)."""
+        """``(term, metrics)`` for the micro-batch ``rows`` (student ``logprobs [b, width]``; ``head`` scores any
+        token ids at the same columns, with gradient, when ``needs_head``)."""
 
     def empty_microbatch(self) -> None:
         """Keep ranks in step on a micro-batch with no trajectory on this rank."""
@@ -156,18 +159,19 @@ class PPOModule(HFCausalLMModule):
 
     # -- log-probs -------------------------------------------------------------------------------
 
-    def _logprobs(self, batch: PolicyBatch, rows: torch.Tensor, entropy: bool = False):
+    def _logprobs(self, batch: PolicyBatch, rows: torch.Tensor, entropy: bool = False, head: bool = False):
         """``[b, w-1]`` log-probs of ids 1.. of ``rows`` on response positions (0 elsewhere), the entropy
-        there when asked, and the padded width ``w`` of these rows."""
+        there when asked, the padded width ``w`` of these rows, and the forward's `HeadLogprobs` when asked."""
         ids = batch.input_ids[rows].to(self.device)
         attn = batch.attention_mask[rows].to(self.device)
         width = int(attn.sum(-1).max())
         ids, attn = ids[:, :width], attn[:, :width]
         targets = batch.response_mask[rows, 1:width].to(self.device)
+        chunk = self.loss_chunk_size
         out = model_token_logprobs(
-            self.model, ids, attn, chunk_size=self.loss_chunk_size, target_mask=targets, return_entropy=entropy
+            self.model, ids, attn, chunk_size=chunk, target_mask=targets, return_entropy=entropy, return_head=head
         )
-        return out.logprobs, out.entropy, width
+        return out.logprobs, out.entropy, width, out.head
 
     def _has_dropout(self) -> bool:
         """Train-mode forwards are stochastic with dropout: then old log-probs need their own eval pass."""
@@ -188,7 +192,7 @@ class PPOModule(HFCausalLMModule):
         n_forwards = 0
         for start in range(0, batch, self.ppo.micro_batch_size):
             rows = torch.arange(start, min(start + self.ppo.micro_batch_size, batch))
-            logprobs, _, width = self._logprobs(policy_batch, rows)
+            logprobs, _, width, _ = self._logprobs(policy_batch, rows)
             out[rows, : width - 1] = logprobs.float()
             n_forwards += 1
         self._equalize_forwards(n_forwards)
@@ -312,13 +316,15 @@ class PPOModule(HFCausalLMModule):
         for m, micro_batches in enumerate(plan):
             global_tokens, global_rows = sizes[m, 0].clamp(min=1), sizes[m, 1].clamp(min=1)
             opt.zero_grad(set_to_none=True)
+            n_micro = len(micro_batches)
             for k, rows_list in enumerate(micro_batches):
                 if not rows_list:
                     self._empty_microbatch(extra)
                     continue
                 rows = torch.tensor(rows_list)
                 want_entropy = ppo.log_entropy and n_updates == 0 and k == 0
-                logprobs, entropy, width = self._logprobs(inputs.batch, rows, entropy=want_entropy)
+                want_head = extra is not None and extra.needs_head
+                logprobs, entropy, width, head = self._logprobs(inputs.batch, rows, want_entropy, want_head)
                 w = width - 1
                 mask = response[rows, :w]
                 if old is None:
@@ -329,7 +335,7 @@ class PPOModule(HFCausalLMModule):
                 # token-mean over the whole global mini-batch, not the mean of micro-batch means
                 share = mask.sum() / global_tokens if ppo.loss_agg == "token-mean" else len(rows) / global_rows
                 loss, mb_metrics = self._microbatch_loss(
-                    inputs, rows, logprobs, old_rows, share=share, world=world, n_micro=len(micro_batches), extra=extra
+                    inputs, rows, logprobs, old_rows, share=share, world=world, n_micro=n_micro, extra=extra, head=head
                 )
                 self.manual_backward(loss)
                 for key, value in mb_metrics.items():
@@ -357,9 +363,11 @@ class PPOModule(HFCausalLMModule):
         world: int,
         n_micro: int,
         extra: ExtraLoss | None,
+        head: HeadLogprobs | None = None,
     ) -> tuple[torch.Tensor, dict[str, Any]]:
         """The micro-batch's loss to backward (its ``share`` of the global mini-batch, × ``world`` because data
-        parallelism averages the ranks' gradients; plus the extra term) and its metrics."""
+        parallelism averages the ranks' gradients; plus the extra term, given the student forward's ``head``) and
+        its metrics."""
         ppo, w = self.ppo, logprobs.shape[1]
         mask = inputs.response_mask[rows, :w]
         behaviour: dict[str, float] = {}
@@ -380,7 +388,7 @@ class PPOModule(HFCausalLMModule):
         metrics = {**metrics, **behaviour, "pg_loss": loss.detach()}
         loss = loss * share * world
         if extra is not None:
-            extra_loss, extra_metrics = extra(rows, logprobs, w, inputs)
+            extra_loss, extra_metrics = extra(rows, logprobs, w, inputs, head)
             loss = loss + extra_loss * extra_term_weight(extra.weighting, share * world, n_micro)
             metrics = {**metrics, **extra_metrics}
         return loss, metrics

@@ -106,9 +106,17 @@ class CSDSettings:
 
     Args:
         coef: α, the weight of the CSD loss (reference 0.01).
-        estimator: ``sdar`` (σ(β·Δ)-gated imitation), ``ref`` or ``k3``. The top-k ``distill`` estimator of
-            :mod:`mimesis_pl.rl.losses` is not selectable: the update does not compute the student's top-k
-            log-probs it needs (docs/decisions.md A7).
+        estimator: the CSD loss (:func:`mimesis_pl.rl.losses.csd_loss`; the reference's ``SDPO_ESTIMATOR``):
+            ``sdar`` (σ(β·Δ)-gated imitation of the sampled token; the default, as in the reference's launcher),
+            ``ref`` (``−Δ·log π`` per-sequence mean, signed; the reference yaml's default), ``k3`` (Schulman's k3
+            of the sampled token, clamped to ±10) or ``distill`` (reverse KL(student ‖ teacher) over the
+            teacher's top-k tokens plus a tail bucket, the reference's ``full_distillation``: it can move
+            probability onto tokens the policy did not sample; docs/decisions.md A100). ``sdar``, ``ref`` and
+            ``k3`` read only the sampled token; a placebo corrects their teacher. ``distill`` distils the raw
+            teacher: a placebo changes only its mask (``placebo_missing``) and the gap metrics, as in the
+            reference (A100).
+        distill_top_k: K, the teacher's most likely tokens per coached position that ``distill`` matches
+            (reference ``SDPO_TOPK`` 20); the student's log-probs are taken at these ids, not renormalised.
         beta: gate sharpness of ``sdar`` (reference 5.0).
         warmup_steps: optimiser steps with the CSD term off.
         adv_gate: keep only coached tokens with ``|advantage| <= adv_gate`` (``None``: off).
@@ -124,7 +132,8 @@ class CSDSettings:
     """
 
     coef: float = 0.01
-    estimator: Literal["sdar", "ref", "k3"] = "sdar"
+    estimator: Literal["sdar", "ref", "k3", "distill"] = "sdar"
+    distill_top_k: int = 20
     beta: float = 5.0
     warmup_steps: int = 0
     adv_gate: float | None = None
@@ -136,6 +145,7 @@ class CSDSettings:
     def __post_init__(self) -> None:
         where = "model.init_args.csd"
         choices = {
+            "estimator": ("sdar", "ref", "k3", "distill"),
             "teacher_mode": ("prefix_cache", "packed"),
             "placebo_missing": ("drop", "raw"),
             "weighting": ("micro_batch", "pg_token_share"),
@@ -143,9 +153,7 @@ class CSDSettings:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{where}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if self.estimator not in ("sdar", "ref", "k3"):
+        if isinstance(self.distill_top_k, bool) or not isinstance(self.distill_top_k, int) or self.distill_top_k < 1:
             raise ValueError(
-                f"{where}.estimator {self.estimator!r} is not supported by AgentCSD; "
-                "choose sdar, ref or k3 "
-                "(the top-k 'distill' estimator exists in mimesis_pl.rl.losses but needs student top-k log-probs)"
+                f"{where}.distill_top_k must be an integer >= 1 (reference 20), got {self.distill_top_k!r}"
             )

@@ -2,28 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 
-from ..rl.teacher import PackedTeacherRows, gather_teacher_logprobs, teacher_logits_to_keep, token_logprobs_from_logits
+from ..rl.teacher import (
+    PackedTeacherRows,
+    gather_teacher_logprobs,
+    teacher_logits_to_keep,
+    token_logprobs_from_logits,
+    token_topk_from_logits,
+)
+
+
+class TeacherScores(NamedTuple):
+    """What a teacher forward returns, at each student token that has a row (absolute positions).
+
+    logprobs: ``[..., L]`` float32, the teacher's log-prob of the sampled token (``fill`` without a row).
+    topk_ids, topk_logprobs: ``[..., L, K]`` long / float32, the teacher's K most likely tokens there and their
+        log-probs (normalised over the whole vocabulary; ids 0 and log-probs 0 without a row); ``None`` at K = 0.
+    """
+
+    logprobs: torch.Tensor
+    topk_ids: torch.Tensor | None = None
+    topk_logprobs: torch.Tensor | None = None
 
 
 @torch.no_grad()
-def teacher_logprobs(
-    model: torch.nn.Module, packed: PackedTeacherRows, chunk_rows: int = 4, fill: float = 0.0
-) -> torch.Tensor:
-    """``[B, L]`` teacher log-prob of every student token that has a row (``fill`` elsewhere).
+def teacher_scores(
+    model: torch.nn.Module, packed: PackedTeacherRows, chunk_rows: int = 4, fill: float = 0.0, top_k: int = 0
+) -> TeacherScores:
+    """``[B, L]`` teacher log-prob of every student token that has a row (``fill`` elsewhere), and with ``top_k``
+    the teacher's top-k there (:class:`TeacherScores`).
 
     Rows are forwarded ``chunk_rows`` at a time and only the trailing logits the maps need are kept
-    (``logits_to_keep``), so memory is ``chunk_rows × keep × V``, not ``R × W × V``.
+    (``logits_to_keep``), so memory is ``chunk_rows × keep × V``, not ``R × W × V``; the top-k adds
+    ``R × keep × K``.
     """
     device = next(model.parameters()).device
     keep = teacher_logits_to_keep(packed)
     if keep == 0:
-        return torch.full(packed.teacher_mask.shape, fill, dtype=torch.float32, device=device)
-    pieces = []
+        empty = torch.full(packed.teacher_mask.shape, fill, dtype=torch.float32, device=device)
+        return _with_topk(empty, None, None, top_k)
+    pieces, top_ids, top_lps = [], [], []
     for start in range(0, packed.input_ids.shape[0], chunk_rows):
         ids = packed.input_ids[start : start + chunk_rows].to(device)
         logits = model(
@@ -34,7 +57,37 @@ def teacher_logprobs(
             use_cache=False,
         ).logits
         pieces.append(token_logprobs_from_logits(logits, ids))
-    return gather_teacher_logprobs(torch.cat(pieces), packed, fill=fill)
+        if top_k:
+            chunk_ids, chunk_lps = token_topk_from_logits(logits, top_k)
+            top_ids.append(chunk_ids)
+            top_lps.append(chunk_lps)
+    logprobs = gather_teacher_logprobs(torch.cat(pieces), packed, fill=fill)
+    if not top_k:
+        return TeacherScores(logprobs)
+    return TeacherScores(
+        logprobs,
+        gather_teacher_logprobs(torch.cat(top_ids), packed, fill=0),
+        gather_teacher_logprobs(torch.cat(top_lps), packed, fill=0.0),
+    )
+
+
+def _with_topk(logprobs: torch.Tensor, ids, lps, top_k: int) -> TeacherScores:
+    """``logprobs`` with the top-k tensors, or their empty fill (ids 0, log-probs 0) where none were computed."""
+    if not top_k:
+        return TeacherScores(logprobs)
+    shape = (*logprobs.shape, top_k)
+    if ids is None:
+        ids = torch.zeros(shape, dtype=torch.long, device=logprobs.device)
+        lps = torch.zeros(shape, dtype=torch.float32, device=logprobs.device)
+    return TeacherScores(logprobs, ids, lps)
+
+
+def teacher_logprobs(
+    model: torch.nn.Module, packed: PackedTeacherRows, chunk_rows: int = 4, fill: float = 0.0
+) -> torch.Tensor:
+    """``[B, L]`` teacher log-prob of every student token that has a row (``fill`` elsewhere); see
+    :func:`teacher_scores`."""
+    return teacher_scores(model, packed, chunk_rows, fill).logprobs
 
 
 def check_no_dropout(config, where: str = "model config") -> None:
@@ -82,10 +135,17 @@ def _crop_to(cache, length: int) -> None:
         cache.crop(-remove)  # transformers >= 5.16: a negative count removes that many tokens
 
 
-@torch.no_grad()
 def teacher_logprobs_prefix_cached(
     model: torch.nn.Module, input_ids: torch.Tensor, spans, row_sets, fill=(0.0,)
 ) -> list[torch.Tensor]:
+    """One ``[L]`` teacher log-prob tensor per row set; see :func:`teacher_scores_prefix_cached`."""
+    return [s.logprobs for s in teacher_scores_prefix_cached(model, input_ids, spans, row_sets, fill)]
+
+
+@torch.no_grad()
+def teacher_scores_prefix_cached(
+    model: torch.nn.Module, input_ids: torch.Tensor, spans, row_sets, fill=(0.0,), top_k: Sequence[int] = ()
+) -> list[TeacherScores]:
     """Teacher log-probs by reusing the KV cache of the student's own prefix.
 
     Every teacher row is ``ids[:header_start] + note + ids[header_start:end]``: its prefix is the
@@ -98,13 +158,18 @@ def teacher_logprobs_prefix_cached(
         spans: its ``TurnSpan`` list.
         row_sets: several ``TeacherRows`` of this trajectory (e.g. real and placebo) sharing the prefix.
         fill: the value for positions without a row, per row set (e.g. ``(0.0, nan)``).
+        top_k: K per row set (missing or 0: no top-k), e.g. ``(20, 0)`` for the real rows only.
 
     Returns:
-        one ``[L]`` float32 tensor per row set: the teacher's log-prob of each token that has a row.
+        one :class:`TeacherScores` per row set: ``[L]`` log-probs of each token that has a row, ``[L, K]`` top-k.
     """
     device = next(model.parameters()).device
     length = input_ids.numel()
-    outs = [torch.full((length,), f, dtype=torch.float32, device=device) for f in fill]
+    ks = [top_k[k] if k < len(top_k) else 0 for k in range(len(fill))]
+    outs = [
+        _with_topk(torch.full((length,), f, dtype=torch.float32, device=device), None, None, k)
+        for f, k in zip(fill, ks)
+    ]
     work = [(spans[turn], row, k) for k, rows in enumerate(row_sets) for turn, row in zip(rows.row_turns, rows.rows)]
     if not work:
         return outs
@@ -142,14 +207,18 @@ def _check_cache(cache, length: int) -> None:
         )
 
 
-def _score_row(logits, suffix, span, row, out) -> None:
-    """Write the teacher log-probs of ``span``'s sampled tokens (from its suffix forward) into ``out``."""
+def _score_row(logits, suffix, span, row, out: TeacherScores) -> None:
+    """Write the teacher log-probs of ``span``'s sampled tokens (from its suffix forward) into ``out``, and its
+    top-k there when ``out`` has top-k tensors."""
     hs = span.header_start
     note_len = row.numel() - span.end
     first = note_len + (span.start - hs)  # suffix index of the first sampled token; its logit is the one before
     n = span.end - span.start
     predicting = logits[first - 1 : first - 1 + n].float()
     targets = suffix[first : first + n]
-    out[span.start : span.end] = predicting.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(
-        predicting, dim=-1
-    )
+    lse = torch.logsumexp(predicting, dim=-1)
+    out.logprobs[span.start : span.end] = predicting.gather(-1, targets[:, None]).squeeze(-1) - lse
+    if out.topk_ids is not None:
+        values, ids = predicting.topk(out.topk_ids.shape[-1], dim=-1)
+        out.topk_ids[span.start : span.end] = ids
+        out.topk_logprobs[span.start : span.end] = values - lse[:, None]

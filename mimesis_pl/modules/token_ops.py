@@ -64,17 +64,42 @@ def chunked_token_entropy(
     return entropy.view(hidden.shape[:-1])
 
 
+class HeadLogprobs:
+    """Log-probs of any token ids at chosen positions of a forward already run, with gradient into that forward.
+
+    Position ``i`` is the distribution over token ``i + 1`` (the column convention of :class:`TokenLogprobs`).
+    Unsharded models keep the final hidden states and project only the asked positions through the chunked head
+    (one ``[chunk, V]`` buffer, as for the log-probs); the sharded path gathers from the full log-softmax its
+    forward already materialised.
+    """
+
+    def __init__(self, *, hidden=None, lm_head=None, chunk_size: int | None = None, full_logprobs=None) -> None:
+        if (full_logprobs is None) == (hidden is None or lm_head is None):
+            raise ValueError("HeadLogprobs needs either hidden states and lm_head, or full_logprobs")
+        self._hidden, self._lm_head, self._chunk_size, self._full = hidden, lm_head, chunk_size, full_logprobs
+
+    def at(self, batch_idx: torch.Tensor, columns: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """``[n, K]`` float32 log-probs of ``ids [n, K]`` at positions ``(batch_idx[n], columns[n])``."""
+        if self._full is not None:
+            return self._full[batch_idx, columns].gather(-1, ids)
+        weight, bias = _head_params(self._lm_head)
+        chunk = _chunk(self._chunk_size, weight)
+        return linear_token_logprobs(self._hidden[batch_idx, columns], weight, bias, ids, chunk)
+
+
 class TokenLogprobs(NamedTuple):
     """What :func:`model_token_logprobs` returns; position ``i`` scores token ``i + 1``.
 
     logprobs: ``[B, T-1]`` float32 log-probs (0 outside ``target_mask`` when one was given).
     hidden: ``[B, T, H]`` final hidden states when ``return_hidden``, else ``None``.
     entropy: ``[B, T-1]`` float32 next-token entropy, no gradient, when ``return_entropy``, else ``None``.
+    head: a :class:`HeadLogprobs` over the same forward when ``return_head``, else ``None``.
     """
 
     logprobs: torch.Tensor
     hidden: torch.Tensor | None = None
     entropy: torch.Tensor | None = None
+    head: HeadLogprobs | None = None
 
 
 def model_token_logprobs(
@@ -86,6 +111,7 @@ def model_token_logprobs(
     return_hidden: bool = False,
     target_mask: torch.Tensor | None = None,
     return_entropy: bool = False,
+    return_head: bool = False,
 ) -> TokenLogprobs:
     """Log-prob of ``input_ids[:, 1:]`` under a HF causal LM (or a peft wrapper of one).
 
@@ -99,21 +125,25 @@ def model_token_logprobs(
             skips most of the head's work.
         return_entropy: also return the next-token entropy at the same positions, computed from the
             same projection as the log-probs.
+        return_head: also return a :class:`HeadLogprobs` that scores other token ids at any position of
+            this forward (e.g. a teacher's top-k for the ``distill`` CSD estimator), with gradient.
 
     FSDP2-sharded models take the full-logits path of :func:`_sharded_token_logprobs` (same outputs).
     """
     if _is_sharded(model):
         return _sharded_token_logprobs(
-            model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy
+            model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy, return_head
         )
     hidden, predicting, targets, where = _decode(model, input_ids, attention_mask, position_ids, target_mask)
-    weight, bias = _head_params(model.get_output_embeddings())
+    lm_head = model.get_output_embeddings()
+    weight, bias = _head_params(lm_head)
     picked = linear_token_logprobs(predicting, weight, bias, targets, _chunk(chunk_size, weight), return_entropy)
     picked, entropy = picked if return_entropy else (picked, None)
     return TokenLogprobs(
         logprobs=_scatter_back(picked, where, input_ids),
         hidden=hidden if return_hidden else None,
         entropy=_scatter_back(entropy, where, input_ids) if return_entropy else None,
+        head=HeadLogprobs(hidden=hidden[:, :-1], lm_head=lm_head, chunk_size=chunk_size) if return_head else None,
     )
 
 
@@ -171,7 +201,7 @@ def _is_sharded(model: torch.nn.Module) -> bool:
 
 
 def _sharded_token_logprobs(
-    model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy
+    model, input_ids, attention_mask, position_ids, return_hidden, target_mask, return_entropy, return_head=False
 ) -> TokenLogprobs:
     """The same outputs through the model's own forward, for FSDP2-sharded models.
 
@@ -196,4 +226,5 @@ def _sharded_token_logprobs(
             entropy = -(logp.exp() * logp).sum(-1)
             if target_mask is not None:
                 entropy = entropy * target_mask.to(entropy.dtype)
-    return TokenLogprobs(logprobs, out.hidden_states[-1] if return_hidden else None, entropy)
+    head = HeadLogprobs(full_logprobs=logp) if return_head else None
+    return TokenLogprobs(logprobs, out.hidden_states[-1] if return_hidden else None, entropy, head)

@@ -264,8 +264,8 @@ def csd_loss(
             (``norm="masked"``) or Σ_t response_mask (``norm="full"``); B counts every sequence.
         ``k3`` (:func:`k3_loss`): aggregate_loss(clamp(e^(t̃−s) − (t̃−s) − 1, −10, 10), mask, agg).
         ``distill`` (:func:`distill_loss`): Σ KL_i·m_i / n with KL_i = `topk_reverse_kl` and n = M
-            (``"masked"``) or Σ response_mask (``"full"``); needs the two top-k tensors; no placebo
-            correction exists for it.
+            (``"masked"``) or Σ response_mask (``"full"``); needs the two top-k tensors; it distils the raw
+            teacher: a placebo changes only the metrics, as in the reference (docs/decisions.md A100).
 
     Steps after the checks: the placebo-corrected target (:func:`placebo_target`), the estimator, the gap and
     gate metrics (:func:`csd_gap_metrics`).
@@ -306,7 +306,7 @@ def csd_loss(
     if norm == "full" and estimator in ("ref", "distill") and response_mask is None:
         raise ValueError(f"estimator={estimator!r} with norm='full' needs response_mask [B, T]")
     if estimator == "distill":
-        _check_distill_inputs(student_logprobs, placebo_logprobs, student_topk_logprobs, teacher_topk_logprobs)
+        _check_distill_inputs(student_logprobs, student_topk_logprobs, teacher_topk_logprobs)
 
     dtype = _compute_dtype(student_logprobs)
     m = mask.to(dtype)
@@ -369,13 +369,8 @@ def csd_gap_metrics(
 
 
 def _check_distill_inputs(
-    student_logprobs: Tensor,
-    placebo_logprobs: Tensor | None,
-    student_topk_logprobs: Tensor | None,
-    teacher_topk_logprobs: Tensor | None,
+    student_logprobs: Tensor, student_topk_logprobs: Tensor | None, teacher_topk_logprobs: Tensor | None
 ) -> None:
-    if placebo_logprobs is not None:
-        raise ValueError("placebo_logprobs is not supported with estimator='distill'; pass None")
     if student_topk_logprobs is None or teacher_topk_logprobs is None:
         raise ValueError("estimator='distill' needs student_topk_logprobs and teacher_topk_logprobs [B, T, K]")
     expected = (*student_logprobs.shape, teacher_topk_logprobs.shape[-1])

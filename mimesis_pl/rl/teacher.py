@@ -241,24 +241,51 @@ def token_logprobs_from_logits(logits: Tensor, input_ids: Tensor) -> Tensor:
     return out
 
 
+def token_topk_from_logits(logits: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The K most likely next tokens and their log-probs (normalised over the whole vocabulary), for a trailing window.
+
+    Args:
+        logits: [R, P, V] model outputs at the last P positions W−P..W−1 of each row.
+        k: how many tokens per position (at most V).
+
+    Returns:
+        ``(ids, logprobs)``, [R, P, K] long and float32, aligned like `token_logprobs_from_logits`: column c is the
+        distribution of the token at W−P+c (from the logit before it); column 0 has ids 0 and NaN log-probs.
+    """
+    if logits.dim() != 3 or not 1 <= k <= logits.shape[-1]:
+        raise ValueError(f"logits must be [R, P, V] with 1 ≤ k ≤ V; got {tuple(logits.shape)} and k={k}")
+    n_rows, keep = logits.shape[:2]
+    ids = torch.zeros(n_rows, keep, k, dtype=torch.long, device=logits.device)
+    logprobs = torch.full((n_rows, keep, k), float("nan"), dtype=torch.float32, device=logits.device)
+    if keep > 1:
+        predicting = logits[:, :-1].to(torch.float32)
+        values, ids[:, 1:] = predicting.topk(k, dim=-1)
+        logprobs[:, 1:] = values - torch.logsumexp(predicting, dim=-1, keepdim=True)
+    return ids, logprobs
+
+
 def gather_teacher_logprobs(token_logprobs: Tensor, packed: PackedTeacherRows, fill: float = 0.0) -> Tensor:
     """Map teacher log-probs of packed rows back onto the student's response positions.
 
     Args:
         token_logprobs: [R, P] as returned by `token_logprobs_from_logits` (any P with
-            ``teacher_logits_to_keep(packed) ≤ P ≤ W``; P = W is the full row).
+            ``teacher_logits_to_keep(packed) ≤ P ≤ W``; P = W is the full row), or [R, P, K] (e.g. the ids or
+            log-probs of `token_topk_from_logits`).
         packed: the `PackedTeacherRows` the log-probs were computed on.
         fill: value where there is no teacher row (use NaN for placebo log-probs).
 
     Returns:
-        [B, L] in the dtype of ``token_logprobs``: the teacher's log-prob of each student token.
+        [B, L] (or [B, L, K]) in the dtype of ``token_logprobs``: the teacher's value at each student token.
     """
     n_rows, width = packed.input_ids.shape
-    if token_logprobs.dim() != 2 or token_logprobs.shape[0] != n_rows or token_logprobs.shape[1] > width:
-        raise ValueError(f"token_logprobs must be [R={n_rows}, P ≤ {width}]; got {tuple(token_logprobs.shape)}")
+    if token_logprobs.dim() not in (2, 3) or token_logprobs.shape[0] != n_rows or token_logprobs.shape[1] > width:
+        raise ValueError(
+            f"token_logprobs must be [R={n_rows}, P ≤ {width}] or [R, P, K]; got {tuple(token_logprobs.shape)}"
+        )
     keep = token_logprobs.shape[1]
     device = token_logprobs.device
-    out = torch.full(packed.teacher_mask.shape, fill, dtype=token_logprobs.dtype, device=device)
+    shape = (*packed.teacher_mask.shape, *token_logprobs.shape[2:])
+    out = torch.full(shape, fill, dtype=token_logprobs.dtype, device=device)
     # Work on the masked positions only: typically a small share of the [B, L] batch.
     b_idx, i_idx = packed.teacher_mask.to(device).nonzero(as_tuple=True)
     rows = packed.row_idx.to(device)[b_idx, i_idx]

@@ -51,6 +51,26 @@ def test_token_logprobs_values_entropy_and_grads_match_plain(chunk):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("chunk", [1, 4, 64])
+def test_k_ids_per_position_match_plain_values_and_grads(chunk):
+    """``targets [N, K]`` (a teacher's top-k, for the distill CSD estimator) scores K ids per position in the same
+    chunk loop; a repeated id gets the sum of its gradients."""
+    hidden, weight, bias, _ = _leaves(seed=3)
+    ids = torch.randint(0, weight.shape[0], (hidden.shape[0], 3), generator=torch.Generator().manual_seed(4))
+    ids[0, 2] = ids[0, 0]  # a repeated id
+    upstream = torch.randn(ids.shape, generator=torch.Generator().manual_seed(5))
+    ours = linear_token_logprobs(hidden, weight, bias, ids, chunk)
+    ref = F.linear(hidden, weight, bias).float().log_softmax(-1).gather(-1, ids)
+    assert ours.shape == ids.shape
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(
+        _grads((ours * upstream).sum(), [hidden, weight, bias]), _grads((ref * upstream).sum(), [hidden, weight, bias])
+    ):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    one = linear_token_logprobs(hidden, weight, bias, ids[:, :1], chunk)  # K = 1 is the one-id path
+    torch.testing.assert_close(one[:, 0], linear_token_logprobs(hidden, weight, bias, ids[:, 0], chunk))
+
+
 @pytest.mark.parametrize("chunk", [3, 64])
 def test_weighted_sum_equals_plain_masked_loss_with_grads(chunk):
     hidden, weight, bias, targets = _leaves(seed=2)
@@ -144,8 +164,8 @@ def test_model_token_logprobs_with_target_mask_matches_plain(tiny_model_path):
     model = _tiny(tiny_model_path)
     ids, attn, loss_mask = _batch()
     target = loss_mask[:, 1:]
-    lp, _, ent = model_token_logprobs(model, ids, attn, chunk_size=2, target_mask=target, return_entropy=True)
-    ref_lp, _, ref_ent = _sharded_token_logprobs(model, ids, attn, None, False, target, True)
+    lp, _, ent, _ = model_token_logprobs(model, ids, attn, chunk_size=2, target_mask=target, return_entropy=True)
+    ref_lp, _, ref_ent, _ = _sharded_token_logprobs(model, ids, attn, None, False, target, True)
     torch.testing.assert_close(lp, ref_lp, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(ent, ref_ent, atol=1e-5, rtol=1e-5)
     params = list(model.parameters())

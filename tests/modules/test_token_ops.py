@@ -82,6 +82,28 @@ def test_sharded_path_equals_plain_path(model, with_mask):
     torch.testing.assert_close(sharded.hidden, plain.hidden, **TOL)
 
 
+def test_head_scores_other_ids_at_chosen_positions_like_the_full_log_softmax(model):
+    """``return_head``: the log-probs of any K ids at chosen columns, with gradient into the forward, equal the full
+    log-softmax there, on the chunked path and on the sharded one; no positions gives an empty ``[0, K]``."""
+    ids, attn, target = _batch()
+    b_idx, cols = torch.tensor([0, 0, 1]), torch.tensor([2, 5, 3])
+    want_ids = torch.tensor([[3, 9, 0], [40, 40, 1], [12, 2, 7]])
+    params = [p for p in model.parameters() if p.requires_grad]
+    full = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float().log_softmax(-1)
+    ref = full[b_idx, cols].gather(-1, want_ids)
+    ref_grads = torch.autograd.grad(ref.sum() * 2 - ref[:, 0].sum(), params)
+    chunked = model_token_logprobs(model, ids, attn, chunk_size=2, target_mask=target, return_head=True).head
+    sharded = _sharded_token_logprobs(model, ids, attn, None, False, target, False, True).head
+    for head in (chunked, sharded):
+        got = head.at(b_idx, cols, want_ids)
+        torch.testing.assert_close(got, ref, **TOL)
+        for a, b in zip(torch.autograd.grad(got.sum() * 2 - got[:, 0].sum(), params), ref_grads, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+        empty = head.at(torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long), want_ids[:0])
+        assert empty.shape == (0, 3)
+    assert model_token_logprobs(model, ids, attn).head is None
+
+
 def test_an_fsdp2_sharded_model_takes_the_sharded_path_with_the_same_outputs(tiny_model_path):
     """A real FSDP2 model (a world of one process on gloo) is detected and scored like the plain model."""
     ids, attn, target = _batch()

@@ -349,6 +349,71 @@ def test_distill_caps_the_topk_mass():
     close(kl[0, 0], 0.8 * LN(0.8) + 0.2 * LN(0.2 / 1e-4), tol=1e-4)
 
 
+def test_distill_two_positions_k2_value_and_gradient_by_hand():
+    # KL = Σ_{k, tail} p_k (s_k − t_k), tails from 1 − Σ p. With the tail depending on s_k,
+    # ∂KL/∂s_k = p_k·[(s_k − t_k) − (s_tail − t_tail)] = p_k·[ln(p_k/q_k) − ln(p_tail/q_tail)].
+    # position 0: p = [.25, .25] tail .5, q = [.5, .25] tail .25
+    #   KL = .25·ln .5 + 0 + .5·ln 2 = .25 ln 2; ∂ = [.25·(ln .5 − ln 2), .25·(0 − ln 2)] = [−.5 ln 2, −.25 ln 2]
+    # position 1: p = [.5, .25] tail .25, q = [.25, .25] tail .5
+    #   KL = .5·ln 2 + 0 + .25·ln .5 = .25 ln 2; ∂ = [.5·(ln 2 − ln .5), .25·(0 − ln .5)] = [ln 2, .25 ln 2]
+    # masked mean over the 2 positions: loss = .25 ln 2, gradient = ∂ / 2
+    student = torch.log(torch.tensor([[[0.25, 0.25], [0.5, 0.25]]], dtype=torch.float64)).requires_grad_()
+    teacher = torch.log(torch.tensor([[[0.5, 0.25], [0.25, 0.25]]], dtype=torch.float64))
+    x = torch.zeros(1, 2, dtype=torch.float64)
+    loss, _ = csd_loss(
+        x, x, torch.ones(1, 2), estimator="distill", student_topk_logprobs=student, teacher_topk_logprobs=teacher
+    )
+    close(loss, 0.25 * LN(2.0))
+    loss.backward()
+    ln2 = LN(2.0)
+    close(student.grad, [[[-0.25 * ln2, -0.125 * ln2], [0.5 * ln2, 0.125 * ln2]]])
+
+
+def test_distill_raises_an_unsampled_token_the_teacher_prefers_and_sdar_cannot():
+    """The point of ``distill``: the student samples token 0, the coached teacher prefers token 2. One gradient step
+    of distill on the student's head raises log p(2); the sdar step on the sampled token lowers it."""
+    from mimesis_pl.modules.token_ops import HeadLogprobs
+
+    def step(estimator):
+        head = torch.nn.Linear(4, 4, bias=False)
+        with torch.no_grad():  # one-hot hidden state: the logits are the head's first column [2, 1, 0, 0]
+            head.weight.zero_()
+            head.weight[:, 0] = torch.tensor([2.0, 1.0, 0.0, 0.0])
+        hidden = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]])  # [B=1, T=1, H]
+        sampled = torch.tensor([[0]])  # the student's own (most likely) token
+        teacher_logp = torch.log_softmax(torch.tensor([1.0, 0.0, 3.0, -1.0]), -1)  # prefers 2, then 0
+        ids = torch.tensor([[[2, 0]]])  # the teacher's top-2
+        at = HeadLogprobs(hidden=hidden, lm_head=head, chunk_size=2)
+        b, col = torch.tensor([0]), torch.tensor([0])
+        s = at.at(b, col, sampled[0])[None]  # [1, 1] the sampled token's log-prob (a [n] id → [n])
+        topk = {"student_topk_logprobs": at.at(b, col, ids[0])[None], "teacher_topk_logprobs": teacher_logp[ids]}
+        loss, _ = csd_loss(s, teacher_logp[sampled], torch.ones(1, 1), estimator=estimator, **topk)
+        loss.backward()
+        before = torch.log_softmax(head.weight[:, 0].detach(), -1)
+        after = torch.log_softmax(head.weight[:, 0].detach() - 1.0 * head.weight.grad[:, 0], -1)
+        return before, after
+
+    before, after = step("distill")
+    assert after[2] > before[2] + 0.05  # the unsampled, teacher-preferred token gains mass
+    assert after[0] < before[0]  # and the over-confident sampled token loses some
+    before, after = step("sdar")
+    assert after[2] < before[2]  # sdar only reweights the sampled token: token 2 can only lose mass
+
+
+def test_distill_uses_the_raw_teacher_and_a_placebo_changes_only_the_metrics():
+    student = torch.log(torch.tensor([[[0.25, 0.25], [0.3, 0.3]]]))
+    teacher = torch.log(torch.tensor([[[0.5, 0.25], [0.9, 0.05]]]))
+    s, t = torch.tensor([[-1.0, -2.0]]), torch.tensor([[-0.5, -1.0]])
+    topk = {"student_topk_logprobs": student, "teacher_topk_logprobs": teacher}
+    raw, raw_m = csd_loss(s, t, torch.ones(1, 2), estimator="distill", **topk)
+    placebo = torch.tensor([[-0.7, math.nan]])
+    debiased, m = csd_loss(s, t, torch.ones(1, 2), estimator="distill", placebo_logprobs=placebo, **topk)
+    close(debiased, raw)
+    close(raw_m["gap_abs_mean"], 0.75)  # |t − s| = 0.5, 1.0
+    close(m["gap_abs_mean"], (0.2 + 1.0) / 2)  # token 0 scored on t − p = 0.2
+    close(m["placebo_token_frac"], 0.5)
+
+
 @pytest.mark.parametrize("estimator", ["k3", "distill"])
 def test_true_divergences_match_finite_differences(estimator):
     # k3 and distill are functions of s (the teacher is a constant), so gradcheck applies in float64.
@@ -401,7 +466,6 @@ def test_csd_empty_mask_keeps_the_graph_and_gives_zero():
         ({"beta": -1.0}, "beta"),
         ({"estimator": "ref", "norm": "full"}, "response_mask"),
         ({"estimator": "distill"}, "student_topk_logprobs"),
-        ({"estimator": "distill", "placebo_logprobs": torch.zeros(1, 2)}, "placebo_logprobs"),
         ({"placebo_logprobs": torch.zeros(2, 2)}, "placebo_logprobs"),
         (
             {

@@ -291,6 +291,31 @@ def test_token_logprobs_from_logits_hand_worked():
     assert float(out[0, 1]) == pytest.approx(float(torch.log(torch.tensor(0.2))), abs=1e-6)
 
 
+def test_token_topk_from_logits_hand_worked():
+    # one row, vocab 3, keep 2: column 1 is the distribution of token 2, from the logits of position 1
+    # logits[position 1] = ln [1, 3, 2] → p = [1/6, 1/2, 1/3]; top-2 = ids [1, 2], log-probs [ln 1/2, ln 1/3]
+    from mimesis_pl.rl.teacher import token_topk_from_logits
+
+    logits = torch.log(torch.tensor([[[1.0, 3.0, 2.0], [5.0, 1.0, 1.0]]]))
+    ids, logprobs = token_topk_from_logits(logits, 2)
+    assert ids.tolist() == [[[0, 0], [1, 2]]]  # column 0: its logit is outside the window
+    assert torch.isnan(logprobs[0, 0]).all()
+    torch.testing.assert_close(logprobs[0, 1], torch.log(torch.tensor([0.5, 1 / 3])))
+    with pytest.raises(ValueError, match="1 ≤ k ≤ V"):
+        token_topk_from_logits(logits, 4)
+
+
+def test_gather_reads_the_right_cell_of_k_values_per_token():
+    # [R, W, 2] codes (1000·r + c, −(1000·r + c)): a top-k gather moves whole K-vectors, with the fill elsewhere
+    packed = pack_teacher_rows(_three_trajectories(), response_length=20, pad_id=PAD)
+    n_rows, width = packed.input_ids.shape
+    codes = 1000 * torch.arange(n_rows)[:, None] + torch.arange(width)[None, :]
+    out = gather_teacher_logprobs(torch.stack([codes, -codes], -1), packed, fill=0)
+    expected = torch.where(packed.teacher_mask, 1000 * packed.row_idx + packed.index_map, 0)
+    assert out.dtype == torch.long and out.shape == (*packed.teacher_mask.shape, 2)
+    assert torch.equal(out, torch.stack([expected, -expected], -1))
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_random_trajectories_round_trip(data):

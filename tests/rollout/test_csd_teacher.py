@@ -112,8 +112,47 @@ def test_dropout_is_refused(tiny_model_path):
 
 
 def test_estimator_choice_is_checked():
-    with pytest.raises(ValueError, match="not supported by AgentCSD"):
-        CSDSettings(estimator="distill")
+    with pytest.raises(ValueError, match=r"estimator must be one of \('sdar', 'ref', 'k3', 'distill'\)"):
+        CSDSettings(estimator="surrogate")
+    assert CSDSettings().estimator == "sdar"  # the default is unchanged
+    assert CSDSettings(estimator="distill").distill_top_k == 20  # the reference's SDPO_TOPK
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="distill_top_k must be an integer >= 1"):
+            CSDSettings(estimator="distill", distill_top_k=bad)
+
+
+@pytest.mark.parametrize("mode", ["packed", "prefix_cache"])
+def test_teacher_topk_is_the_full_rows_topk_at_each_coached_token(tiny_tokenizer, model, mode):
+    """Both teacher modes return, at each coached token, the teacher row's K most likely ids and their log-probs
+    (normalised over the whole vocabulary), read from the logit before the token, as the full row's forward gives."""
+    from mimesis_pl.modules.teacher_forward import teacher_scores, teacher_scores_prefix_cached
+
+    tok, k = tiny_tokenizer, 3
+    traj = episodes(tok, 1)[0]
+    renderer = ChatRenderer(tok)
+    render = lambda n: renderer.message_delta_ids([{"role": "user", "content": "."}], {"role": "user", "content": n})  # noqa: E731
+    notes = {0: NOTE, 2: "Commit to the answer."}
+    rows = build_teacher_rows(traj.input_ids, traj.turn_spans, notes, render, 10_000, prompt_len=0)
+    length = len(traj.input_ids)
+    if mode == "packed":
+        scores = teacher_scores(model, pack_teacher_rows([rows], length, tok.pad_token_id), chunk_rows=1, top_k=k)
+        got = [t[0] for t in scores]
+    else:
+        (got,) = teacher_scores_prefix_cached(model, torch.tensor(traj.input_ids), traj.turn_spans, [rows], top_k=(k,))
+    logprobs, ids, topk = got
+    assert ids.shape == (length, k) and topk.shape == (length, k)
+    for t, note in notes.items():
+        span = traj.turn_spans[t]
+        row = traj.input_ids[: span.header_start] + render(note) + traj.input_ids[span.header_start : span.end]
+        with torch.no_grad():
+            full = model(input_ids=torch.tensor([row])).logits[0].float().log_softmax(-1)
+        shift = len(render(note))
+        for j in range(span.start, span.end):  # token j sits at row position j + shift; its logit at j + shift − 1
+            want_lp, want_ids = full[j + shift - 1].topk(k)
+            assert ids[j].tolist() == want_ids.tolist()
+            assert torch.allclose(topk[j], want_lp, atol=1e-4)
+            assert torch.allclose(logprobs[j], full[j + shift - 1, row[j + shift]], atol=1e-4)
+    assert (ids[~rows.teacher_mask] == 0).all() and (topk[~rows.teacher_mask] == 0).all()  # no row: 0
 
 
 def test_placebo_pool_draws_from_other_groups_and_tasks_and_round_trips():
