@@ -327,7 +327,8 @@ class CueExpert(Expert):
             return ExpertMove(Action("action", OPENING_QUESTION), "I ask what it is for.")
         told = [m.group(1).strip() for _, seen in history for m in _TOLD.finditer(seen)]
         if t >= self.turns - 1:
-            content = f"I recommend a {self.item}: {', '.join(told)}." if told else f"I recommend a {self.item}."
+            # the values only, in the order told: one copy per value, the least a small agent has to learn
+            content = f"I recommend: {', '.join(told)}." if told else "I recommend the usual one."
             return ExpertMove(Action("answer", content), "I recommend with what they told me.")
         asked = [a for a in (asked_aspect(action.content) for action, _ in history) if a]
         if self.coached:
