@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ log = logging.getLogger(__name__)
 class DecisionProbe(pl.Callback):
     """P(correct decision) from logits on fixed contexts, at step 0 and after every ``every_n_steps`` updates.
 
-    Each probe logs ``<name>/p_correct`` and ``<name>/p_correct_norm`` against the optimiser-update count
-    (``trainer.global_step``) and appends one JSON line (step, means, n, each row's p_correct) to
+    Each probe logs ``<name>/p_correct``, ``<name>/p_correct_norm`` (and ``time/<name>_s``) against the
+    optimiser-update count (``trainer.global_step``) and appends one JSON line (step, means, n, each row's p_correct) to
     ``<run folder>/<name>.jsonl``. A resumed run keeps the lines of steps up to the one it resumes from (and
     writes none of them again) and drops later ones, which belong to updates the resumed run redoes.
 
@@ -77,9 +78,14 @@ class DecisionProbe(pl.Callback):
     def probe(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> ProbeResult:
         """Probe now (every rank: a sharded model needs all of them), log and write on rank 0."""
         step = int(trainer.global_step)
+        started = time.perf_counter()
         result = probe_decisions(pl_module.model, policy_renderer(pl_module), self.rows, batch_size=self.batch_size)
         if trainer.is_global_zero:
-            metrics = {f"{self.name}/p_correct": result.p_correct, f"{self.name}/p_correct_norm": result.p_correct_norm}
+            metrics = {
+                f"{self.name}/p_correct": result.p_correct,
+                f"{self.name}/p_correct_norm": result.p_correct_norm,
+                f"time/{self.name}_s": time.perf_counter() - started,
+            }
             for logger in trainer.loggers:
                 logger.log_metrics(metrics, step=step)
             if self.path is not None:

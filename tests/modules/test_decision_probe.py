@@ -59,7 +59,7 @@ def test_probe_runs_at_step_0_and_after_each_update_and_a_resume_writes_no_step_
 
     events = EventAccumulator(str(run))
     events.Reload()
-    for tag in ("probe/p_correct", "probe/p_correct_norm"):
+    for tag in ("probe/p_correct", "probe/p_correct_norm", "time/probe_s"):
         logged = {e.step: e.value for e in events.Scalars(tag)}
         assert sorted(logged) == [0, 1, 2], tag
     assert [e.value for e in events.Scalars("probe/p_correct")] == pytest.approx([x["p_correct"] for x in lines])
