@@ -291,7 +291,7 @@ def _candidate_logps(model: torch.nn.Module, batch: list, pad: int, device: torc
     out = model_token_logprobs(
         model, input_ids.to(device), attention_mask=attention.to(device), target_mask=target.to(device)
     )
-    return out.logprobs.float().sum(-1).tolist()
+    return out.logprobs.double().sum(-1).tolist()
 
 
 def _row_probe(row: ProbeRow, logp: dict[str, float]) -> RowProbe:
