@@ -5,6 +5,7 @@ mimesis-pl data show --config configs/tiny/chat_sft.yaml --n 2
 mimesis-pl assets build --out assets
 mimesis-pl shim --upstream http://127.0.0.1:8000/v1
 mimesis-pl serve runs/<job>/version_0/hf/final --port 8000
+mimesis-pl probe runs/<job>/version_0/hf/final --contexts probe.jsonl
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ HELPER_COMMANDS = """helper commands (each has its own --help):
   mimesis-pl data {show,prepare-gyms,record-experts,mix-persuade}   inspect and prepare data
   mimesis-pl assets build --out assets                  build the tiny local models and sample data
   mimesis-pl shim --upstream URL                        serve the privileged-channel shim
-  mimesis-pl serve MODEL_DIR [--engine hf|vllm]         serve an export over an OpenAI-compatible API"""
+  mimesis-pl serve MODEL_DIR [--engine hf|vllm]         serve an export over an OpenAI-compatible API
+  mimesis-pl probe MODEL_DIR --contexts FILE            P(correct decision) on fixed contexts, from logits"""
 
 
 def _helper_commands():
     from .assets.build import main as assets_main
     from .data.commands import main as data_main
+    from .eval.probe_command import main as probe_main
     from .serve.command import main as serve_main
 
-    commands = {"assets": assets_main, "data": data_main, "serve": serve_main}
+    commands = {"assets": assets_main, "data": data_main, "serve": serve_main, "probe": probe_main}
     try:
         from .shim.serve import main as shim_main
     except ImportError:  # the shim's optional server pieces are missing
@@ -74,7 +77,7 @@ def config_file_error(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("assets", "data", "shim", "serve"):
+    if argv and argv[0] in ("assets", "data", "shim", "serve", "probe"):
         commands = _helper_commands()
         if argv[0] not in commands:
             print(f"mimesis-pl {argv[0]}: not available in this installation", file=sys.stderr)

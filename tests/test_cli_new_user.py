@@ -85,7 +85,7 @@ def test_help_lists_the_helper_commands_and_no_predict(capsys):
         main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for helper in ("mimesis-pl data", "mimesis-pl assets", "mimesis-pl shim", "mimesis-pl serve"):
+    for helper in ("mimesis-pl data", "mimesis-pl assets", "mimesis-pl shim", "mimesis-pl serve", "mimesis-pl probe"):
         assert helper in out
     assert "{fit,validate,test}" in out  # no module implements predict_step, so it is not offered
     with pytest.raises(SystemExit) as info:
