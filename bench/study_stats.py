@@ -120,3 +120,59 @@ def quarter_means(values: list[float]) -> tuple[float, float]:
         return (math.nan, math.nan)
     q = max(1, len(values) // 4)
     return sum(values[:q]) / q, sum(values[-q:]) / q
+
+
+# Two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1 … 30 (beyond: 1.96 is within 2 %).
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
+
+
+def paired_t_interval(diffs: list[float]) -> dict[str, Any]:
+    """Mean of per-seed paired differences with its 95 % t-interval (seed-level: training variance included).
+
+    ``n`` < 2 gives an interval of NaNs; ``sd`` is the sample standard deviation (n − 1).
+    """
+    n = len(diffs)
+    mean = sum(diffs) / n if n else math.nan
+    if n < 2:
+        return {"mean": mean, "sd": math.nan, "ci95": (math.nan, math.nan), "n": n}
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * sd / math.sqrt(n)
+    return {"mean": mean, "sd": sd, "ci95": (mean - half, mean + half), "n": n}
+
+
+def seeds_needed(sd: float, delta: float, t: float = 2.0) -> int:
+    """Seeds for a paired t-interval of half-width ``delta``: ⌈(t·σ_d / δ)²⌉ (the rule for sizing a study from a pilot)."""
+    if not delta > 0 or math.isnan(sd):
+        return 0
+    return max(2, math.ceil((t * sd / delta) ** 2))

@@ -11,7 +11,8 @@ contexts of ``mimesis-pl probe`` / the ``DecisionProbe`` callback:
   revealed and the second cued), cut right before the aspect word of "The user cares about the <aspect>";
   ``probe/test_noted.jsonl``: the same contexts with a coach note naming a random aspect (``correct`` is the noted
   one: does the agent read a note by its content?); ``probe/test_coached.jsonl``: the note the job's coach writes
-  (the true open aspect): the CSD teacher's context.
+  (the true open aspect): the CSD teacher's context; ``probe/test_explicit.jsonl``: the plain contexts under
+  ``cue_mode: explicit`` (the control's probe).
 
     mimesis-pl data make-cuegym --out assets/data/cuegym --seed 0
 """
@@ -28,7 +29,7 @@ from typing import Any
 
 from ..csd.prompts import frame_note
 from ..csd.scripted_coach import ASPECT_ADVICE
-from ..envs.gyms.cue import ASPECTS, CUES, OPENING, SYSTEM_PROMPT, VALUES
+from ..envs.gyms.cue import ASPECTS, CUES, OPENING, SYSTEM_PROMPT, VALUES, CueMode
 from ..envs.tasks import TOOL_NAME_IN_ROWS, GymTask
 
 ITEMS = ("jacket", "bag", "boots", "backpack", "lamp", "chair", "scarf", "tent", "coat", "blanket", "rug", "hat")
@@ -87,12 +88,18 @@ def make_tasks(*, n_train: int, n_test: int, n_sft: int, k: int = 2, seed: int =
     return out
 
 
-def probe_contexts(tasks: Sequence[GymTask], *, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
-    """The decision contexts of ``tasks`` as probe rows: plain, with a random aspect noted, with the coach's note."""
+def probe_contexts(
+    tasks: Sequence[GymTask], *, seed: int = 0, cue_mode: CueMode = "implicit"
+) -> dict[str, list[dict[str, Any]]]:
+    """The decision contexts of ``tasks`` as probe rows: plain, with a random aspect noted, with the coach's note
+    (the replies as the gym gives them under ``cue_mode``)."""
     from ..envs.gyms.cue import read_musts
     from .expert_traces import record_expert_traces
 
-    records, _ = asyncio.run(record_expert_traces(tasks, max_turns=len(ASPECTS) + 8, min_score=0.0))
+    options = {"CueGym": {"cue_mode": cue_mode}}
+    records, _ = asyncio.run(
+        record_expert_traces(tasks, max_turns=len(ASPECTS) + 8, min_score=0.0, gym_options=options)
+    )
     by_id = {t.key: t for t in tasks}
     rng = random.Random(seed)
     out: dict[str, list[dict[str, Any]]] = {"test": [], "test_noted": [], "test_coached": []}
@@ -143,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows), path)
         print(f"wrote {path}: {len(rows)} tasks")
-    probes = probe_contexts(read_gym_tasks(out / "test" / "CueGym.parquet"), seed=args.seed)
+    test = read_gym_tasks(out / "test" / "CueGym.parquet")
+    probes = probe_contexts(test, seed=args.seed)
+    probes["test_explicit"] = probe_contexts(test, seed=args.seed, cue_mode="explicit")["test"]
     for name, rows in probes.items():
         path = out / "probe" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -110,6 +110,7 @@ async def record_expert_traces(
     coached_share: float = 0.0,
     note_framing: NoteFraming = "hindsight",
     coach: ScriptedCoach | None = None,
+    gym_options: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], Counter]:
     """Play every task once with its expert; keep episodes scoring at least ``min_score``.
 
@@ -120,10 +121,11 @@ async def record_expert_traces(
     lapse on a noted turn), counted as ``coached_traces`` and ``notes``; a turn the coach had nothing for
     (``NONE``) is counted as ``unnoted_turns`` (played without a lapse, shown without a note). The other traces are
     played by ``Expert.uncoached()`` (CueGym's expert then guesses the aspect instead of knowing it).
+    ``gym_options``: per gym constructor options, as the jobs' ``episode.gym_options``.
     """
     if not 0.0 <= coached_share <= 1.0:
         raise ValueError(f"coached_share must lie in [0, 1], got {coached_share!r}")
-    manager = EnvironmentManager(users=ScriptedUser(), max_turns=max_turns)
+    manager = EnvironmentManager(users=ScriptedUser(), max_turns=max_turns, gym_options=gym_options)
     registry = default_registry()
     counts: Counter = Counter()
     limit = asyncio.Semaphore(max_concurrency)
@@ -167,7 +169,7 @@ async def record_expert_traces(
     return records, counts
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mimesis-pl data record-experts", description=__doc__.split("\n\n")[0])
     parser.add_argument("--src", nargs="+", required=True, help="UserRL-format gym parquet files (globs allowed)")
     parser.add_argument("--out", required=True, help="output JSONL")
@@ -200,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         "--note-framing", choices=NOTE_FRAMINGS, default="hindsight", help="as the CSD job frames notes"
     )
     parser.add_argument("--overwrite", action="store_true", help="replace --out when it exists (otherwise refused)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if Path(args.out).exists() and not args.overwrite:
         parser.error(f"--out {args.out} exists; pass --overwrite to replace it, or choose another path")

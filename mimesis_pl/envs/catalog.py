@@ -19,7 +19,7 @@ BUILTIN_SPECS: tuple[GymSpec, ...] = (
     travel.SPEC,
     search.SPEC,
     tau.SPEC,
-    cue.SPEC,  # ours, not UserRL's: a gym where CSD's private evidence matters (spec/cuegym.md)
+    cue.SPEC,  # ours, not UserRL's: a gym where CSD's private evidence matters (docs/decisions.md A94)
 )
 
 

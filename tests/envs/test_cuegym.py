@@ -1,4 +1,4 @@
-"""CueGym (spec/cuegym.md §3): the scripted user's public cue and private reasoning, the rewards, the coach's
+"""CueGym (docs/decisions.md A94-A97): the scripted user's public cue and private reasoning, the rewards, the coach's
 aspect note and the leak check, the experts, and the task splits."""
 
 from __future__ import annotations

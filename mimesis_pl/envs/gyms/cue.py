@@ -1,6 +1,6 @@
 """CueGym: a shopping user whose private reasoning names what its public reply only hints at.
 
-Built to test coached self-distillation where it should matter (``../shared/spec/cuegym.md`` §3, decisions A94-A97).
+Built to test coached self-distillation where it should matter (docs/decisions.md A94-A97).
 The user wants an item (``create_kwargs.item``) and has hidden *must-haves*, each on one public aspect
 (:data:`ASPECTS`, listed in the agent's system prompt) with a hidden value. The public reply only *cues* the
 open must-have ("It will get wet a lot."); the private reasoning names it ("Open: material (hinted, not asked)").
