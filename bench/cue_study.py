@@ -70,8 +70,8 @@ def arm_config(base: dict[str, Any], arm: str, variant: str, seed: int, steps: i
         if callback["class_path"].endswith("DecisionProbe"):
             callback["init_args"]["contexts"] = f"{DATA}/{PROBES[variant]}"
     init_args = config["model"]["init_args"]
-    if VARIANTS[variant]:
-        init_args["rollout"]["episode"]["gym_options"] = {"CueGym": dict(VARIANTS[variant])}
+    options = init_args["rollout"]["episode"].setdefault("gym_options", {})
+    options["CueGym"] = {**options.get("CueGym", {}), **VARIANTS[variant]}
     if arm == "grpo":
         config["model"]["class_path"] = "mimesis_pl.modules.AgentGRPO"
         init_args.pop("csd", None)
@@ -82,6 +82,12 @@ def arm_config(base: dict[str, Any], arm: str, variant: str, seed: int, steps: i
     elif arm == "distill":
         init_args["csd"]["estimator"] = "distill"
     return config
+
+
+def eval_gym_options(variant: str) -> dict[str, dict[str, Any]]:
+    """The evaluation config's gym options with the variant's on top (the flag replaces the whole mapping)."""
+    options = yaml.safe_load(EVAL_CONFIG.read_text())["model"]["init_args"]["episode"].get("gym_options", {})
+    return {**options, "CueGym": {**options.get("CueGym", {}), **VARIANTS[variant]}}
 
 
 def run_name(arm: str, variant: str, seed: int) -> str:
@@ -143,8 +149,7 @@ def run_pair(arm: str, variant: str, seed: int, args: argparse.Namespace, out: P
         f"--model.init_args.n_trials={args.trials}", f"--trainer.logger.init_args.save_dir={eval_dir / 'tb'}",
         f"--data.init_args.tasks_per_gym={args.tasks}",
     ]  # fmt: skip
-    if VARIANTS[variant]:
-        cmd.append(f"--model.init_args.episode.gym_options={json.dumps({'CueGym': VARIANTS[variant]})}")
+    cmd.append(f"--model.init_args.episode.gym_options={json.dumps(eval_gym_options(variant))}")
     eval_s = _run(cmd, eval_dir / "eval.log")
     rows = [json.loads(line) for line in (eval_dir / "trials.jsonl").read_text().splitlines() if line.strip()]
     scores = per_task_scores(own_trials(rows, json.loads((eval_dir / "results.json").read_text())))

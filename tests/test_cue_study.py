@@ -37,7 +37,9 @@ def test_arms_and_variants_change_only_what_they_name(tmp_path, monkeypatch):
     assert (ref_args["csd"]["coef"], ref_args["coaching"]["placebo"]) == (0.01, True)
     assert distill["model"]["init_args"]["csd"]["estimator"] == "distill"
     assert grpo["model"]["class_path"].endswith("AgentGRPO") and "csd" not in grpo["model"]["init_args"]
-    assert dense["model"]["init_args"]["rollout"]["episode"]["gym_options"] == {"CueGym": {"reward_rule": "per_reveal"}}
+    dense_options = dense["model"]["init_args"]["rollout"]["episode"]["gym_options"]
+    assert dense_options == {"CueGym": {"answer_rule": "revealed", "reward_rule": "per_reveal"}}
+    assert study.eval_gym_options("explicit") == {"CueGym": {"answer_rule": "revealed", "cue_mode": "explicit"}}
     probe = [c for c in explicit["trainer"]["callbacks"] if c["class_path"].endswith("DecisionProbe")][0]
     assert probe["init_args"]["contexts"].endswith("probe/test_explicit.jsonl")
     # apart from what the arm names, csd and csd_ref are the same run

@@ -109,6 +109,7 @@ class PPOModule(HFCausalLMModule):
         )
         self.weights_version = 0
         self.skipped_steps = 0
+        self.empty_steps = 0  # optimiser steps skipped for an all-zero gradient (ppo.skip_empty_steps)
         # "decoupled": the PG and extra terms weight each token by π_prox / π_behav (set by subclasses that
         # know rollout.max_staleness; PPOSettings.correction_for)
         self.behaviour_correction = ppo.correction_for(0)
@@ -349,6 +350,7 @@ class PPOModule(HFCausalLMModule):
         metrics.update({f"train/{k}": v / count for k, v in sums.items()})
         metrics["train/updates"] = float(n_updates)
         metrics["train/skipped_steps"] = float(self.skipped_steps)
+        metrics["train/empty_steps"] = float(self.empty_steps)
         metrics["train/lr"] = opt.param_groups[0]["lr"]
         return PolicyUpdate(old_logprobs=used, metrics=metrics)
 
@@ -394,13 +396,18 @@ class PPOModule(HFCausalLMModule):
         return loss, metrics
 
     def _optimizer_step(self, opt: Any, sched: Any) -> float:
-        """Clip the gradient and step (skipped and counted when its norm is not finite); the norm."""
+        """Clip the gradient and step (skipped and counted when its norm is not finite, or is 0 with
+        ``ppo.skip_empty_steps``); the norm."""
         params = [p for p in self.model.parameters() if p.requires_grad]
         norm = torch.nn.utils.clip_grad_norm_(params, self.ppo.grad_clip)
         norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
         if not math.isfinite(norm):
             self.skipped_steps += 1
             opt.zero_grad(set_to_none=True)
+        elif norm == 0.0 and self.ppo.skip_empty_steps:  # no signal: Adam would still move on momentum (A98)
+            self.empty_steps += 1
+            opt.zero_grad(set_to_none=True)
+            opt.step()  # every gradient is None: torch's optimisers leave those weights and moments alone
         else:
             opt.step()
             self.weights_version += 1

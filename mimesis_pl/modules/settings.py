@@ -65,6 +65,10 @@ class PPOSettings:
             ``decoupled`` above (where ``none`` is refused). docs/decisions.md A90.
         behaviour_weight_cap: the weights' cap (>= 1).
         behaviour_weight_mode: ``truncate`` (w = min(w, cap)) or ``mask`` (w = 0 past the cap).
+        skip_empty_steps: skip (and count, ``train/empty_steps``) an optimiser step whose gradient is exactly zero —
+            a mini-batch where every advantage is 0 and no extra term applies. The reference (verl) steps anyway,
+            and Adam then keeps moving every weight on its momentum and decays it; with a sparse reward most
+            mini-batches carry no signal and a small policy drifts off its format (docs/decisions.md A98).
     """
 
     mini_batch_size: int = 64
@@ -79,6 +83,7 @@ class PPOSettings:
     behaviour_correction: Literal["none", "decoupled"] | None = None
     behaviour_weight_cap: float = 5.0
     behaviour_weight_mode: Literal["truncate", "mask"] = "truncate"
+    skip_empty_steps: bool = False
 
     def __post_init__(self) -> None:
         where = "model.init_args.ppo"

@@ -13,7 +13,7 @@ from mimesis_pl.csd.scripted_coach import ASPECT_ADVICE, open_aspect_advice
 from mimesis_pl.data.cuegym import make_tasks, probe_contexts
 from mimesis_pl.data.expert_traces import record_expert_traces
 from mimesis_pl.envs import Action, GymTask, TaskDataError
-from mimesis_pl.envs.gyms.cue import CUES, CueGym, answer_reward, read_musts, scripted_reply
+from mimesis_pl.envs.gyms.cue import CUES, CueGym, answer_reward, names_every_value, read_musts, scripted_reply
 from mimesis_pl.envs.user_protocol import UserReply
 
 MUSTS = [
@@ -67,14 +67,17 @@ def test_explicit_cues_name_the_aspect():
     assert reply(OPEN, cue_mode="explicit").public == "It will get wet a lot, so the material matters."
 
 
-def test_answer_rewards():
+def test_a_correct_answer_names_every_value():
     musts = read_musts({"musts": MUSTS}, where="t")
-    assert answer_reward("A black nylon jacket.", musts, "terminal") == 1.0
-    assert answer_reward("A nylon jacket.", musts, "terminal") == 0.0
-    assert answer_reward("A black nylon jacket.", musts, "per_reveal") == 0.5
+    assert names_every_value("A black nylon jacket.", musts)
+    assert not names_every_value("A nylon jacket.", musts)
     price = read_musts({"musts": [{"aspect": "price", "value": "under 40", "cue": "I am a student."}]}, where="t")
-    assert answer_reward("One under 40.", price, "terminal") == 1.0
-    assert answer_reward("One under 60.", price, "terminal") == 0.0
+    assert names_every_value("One under 40.", price) and not names_every_value("One under 60.", price)
+    assert (answer_reward(True, "terminal"), answer_reward(True, "per_reveal"), answer_reward(False, "terminal")) == (
+        1.0,
+        0.5,
+        0.0,
+    )
 
 
 class _RuleUser:
@@ -114,6 +117,17 @@ def test_a_played_episode_pays_by_its_rule(rule, expected):
     assert all("Open:" not in r.observation and "nylon" not in r.observation.split(".")[-1] for r in results[:1])
 
 
+@pytest.mark.parametrize(
+    ("rule", "answer", "expected"),
+    [("values", "Black nylon.", 1.0), ("values", "Nylon.", 0.0), ("revealed", "I recommend one.", 1.0)],
+)
+def test_the_answer_rule_decides_what_a_correct_answer_is(rule, answer, expected):
+    moves = [("action", OPEN), ("action", "The material?"), ("action", "The colour?"), ("answer", answer)]
+    assert _play(CueGym(user=_RuleUser(), answer_rule=rule), moves)[-1].reward == expected
+    missed = [("action", OPEN), ("action", "The size?"), ("action", "The colour?"), ("answer", "Black nylon.")]
+    assert _play(CueGym(user=_RuleUser(), answer_rule="revealed"), missed)[-1].reward == 0.0
+
+
 def test_a_wrong_question_costs_the_sparse_reward():
     moves = [("action", OPEN), ("action", "The size?"), ("action", "The material?"), ("answer", "Nylon.")]
     assert sum(r.reward for r in _play(CueGym(user=_RuleUser()), moves)) == 0.0
@@ -128,6 +142,8 @@ def test_bad_rows_name_the_field():
         read_musts({"musts": [MUSTS[0], MUSTS[0]]}, where="f")
     with pytest.raises(ValueError, match="reward_rule"):
         CueGym(reward_rule="dense")
+    with pytest.raises(ValueError, match="answer_rule"):
+        CueGym(answer_rule="aspects")
 
 
 # -- the coach's aspect note and the leak check ----------------------------------------------------------------

@@ -94,3 +94,38 @@ def test_the_csd_term_calls_only_public_methods_of_its_module():
         }
     )
     assert private == [], f"CSDTerm reaches into the module's private {private}"
+
+
+class _SignalThenNone(ToyRollout):
+    """The toy's advantages on the first step, all zero after it (a sparse reward's groups without a success)."""
+
+    def collect(self, module, batch, batch_idx: int):
+        self.sign = 1.0 if int(module.trainer.global_step) == 0 else 0.0
+        return super().collect(module, batch, batch_idx)
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_an_all_zero_gradient_moves_no_weight_only_with_skip_empty_steps(skip):
+    torch.manual_seed(0)
+    module = AgentGRPO(
+        policy=ModelSettings(model_path=str(TINY_MODEL)),
+        optim=OptimSettings(lr=1e-3, weight_decay=0.0, schedule="constant"),
+        ppo=PPOSettings(mini_batch_size=16, micro_batch_size=8, log_entropy=False, skip_empty_steps=skip),
+    )
+    module.configure_model()
+    snapshots = []
+
+    class Snap(_SignalThenNone):
+        def collect(self, module, batch, batch_idx):
+            snapshots.append([p.detach().clone() for p in module.model.parameters()])
+            return super().collect(module, batch, batch_idx)
+
+    trainer = run_toy_grpo(module, 3, Snap(n_groups=2, n_samples=8, seed=0))
+    after = [p.detach() for p in module.model.parameters()]
+    moved_after_signal = max((a - b).abs().max().item() for a, b in zip(snapshots[2], snapshots[1]))
+    moved_by_empty = max((a - b).abs().max().item() for a, b in zip(after, snapshots[2]))
+    assert trainer.global_step == 3  # an empty step still counts as an update slot
+    if skip:  # Adam's momentum from step 1 would move every weight again; a skipped step moves none
+        assert moved_after_signal == 0.0 and moved_by_empty == 0.0 and module.empty_steps == 2
+    else:
+        assert moved_by_empty > 0.0 and module.empty_steps == 0

@@ -13,10 +13,12 @@ be nylon.") and the next cue ("Also, ..."); asking another aspect, the same one 
 ("As I said, ..."), so the open cue is always in the latest reply. A must-have asked before its cue is revealed too.
 Choice ``answer`` ends the episode.
 
-Reward (``reward_rule``): ``terminal`` (default) pays 1 iff the answer names every must-have value (stem match, as
-PersuadeGym's keyword rule), else 0 — sparse and all-or-nothing; ``per_reveal`` (a control) pays ``0.5 / K`` per
-must-have revealed and 0.5 for a correct answer. ``cue_mode: explicit`` (the other control) makes each cue name its
-aspect ("It will get wet a lot, so the material matters."), which leaves a coach note nothing private to add.
+Reward (``reward_rule``): ``terminal`` (default) pays 1 at the answer iff it is correct, else 0 — sparse and
+all-or-nothing; ``per_reveal`` (a control) pays ``0.5 / K`` per must-have revealed and 0.5 for a correct answer.
+A correct answer (``answer_rule``): ``values`` (default) names every must-have value (stem match, as PersuadeGym's
+keyword rule); ``revealed`` comes after every must-have was revealed, whatever it says — the decisions alone, for an
+agent too small to copy the values (docs/decisions.md A98). ``cue_mode: explicit`` (the other control) makes each cue
+name its aspect ("It will get wet a lot, so the material matters."), which leaves a coach note nothing private to add.
 
 Expert (:class:`CueExpert`): knows the task's must-haves (what a coached agent learns from its notes) and asks the
 open one; its :meth:`~CueExpert.uncoached` twin asks a uniformly drawn aspect not yet asked (what an agent without
@@ -58,6 +60,7 @@ VALUES: Mapping[str, tuple[str, ...]] = {
 _ASPECT_STEMS = {stem(a): a for a in ASPECTS} | {stem("color"): "colour"}
 
 RewardRule = Literal["terminal", "per_reveal"]
+AnswerRule = Literal["values", "revealed"]
 CueMode = Literal["implicit", "explicit"]
 
 PERSONA_TEMPLATE = """\
@@ -241,9 +244,9 @@ def names_every_value(answer: str, musts: Sequence[Must]) -> bool:
     return all(content_words(m.value) <= said for m in musts)
 
 
-def answer_reward(answer: str, musts: Sequence[Must], rule: RewardRule) -> float:
-    """The answer step's reward: 1 (``terminal``) or 0.5 (``per_reveal``) when every value is named, else 0."""
-    if not names_every_value(answer, musts):
+def answer_reward(correct: bool, rule: RewardRule) -> float:
+    """The answer step's reward: 1 (``terminal``) or 0.5 (``per_reveal``) for a correct answer, else 0."""
+    if not correct:
         return 0.0
     return 1.0 if rule == "terminal" else 0.5
 
@@ -255,8 +258,18 @@ class CueGym(Gym):
     data_sources = ("interact_cue",)
     choices = ("action", "answer")
 
-    def __init__(self, *, user=None, reward_rule: RewardRule = "terminal", cue_mode: CueMode = "implicit") -> None:
+    def __init__(
+        self,
+        *,
+        user=None,
+        reward_rule: RewardRule = "terminal",
+        cue_mode: CueMode = "implicit",
+        answer_rule: AnswerRule = "values",
+    ) -> None:
         super().__init__(user=user)
+        if answer_rule not in ("values", "revealed"):
+            raise ValueError(f"CueGym answer_rule must be 'values' or 'revealed', got {answer_rule!r}")
+        self.answer_rule: AnswerRule = answer_rule
         if reward_rule not in ("terminal", "per_reveal"):
             raise ValueError(f"CueGym reward_rule must be 'terminal' or 'per_reveal', got {reward_rule!r}")
         if cue_mode not in ("implicit", "explicit"):
@@ -282,7 +295,11 @@ class CueGym(Gym):
 
     async def _step(self, action: Action) -> StepResult:
         if action.choice == "answer":
-            reward = answer_reward(action.content, self._musts, self.reward_rule)
+            if self.answer_rule == "values":
+                correct = names_every_value(action.content, self._musts)
+            else:
+                correct = len(replay(self._musts, self._questions).revealed) == len(self._musts)
+            reward = answer_reward(correct, self.reward_rule)
             return self._result("Thank you, I will look at it.", reward, done=True, correct=int(reward > 0))
         reply = await self._ask_user(action.content)
         before = len(replay(self._musts, self._questions).revealed) if self._questions else 0
