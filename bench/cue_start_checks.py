@@ -47,18 +47,18 @@ def teacher_gaps(student: list, teacher: list, correct: list[str]) -> dict[str, 
     return {"correct": mean(on_correct), "wrong": mean(on_wrong), "wrong_sampled": weighted / weights}
 
 
-def run_checks(model_dir: str, probes: Path) -> dict[str, float]:
+def run_checks(model_dir: str, probes: Path, limit: int | None = None) -> dict[str, float]:
     tokenizer = load_tokenizer(model_dir, None)
     renderer = ChatRenderer(tokenizer)
     model = load_causal_lm(model_dir)
-    plain = read_probe_contexts(probes / "test.jsonl")
+    plain = read_probe_contexts(probes / "test.jsonl")[:limit]
     empty = [replace(r, messages=[*r.messages, {"role": "user", "content": frame_note("")}]) for r in plain]
     got = {
         name: probe_decisions(model, renderer, rows, batch_size=8)
         for name, rows in (
             ("plain", plain),
-            ("noted", read_probe_contexts(probes / "test_noted.jsonl")),
-            ("coached", read_probe_contexts(probes / "test_coached.jsonl")),
+            ("noted", read_probe_contexts(probes / "test_noted.jsonl")[:limit]),
+            ("coached", read_probe_contexts(probes / "test_coached.jsonl")[:limit]),
             ("empty", empty),
         )
     }
@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("model_dir")
     parser.add_argument("--probes", default="assets/data/cuegym/probe", help="the probe/ folder of make-cuegym")
     parser.add_argument("--out", default=None, help="write the JSON here too")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N contexts of each file")
     args = parser.parse_args(argv)
-    result = run_checks(args.model_dir, Path(args.probes))
+    result = run_checks(args.model_dir, Path(args.probes), args.limit)
     text = json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}, indent=1)
     print(text)
     if args.out:

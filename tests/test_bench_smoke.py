@@ -4,8 +4,8 @@ unseen (``bench_csd.py`` did: the CSD module read a rollout-stage attribute its 
 Each script runs as a subprocess with its own toy arguments and must exit 0 and print its result lines.
 ``gpu_check.py`` (``tests/test_gpu_check_dry_run.py``), ``bench_grpo_vs_trl.py``
 (``tests/test_bench_grpo_smoke.py``) and ``rounds.py`` (``tests/test_bench_rounds.py``) have their own tests;
-``learning_study.py run`` is exercised here on the SFT start and one trained arm (one step, one task); its
-statistics (``study_stats.py``) in ``tests/test_learning_study.py``.
+``learning_study.py run`` and ``cue_study.py run`` are exercised here (one step, one task); their
+statistics (``study_stats.py``) in ``tests/test_learning_study.py`` and ``tests/test_cue_study.py``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ TOY = {
         ["--requests", "2", "--max-new-tokens", "2", "--rounds", "1", "--clients", "1", "2"],
         "served/inproc wall time @2",
     ),
+    "cue_start_checks.py": (["assets/agent-cue-coached", "--limit", "4"], "p_noted_given_note"),
     "bench_shim.py": (["--requests", "8", "--rounds", "1", "--episodes", "10", "--max-episodes", "10"], "shim RSS"),
     "simulator_closing_rate.py": (
         ["assets/sim-persuade", "--max-tasks", "2", "--max-turns", "2", "--max-tokens", "96"],
@@ -68,6 +69,7 @@ def _run(args: list[str], tmp_path: Path, timeout: int = 600) -> subprocess.Comp
 
 def test_every_bench_script_is_covered():
     own_tests = {"gpu_check.py", "bench_grpo_vs_trl.py", "rounds.py", "learning_study.py", "study_stats.py"}
+    own_tests |= {"cue_study.py"}
     assert {p.name for p in BENCH.glob("*.py")} == set(TOY) | own_tests
 
 
@@ -92,3 +94,16 @@ def test_learning_study_run_at_toy_size(tmp_path):
     assert results["paired"] == {}  # no pair among sft and csd alone
     assert "Paired per-task differences" not in (out / "results.md").read_text()
     assert (out / "results.md").exists()
+
+
+def test_cue_study_run_at_toy_size(tmp_path):
+    """One rollout step (4 updates) of two arms on one held-out task: the fit, the probe, the evaluation, the report."""
+    out = tmp_path / "cue"
+    args = ["run", "--arms", "grpo", "csd", "--seeds", "0", "--steps", "4", "--tasks", "1", "--trials", "1"]
+    done = _run([str(BENCH / "cue_study.py"), *args, "--out", str(out)], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    report = (out / "results.md").read_text()
+    assert "| csd − grpo | 1 |" in report and "## Gym variant `cue`" in report
+    saved = json.loads((out / "results.json").read_text())
+    assert sorted(saved) == ["cue/csd/seed0", "cue/grpo/seed0"]
+    assert [step for step, _ in saved["cue/csd/seed0"]["probe"]] == [0, 4]

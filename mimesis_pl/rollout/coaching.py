@@ -175,11 +175,14 @@ class CoachingSettings:
             reaction says about the action taken).
         note_framing: ``hindsight`` (the reference's: the note is introduced as hindsight guidance about
             the user's needs) or ``bare`` (the note text alone; docs/decisions.md A61). Placebo notes get the same.
-        turns_per_episode: notes per trajectory at most.
+        turns_per_episode: notes per trajectory at most (the reference's 16 coaches every turn of its
+            episodes; set it to the decision turns of a gym to coach each, e.g. 3 on CueGym).
         require_evidence: coach only turns whose preceding user reply carried private reasoning.
         max_note_chars: notes are cut at a sentence boundary to this length (or skipped).
         drop_leaked_notes: drop notes that contain a hidden value of the task (counted either way).
-        placebo: build placebo rows (control variate for the content-free shift of any note).
+        placebo: build placebo rows (control variate for the content-free shift of any note; the reference's
+            default, true). Where the content-free shift is itself the lesson, the placebo cancels it: a study arm
+            (docs/decisions.md A98).
         placebo_pool_size: capacity of the pool placebo notes are drawn from.
         placebo_min_pool: no placebo is drawn while the pool holds fewer notes.
         width_headroom: teacher rows may exceed the trajectory's length by this many tokens.
