@@ -172,7 +172,7 @@ def paired_t_interval(diffs: list[float]) -> dict[str, Any]:
 
 
 def seeds_needed(sd: float, delta: float, t: float = 2.0) -> int:
-    """Seeds for a paired t-interval of half-width ``delta``: ⌈(t·σ_d / δ)²⌉ (the rule for sizing a study from a pilot)."""
+    """Seeds for a paired t-interval of half-width ``delta``: ⌈(t·σ_d / δ)²⌉ (sizing a study from a pilot)."""
     if not delta > 0 or math.isnan(sd):
         return 0
     return max(2, math.ceil((t * sd / delta) ** 2))
