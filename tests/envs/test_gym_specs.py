@@ -59,7 +59,7 @@ def test_every_gym_is_served_by_the_user_the_recorder_prepare_gyms_and_the_adapt
     assert RULES.get(name) is spec.user_rule
     # the expert recorder plays the gym with the expert its spec builds (or says which gyms have one)
     if spec.expert is None:
-        with pytest.raises(ValueError, match=rf"no scripted expert for gym '{name}'; gyms with one: \['FunctionGym'"):
+        with pytest.raises(ValueError, match=rf"no scripted expert for gym '{name}'; gyms with one: \['CueGym', 'FunctionGym'"):
             make_expert(task, [task])
     else:
         expert = make_expert(task, [task])
@@ -88,13 +88,13 @@ def test_every_gym_is_served_by_the_user_the_recorder_prepare_gyms_and_the_adapt
 
 def test_an_unknown_gym_is_an_error_naming_the_known_ones(tmp_path):
     registry = default_registry()
-    with pytest.raises(ValueError, match=r"unknown gym 'ChessGym'; known: \['FunctionGym', 'IntentionGym'"):
+    with pytest.raises(ValueError, match=r"unknown gym 'ChessGym'; known: \['CueGym', 'FunctionGym', 'IntentionGym'"):
         registry.spec("ChessGym")
     row = make_row("ChessGym", "Your move.", reward_model={"id": "c1"}, create_kwargs={})
-    with pytest.raises(ValueError, match=r"unknown gym 'ChessGym'; known: \['FunctionGym'"):
+    with pytest.raises(ValueError, match=r"unknown gym 'ChessGym'; known: \['CueGym', 'FunctionGym'"):
         make_expert(GymTask.from_row(row), [])
     persona = '<persona>{"gym": "ChessGym"}</persona>'
-    with pytest.raises(UserSimulatorError, match=r"no rules for gym 'ChessGym'; known: \['IntentionGym'"):
+    with pytest.raises(UserSimulatorError, match=r"no rules for gym 'ChessGym'; known: \['CueGym', 'IntentionGym'"):
         ScriptedUser().respond([{"role": "system", "content": persona}, {"role": "user", "content": "e4"}])
     with pytest.raises(ValueError, match=r"no compact system prompt for gym 'ChessGym'; known: \['IntentionGym'"):
         compact_prompt_row(row, "ChessGym")

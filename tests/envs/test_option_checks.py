@@ -79,5 +79,5 @@ def test_a_data_row_naming_an_unknown_gym_is_refused_at_set_up(tmp_path):
     row["extra_info"]["tools_kwargs"]["interact_with_env"]["create_kwargs"]["env_name"] = "FunctoinGym"
     path = tmp_path / "typo.parquet"
     pq.write_table(pa.Table.from_pylist([row]), path)
-    with pytest.raises(ValueError, match=rf"^{path}:row0: unknown gym 'FunctoinGym'; known: \['FunctionGym'"):
+    with pytest.raises(ValueError, match=rf"^{path}:row0: unknown gym 'FunctoinGym'; known: \['CueGym', 'FunctionGym'"):
         read_prompt_rows([str(path)])
