@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..envs import read_gym_tasks
 
     out = Path(args.out)
-    targets = [out / s / "CueGym.parquet" for s in SPLITS] + [out / "probe" / f"{n}.jsonl" for n in ("test",)]
+    probe_files = ("test", "test_noted", "test_coached", "test_explicit")
+    targets = [out / s / "CueGym.parquet" for s in SPLITS] + [out / "probe" / f"{n}.jsonl" for n in probe_files]
     existing = [str(p) for p in targets if p.exists()]
     if existing and not args.overwrite:
         parser.error(f"{', '.join(existing)} exist; pass --overwrite to replace them, or choose another --out")
