@@ -148,6 +148,7 @@ def run_pair(arm: str, variant: str, seed: int, args: argparse.Namespace, out: P
         f"--model.init_args.agent.model_path={run / 'hf' / 'final'}", f"--model.init_args.out_dir={eval_dir}",
         f"--model.init_args.n_trials={args.trials}", f"--trainer.logger.init_args.save_dir={eval_dir / 'tb'}",
         f"--data.init_args.tasks_per_gym={args.tasks}",
+        f"--model.init_args.ks=[1,{args.trials}]" if args.trials > 1 else "--model.init_args.ks=[1]",
     ]  # fmt: skip
     cmd.append(f"--model.init_args.episode.gym_options={json.dumps(eval_gym_options(variant))}")
     eval_s = _run(cmd, eval_dir / "eval.log")
