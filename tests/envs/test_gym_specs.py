@@ -59,7 +59,9 @@ def test_every_gym_is_served_by_the_user_the_recorder_prepare_gyms_and_the_adapt
     assert RULES.get(name) is spec.user_rule
     # the expert recorder plays the gym with the expert its spec builds (or says which gyms have one)
     if spec.expert is None:
-        with pytest.raises(ValueError, match=rf"no scripted expert for gym '{name}'; gyms with one: \['CueGym', 'FunctionGym'"):
+        with pytest.raises(
+            ValueError, match=rf"no scripted expert for gym '{name}'; gyms with one: \['CueGym', 'FunctionGym'"
+        ):
             make_expert(task, [task])
     else:
         expert = make_expert(task, [task])
