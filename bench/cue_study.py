@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -34,6 +33,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from learning_study import _run  # noqa: E402  (the logged, timed subprocess run of every study)
 from study_stats import (  # noqa: E402
     newest_version,
     own_trials,
@@ -107,15 +107,6 @@ def endpoints(curve: list[tuple[int, float]], steps: int) -> dict[str, float]:
         raise ValueError(f"the probe has no value after update {steps}: {sorted(got)}")
     after = [got[s] for s in range(1, steps + 1) if s in got]
     return {"p_final": got[steps], "p_auc": sum(after) / len(after), "p_start": got.get(0, float("nan"))}
-
-
-def _run(cmd: list[str], log: Path) -> float:
-    started = time.perf_counter()
-    with log.open("w") as fh:
-        proc = subprocess.run(cmd, check=False, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}); see {log}")
-    return time.perf_counter() - started
 
 
 def scalars(run: Path) -> dict[str, list[float]]:

@@ -21,8 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import torch
 
 from ..chat import pad_id_of
 from ..chat.render import ChatRenderer, RenderError
+from ..models import eval_mode  # noqa: F401 - also this module's public name (mimesis_pl.eval.probe.eval_mode)
 from ..modules.token_ops import model_token_logprobs
 
 
@@ -237,18 +237,6 @@ def decision_ids(renderer: ChatRenderer, row: ProbeRow) -> tuple[list[int], dict
 
 
 # -- the probe -------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """``model`` in eval mode, every submodule's own mode restored afterwards."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for module, training in modes:
-            module.training = training
 
 
 @torch.no_grad()

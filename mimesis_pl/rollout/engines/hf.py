@@ -6,9 +6,8 @@ It is the slowest engine on a GPU (static batches, no paged KV cache); use vLLM 
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -16,6 +15,7 @@ from torch import nn
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
 from ...chat import pad_id_of
+from ...models import eval_mode
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
 from .batching import MicroBatcher
 from .hf_rows import RowSampler, RowStops
@@ -99,7 +99,7 @@ class HFEngine:
             attention_mask[row, prompt_len - len(ids) :] = 1
         sampler = RowSampler(params, device)
         stops = RowStops(params, prompt_len, device)
-        with self._lock, torch.no_grad(), _eval_mode(self.model):
+        with self._lock, torch.no_grad(), eval_mode(self.model):
             sequences = self.model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention_mask.to(device),
@@ -133,18 +133,6 @@ def _greedy_config(max_new_tokens: int, pad_id: int) -> GenerationConfig:
         renormalize_logits=False,
         use_cache=True,
     )
-
-
-@contextlib.contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    # Restore each submodule's own flag: a frozen part kept in eval by training stays in eval.
-    modes = [(module, module.training) for module in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for module, training in modes:
-            module.training = training
 
 
 def _device_of(model: nn.Module) -> torch.device:
