@@ -253,4 +253,5 @@ class SimulatorRLDataModule(ResumableSamplerMixin, pl.LightningDataModule):
                     num_replicas=world,
                 )
             )
+        self._lookahead_rows = self.train_rows  # rollouts ahead of the loader read batches here (batch_rows)
         return DataLoader(self.train_rows, batch_sampler=self._train_sampler, collate_fn=_as_list)

@@ -18,7 +18,7 @@ from ..rollout.step import RLStep
 from ..rollout.trajectory import Trajectory
 from ..rollout.validation import ValidationSettings
 from ..stages.agent import RolloutStage
-from .ppo_module import ExtraLoss, PPOModule
+from .ppo_module import ExtraLoss, PPOModule, check_behaviour_logprobs
 from .settings import ModelSettings, OptimSettings, PPOSettings
 
 # The reference's actor optimiser: AdamW lr 1e-6, constant, weight decay 0.01 (torch's betas and eps).
@@ -81,14 +81,3 @@ class AgentGRPO(PPOModule):
             "rollout/reward", self.reward_mean, on_step=True, on_epoch=False, prog_bar=True, batch_size=len(rewards)
         )
         self.log_dict(metrics, on_step=True, batch_size=len(rewards))
-
-
-def check_behaviour_logprobs(trajectories: list[Trajectory], trained: list[int] | tuple[int, ...]) -> None:
-    """The off-policy correction reads each trained token's rollout-time log-prob: refuse a trajectory without them
-    (zeros would weight every token by exp(π_prox))."""
-    missing = [trajectories[i].episode_id for i in trained if trajectories[i].rollout_logprobs is None]
-    if missing:
-        raise ValueError(
-            f"model.init_args.ppo.behaviour_correction is decoupled but the engine returned no log-probs for "
-            f"{len(missing)} trained episode(s) (e.g. {missing[0]}): use an engine that returns them or set it to none"
-        )

@@ -29,6 +29,7 @@ from ..rl.behaviour import apply_behaviour_weights
 from ..rl.losses import policy_loss
 from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
 from ..rollout.step import RLStep
+from ..rollout.trajectory import Trajectory
 from ..scale import per_rank_share, plan_minibatches
 from ..stages.base import CollectStage, Stage
 from .base import HFCausalLMModule
@@ -413,3 +414,14 @@ class PPOModule(HFCausalLMModule):
             self.weights_version += 1
         sched.step()
         return norm
+
+
+def check_behaviour_logprobs(trajectories: list[Trajectory], trained: list[int] | tuple[int, ...]) -> None:
+    """The off-policy correction reads each trained token's rollout-time log-prob: refuse a trajectory without them
+    (zeros would weight every token by exp(π_prox))."""
+    missing = [trajectories[i].episode_id for i in trained if trajectories[i].rollout_logprobs is None]
+    if missing:
+        raise ValueError(
+            f"model.init_args.ppo.behaviour_correction is decoupled but the engine returned no log-probs for "
+            f"{len(missing)} trained episode(s) (e.g. {missing[0]}): use an engine that returns them or set it to none"
+        )

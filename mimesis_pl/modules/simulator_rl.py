@@ -16,7 +16,7 @@ from ..rl.policy_batch import PolicyBatch
 from ..rollout.step import RLStep
 from ..stages.simulator import FoldAdvantageSettings, SimRolloutSettings, SimValidationSettings, TaskRolloutStage
 from ..tasks.clients import RoleSettings
-from .ppo_module import PPOModule
+from .ppo_module import PPOModule, check_behaviour_logprobs
 from .settings import ModelSettings, OptimSettings, PPOSettings
 
 # The reference's simulator optimiser (lr 8e-6, constant, weight decay 0.01) and PPO (mini-batch 16 prompts
@@ -57,6 +57,7 @@ class SimulatorRL(PPOModule):
         super().__init__(policy=policy, ppo=ppo, optim=optim)
         self.save_hyperparameters()
         self.rollout_stage = TaskRolloutStage(rollout, roles, task_options or {}, advantage, validation)
+        self.behaviour_correction = ppo.correction_for(rollout.max_staleness)
 
     def update(self, step: RLStep) -> None:
         exp = step.experience
@@ -65,6 +66,8 @@ class SimulatorRL(PPOModule):
             metrics["train/skipped_empty_batch"] = 1.0
             self.log_dict(metrics, on_step=True, batch_size=1)
             return
+        if self.behaviour_correction == "decoupled":
+            check_behaviour_logprobs(exp.trajectories, exp.trained)
         batch = PolicyBatch.from_tensors(exp.tensors, trained=list(exp.trained), n_slots=len(exp.trained))
         metrics.update(self.train_on(batch).metrics)
         self.log_dict(metrics, on_step=True, batch_size=len(exp.trained))

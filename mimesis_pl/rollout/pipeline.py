@@ -18,9 +18,22 @@ import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 THREAD_NAME = "mimesis-rollout"
+
+
+#: What a resume does with the batches a checkpoint had in flight: roll them out again under the loaded weights, or
+#: train the rollouts the checkpoint kept (bit-identical to the run that was not stopped; docs/decisions.md A101).
+ResumeInflight = Literal["regenerate", "restore"]
+
+
+def check_pipeline_settings(max_staleness: int, wait_timeout_s: float | None) -> None:
+    """The range checks of ``rollout.max_staleness`` and ``rollout.wait_timeout_s`` (agent and simulator RL)."""
+    if max_staleness < 0:
+        raise ValueError(f"model.init_args.rollout.max_staleness must be >= 0, got {max_staleness}")
+    if wait_timeout_s is not None and not wait_timeout_s > 0:
+        raise ValueError(f"model.init_args.rollout.wait_timeout_s must be > 0 or null, got {wait_timeout_s}")
 
 
 @dataclass(frozen=True, order=True)
@@ -72,6 +85,21 @@ class RolloutPipeline:
         self.jobs[pos] = job
         return job
 
+    def restore(self, pos: BatchPos, rows: list[dict[str, Any]], version: int, result: Any) -> Job:
+        """Put a finished job back (a resume that restores the checkpoint's rollouts instead of regenerating them)."""
+        if pos in self.jobs:
+            raise RuntimeError(f"rollout pipeline: batch {pos} is already in flight")
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        future.set_result(result)
+        job = Job(pos, rows, version, future)
+        self.jobs[pos] = job
+        return job
+
+    def finished(self) -> list[tuple[BatchPos, Job, Any]]:
+        """Every job in flight, waited for, with its result, in order (what a restoring checkpoint keeps)."""
+        self.drain()
+        return [(pos, self.jobs[pos], self.jobs[pos].future.result()) for pos in self.positions()]
+
     def positions(self) -> list[BatchPos]:
         """The positions in flight (or done and not yet taken), in order."""
         return sorted(self.jobs)
@@ -103,11 +131,15 @@ class RolloutPipeline:
                 f"({running} other job(s) still running)"
             ) from None
 
-    def stop(self) -> None:
-        """Cancel the jobs, stop the loop and its thread, then close the loop (what still runs is cancelled)."""
+    def cancel(self) -> None:
+        """Cancel every job in flight (the loop keeps running)."""
         for job in self.jobs.values():
             job.future.cancel()
         self.jobs.clear()
+
+    def stop(self) -> None:
+        """Cancel the jobs, stop the loop and its thread, then close the loop (what still runs is cancelled)."""
+        self.cancel()
         if self.loop.is_closed():
             return
         self.loop.call_soon_threadsafe(self.loop.stop)

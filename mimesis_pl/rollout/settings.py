@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .engines.base import AGENT_TURN_TOKENS
 from .engines.settings import EngineSettings, HFEngineSettings
 from .failures import check_max_failed_share
+from .pipeline import ResumeInflight, check_pipeline_settings
 from .services import ScriptedHTTPUserSettings, UserSimSettings
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,10 @@ class RolloutSettings:
             docs/decisions.md A91).
         wait_timeout_s: with k >= 1, how long the trainer waits for a batch's rollouts before failing with the
             in-flight counts (``null``: no limit).
+        resume_inflight: with k >= 1, what a resume does with the batches the checkpoint had in flight:
+            ``regenerate`` rolls them out again under the loaded weights (lossless: each batch trained once, in
+            order); ``restore`` trains the rollouts the checkpoint kept (it waits for them when saving), so the
+            resumed run is bit-identical to one that was not stopped (docs/decisions.md A92, A101).
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
@@ -105,13 +110,11 @@ class RolloutSettings:
     max_failed_share: float = 0.5
     max_staleness: int = 0
     wait_timeout_s: float | None = None
+    resume_inflight: ResumeInflight = "regenerate"
 
     def __post_init__(self) -> None:
         check_max_failed_share(self.max_failed_share, "rollout.max_failed_share")
-        if self.max_staleness < 0:
-            raise ValueError(f"rollout.max_staleness must be >= 0, got {self.max_staleness}")
-        if self.wait_timeout_s is not None and not self.wait_timeout_s > 0:
-            raise ValueError(f"rollout.wait_timeout_s must be > 0 or null, got {self.wait_timeout_s}")
+        check_pipeline_settings(self.max_staleness, self.wait_timeout_s)
         if self.n_samples < 1:
             raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
         if self.n_samples == 1:  # A73

@@ -19,31 +19,28 @@ more copy of the weights per rank: use vLLM or SGLang for large models.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import time
 from dataclasses import replace
 from typing import Any
 
 import lightning.pytorch as pl
-import torch
 
 from ..chat import pad_id_of
 from ..rollout.engines import SamplingParams
-from ..rollout.engines.settings import EngineTarget
-from ..rollout.event_loop import shutdown_loop
 from ..rollout.experience import build_experience
 from ..rollout.failures import AGENT_FAILURES, check_failure_share
 from ..rollout.loop import MultiTurnRollout
+from ..rollout.pipeline import BatchPos, Job
 from ..rollout.services import SimulatorServices, TimedUsers
 from ..rollout.settings import AdvantageSettings, RolloutSettings
 from ..rollout.step import RLStep
 from ..rollout.validation import EpisodeRecord, ValidationSettings, report_validation, shard_rows
-from .ahead import AheadRollouts, check_ahead_settings, check_shim_capacity
-from .base import ValidatingStage
+from .ahead import check_ahead_settings, check_shim_capacity
+from .base import EngineStage
 
 
-class RolloutStage(ValidatingStage):
+class RolloutStage(EngineStage):
     """Runs ``rollout.n_samples`` episodes per prompt row of a batch and scores them into an :class:`RLStep`.
 
     Args:
@@ -62,15 +59,9 @@ class RolloutStage(ValidatingStage):
         self.settings = rollout
         self.advantage = advantage
         self.services: SimulatorServices | None = None
-        self.engine = None
         self.rollout: MultiTurnRollout | None = None
         self.val_rollout: MultiTurnRollout | None = None
         self._users: TimedUsers | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._shares_weights = False
-        self._engine_version = -1
-        self._ahead: AheadRollouts | None = None  # rollout.max_staleness >= 1: rollouts on a background thread
-        self._ahead_state: dict[str, Any] | None = None
         # async (trained trajectories, rows) -> the coach's (notes, counts), run inside each background job (CSD)
         self.job_notes: Any = None
 
@@ -85,9 +76,14 @@ class RolloutStage(ValidatingStage):
         self._users = TimedUsers(self.services.users())
         self._manager = s.episode.manager(self._users, self.services.shim_url, self.services.shim_token)
         if s.max_staleness >= 1:
-            self._start_ahead(module)
-        else:
-            self._loop = asyncio.new_event_loop()
+            check_ahead_settings(s)
+            trainer = module.trainer
+            per_rank = getattr(trainer.datamodule, "batch_size", 0) // max(1, trainer.world_size)
+            where = "data.init_args.batch_size × rollout.n_samples"
+            check_shim_capacity(s.max_staleness, per_rank * s.n_samples, where)
+        self.start_loop(
+            module, max_staleness=s.max_staleness, wait_timeout_s=s.wait_timeout_s, resume_inflight=s.resume_inflight
+        )
         self._sampling = SamplingParams(
             max_new_tokens=s.max_new_tokens,
             temperature=s.temperature,
@@ -97,18 +93,12 @@ class RolloutStage(ValidatingStage):
         )
 
     def teardown(self) -> None:
-        if self._ahead is not None:  # cancel the jobs first: they use the users and the engine
-            self._ahead.stop()
-            self._ahead = None
+        self.stop_ahead()  # cancel the jobs first: they use the users and the engine
         if self.services is not None:
             self.services.stop()
             self.services = None
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
-        if self._loop is not None:
-            shutdown_loop(self._loop)
-            self._loop = None
+        self.close_engine()
+        self.stop_loop()
         self.rollout = None
         self.val_rollout = None
 
@@ -133,21 +123,7 @@ class RolloutStage(ValidatingStage):
         if self.rollout is not None:
             return
         s = self.settings
-        trainer = module.trainer
-        world = trainer.world_size if trainer is not None else 1
-        model = None
-        if s.engine.generates_on_policy_weights:
-            # One process: generate on the training weights themselves. Several: sharded forwards
-            # would have to run in lockstep across ranks, so each rank generates with its own full copy.
-            self._shares_weights = world == 1 and s.max_staleness == 0
-            model = module.model if self._shares_weights else _generation_copy(module)
-        target = EngineTarget(
-            model_path=module.model_path,
-            tokenizer=module.tokenizer,
-            model=model,
-            ranks_per_device=_ranks_per_device(trainer),
-        )
-        self.engine = s.engine.build(target)
+        self.build_engine(module, s.engine, max_staleness=s.max_staleness)
         # rollouts on the background thread get their own tokenizer: fast tokenizers refuse concurrent use
         tokenizer = module.tokenizer if self._ahead is None else copy.deepcopy(module.tokenizer)
         self.rollout = MultiTurnRollout(
@@ -184,7 +160,7 @@ class RolloutStage(ValidatingStage):
             return self._ahead.collect(self, module, batch, batch_idx)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        self._sync_weights(module)
+        self.sync_weights(module)
         timings["time/weight_sync_s"] = time.perf_counter() - t0
         if self.validates_first(module):  # only with val_before_train, as simulator RL (docs/decisions.md D13)
             self._validate(module, steps_done=0)
@@ -221,54 +197,45 @@ class RolloutStage(ValidatingStage):
     def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
         if self._ahead is not None:
             self._ahead.drain()
-        self._sync_weights(module)
+        self.sync_weights(module)
         self._validate(module, steps_done)
 
-    # -- rollouts ahead of the update (rollout.max_staleness >= 1) -------------------------------------
+    # -- rollouts ahead of the update (rollout.max_staleness >= 1; the schedule: stages/ahead.py) ---------
 
-    def _start_ahead(self, module: pl.LightningModule) -> None:
-        s = self.settings
-        check_ahead_settings(s)
-        trainer = module.trainer
-        dm = trainer.datamodule if trainer is not None else None
-        if dm is None or not callable(getattr(dm, "batch_rows", None)):
-            raise ValueError(
-                f"model.init_args.rollout.max_staleness={s.max_staleness} starts rollouts ahead of the data loader: "
-                f"the data module ({type(dm).__name__}) must give a future batch's rows (batch_rows)"
-            )
-        per_rank = getattr(dm, "batch_size", 0) // max(1, trainer.world_size)
-        check_shim_capacity(s.max_staleness, per_rank * s.n_samples, "data.init_args.batch_size × rollout.n_samples")
-        self._ahead = AheadRollouts(s.max_staleness, s.wait_timeout_s)
-        if self._ahead_state is not None:
-            self._ahead.load_state_dict(self._ahead_state)
-        self._loop = None
+    def ahead_job(self, module: pl.LightningModule, pos: BatchPos, rows: list[dict[str, Any]]):
+        """Batch ``pos``'s background work: its episodes, their scores, then the coach's notes when a coach asked."""
+        first = module.trainer.global_rank * len(rows)
+        group_ids = [f"e{pos.epoch}-b{pos.index}-p{first + i}" for i in range(len(rows))]
+        pad_id = pad_id_of(module.tokenizer)
+        n = self.settings.n_samples
 
-    def _run(self, coro: Any) -> Any:
-        """Run ``coro`` to its end on the stage's loop (the background one with rollouts ahead)."""
-        if self._ahead is not None:
-            return self._ahead.pipeline.run(coro)
-        return self._loop.run_until_complete(coro)
+        async def job():
+            # seeds derived from (run seed, group id, sample) in run_batch (D20): no RNG is touched on either thread
+            trajectories, rt = await self.rollout.run_batch(rows, n, group_ids=group_ids)
+            t0 = time.perf_counter()
+            experience = build_experience(trajectories, self.advantage, pad_id=pad_id)
+            reward_s = time.perf_counter() - t0
+            notes = None
+            if self.job_notes is not None:
+                notes = await self.job_notes([trajectories[i] for i in experience.trained], rows)
+            return experience, rt, notes, reward_s
 
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        if self._ahead is not None:
-            state["pipeline"] = self._ahead.state_dict()
-        return state
+        return job()
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
-        self._ahead_state = state_dict.get("pipeline")
-        if self._ahead is not None and self._ahead_state is not None:
-            self._ahead.load_state_dict(self._ahead_state)
+    def finish_ahead(self, module: pl.LightningModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
+        experience, rt, notes, reward_s = result
+        self._check_failures(experience.trajectories, f"step {module.trainer.global_step}")  # A76, as at k = 0
+        metrics = {
+            **experience.metrics,
+            "time/rollout_s": rt.rollout,
+            "time/generate_s": rt.generate,
+            "time/environment_s": rt.environment,
+            "time/reward_s": reward_s,
+            "rollout/prompts_global": float(len(batch) * module.trainer.world_size),
+        }
+        return RLStep(experience=experience, metrics=metrics, notes=notes)
 
     # -- weights and validation --------------------------------------------------------------------
-
-    def _sync_weights(self, module: pl.LightningModule) -> None:
-        # A collective under FSDP (the shards are gathered): ranks reach it together, with equal versions.
-        version = module.weights_version
-        if not self._shares_weights and version != self._engine_version:
-            self.engine.update_weights(module.model)
-        self._engine_version = version
 
     def _validate(self, module: pl.LightningModule, steps_done: int) -> None:
         """Greedy episodes on this rank's share of the val prompts; ``val/*`` over all ranks; best checkpoint."""
@@ -283,7 +250,7 @@ class RolloutStage(ValidatingStage):
         started = time.perf_counter()
         group_ids = [f"val{steps_done}-r{trainer.global_rank}-p{i}" for i in range(len(mine))]
         self.engine.wake_up()
-        trajectories, _ = self._run(self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids))
+        trajectories, _ = self.run_on_loop(self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids))
         self.engine.sleep()
         self._check_failures(trajectories, f"the validation after {steps_done} steps")
         threshold = self.advantage.success_threshold
@@ -301,21 +268,3 @@ class RolloutStage(ValidatingStage):
         report_validation(
             trainer, module, records, steps_done, self.best, extra={"time/validation_s": time.perf_counter() - started}
         )
-
-
-def _generation_copy(module: pl.LightningModule) -> torch.nn.Module:
-    """A full, unsharded copy of the policy for this rank's generation (weights synced before use; a LoRA policy
-    syncs its merged weights into it: docs/decisions.md A93)."""
-    from ..models import load_causal_lm
-
-    copy = load_causal_lm(module.model_path, dtype=module.dtype_name)
-    return copy.to(module.device).eval().requires_grad_(False)
-
-
-def _ranks_per_device(trainer: pl.Trainer | None) -> int:
-    """Processes sharing one accelerator's memory: all local ranks on CPU, one per GPU otherwise."""
-    if trainer is None:
-        return 1
-    from lightning.pytorch.accelerators import CPUAccelerator
-
-    return max(1, trainer.num_devices) if isinstance(trainer.accelerator, CPUAccelerator) else 1

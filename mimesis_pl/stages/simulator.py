@@ -13,7 +13,7 @@ and shares its validation rule and checkpointed state through :class:`~mimesis_p
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -26,10 +26,10 @@ import torch
 from ..chat import pad_id_of
 from ..rl.advantages import foldgrpo_advantages
 from ..rollout.engines import SamplingParams
-from ..rollout.engines.settings import EngineSettings, EngineTarget, HFEngineSettings
-from ..rollout.event_loop import shutdown_loop
+from ..rollout.engines.settings import EngineSettings, HFEngineSettings
 from ..rollout.experience import Experience
 from ..rollout.failures import check_failure_share, check_max_failed_share
+from ..rollout.pipeline import BatchPos, Job, ResumeInflight, check_pipeline_settings
 from ..rollout.step import RLStep
 from ..rollout.trajectory import collate_trajectories
 from ..rollout.validation import ValidationSettings, shard_rows
@@ -40,7 +40,8 @@ from ..tasks.options import check_task_options
 from ..tasks.roles import build_roles
 from ..tasks.runner import run_rows, step_metrics, validation_metrics, with_eval_context
 from ..tasks.transcripts import write_transcript
-from .base import ValidatingStage
+from .ahead import check_ahead_settings
+from .base import EngineStage
 from .simulator_checks import check_best_metric, has_val_rows
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,13 @@ class SimRolloutSettings:
         max_failed_share: the run stops with an error (exit code 3) when more than this share of a batch's (or a
             validation pass's) rollouts end in ``task_error`` (a partner, support agent or environment that did not
             answer; docs/decisions.md A76); 1 never stops.
+        max_staleness: k, the RL steps a batch's rollouts may start ahead of the update that trains them, as the
+            agent's (0: the synchronous step, no thread; k >= 1: the next k batches' rows run through their tasks
+            on a background thread while the update runs; batch N is still trained at step N; docs/decisions.md
+            A91, A101).
+        wait_timeout_s: with k >= 1, how long the trainer waits for a batch's rollouts (``null``: no limit).
+        resume_inflight: with k >= 1, ``regenerate`` (roll the checkpoint's in-flight batches out again) or
+            ``restore`` (train the rollouts the checkpoint kept: a bit-identical resume; A101).
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
@@ -83,9 +91,13 @@ class SimRolloutSettings:
     row_timeout_s: float | None = 1800.0
     max_empty_batches: int = 20
     max_failed_share: float = 0.5
+    max_staleness: int = 0
+    wait_timeout_s: float | None = None
+    resume_inflight: ResumeInflight = "regenerate"
 
     def __post_init__(self) -> None:
         check_max_failed_share(self.max_failed_share, "model.init_args.rollout.max_failed_share")
+        check_pipeline_settings(self.max_staleness, self.wait_timeout_s)
         if self.n_samples < 1:
             raise ValueError(f"model.init_args.rollout.n_samples must be >= 1, got {self.n_samples}")
         if self.max_empty_batches < 1:
@@ -151,7 +163,7 @@ class FoldAdvantageSettings:
     eps: float = 1e-6
 
 
-class TaskRolloutStage(ValidatingStage):
+class TaskRolloutStage(EngineStage):
     """Runs task rows through the simulator and scores them into an :class:`RLStep`; validates on the same engine.
 
     Args:
@@ -177,9 +189,6 @@ class TaskRolloutStage(ValidatingStage):
         self._roles = build_roles(roles)
         self.task_options = dict(task_options)
         self.advantage = advantage
-        self.engine = None
-        self._engine_version = -1
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._ctx: TaskContext | None = None
         self._empty_batches = 0
 
@@ -190,18 +199,21 @@ class TaskRolloutStage(ValidatingStage):
         the task context come at the first step, once the weights have loaded."""
         if self.validation is not None and not has_val_rows(module.trainer.datamodule):
             self.validation = None
+        s = self.settings
+        if self._loop is not None or self._ahead is not None:
+            return
+        check_ahead_settings(s)
+        self.start_loop(
+            module, max_staleness=s.max_staleness, wait_timeout_s=s.wait_timeout_s, resume_inflight=s.resume_inflight
+        )
 
     def _context(self, module: pl.LightningModule) -> TaskContext:
         if self._ctx is not None:
             return self._ctx
         s = self.settings
-        trainer = module.trainer
-        if s.engine.generates_on_policy_weights and trainer is not None and trainer.world_size > 1:
-            raise ValueError("the HF engine generates on the training weights in one process; use vLLM or SGLang")
-        model = module.model if s.engine.generates_on_policy_weights else None
-        self.engine = s.engine.build(
-            EngineTarget(model_path=module.model_path, tokenizer=module.tokenizer, model=model)
-        )
+        if self._loop is None and self._ahead is None:  # validate() or fit without setup("fit")
+            self.start_loop(module, max_staleness=0, wait_timeout_s=None)
+        self.build_engine(module, s.engine, max_staleness=s.max_staleness)
         sampling = SamplingParams(
             max_new_tokens=s.max_new_tokens,
             temperature=s.temperature,
@@ -209,10 +221,11 @@ class TaskRolloutStage(ValidatingStage):
             top_k=s.top_k,
             stop_token_ids=(module.tokenizer.eos_token_id,),
         )
-        self._loop = asyncio.new_event_loop()
         judge, partner, support_agent = self._roles
+        # rollouts on the background thread get their own tokenizer: fast tokenizers refuse concurrent use
+        tokenizer = module.tokenizer if self._ahead is None else copy.deepcopy(module.tokenizer)
         self._ctx = TaskContext(
-            policy=Policy(self.engine, module.tokenizer, sampling, max_length=s.max_length),
+            policy=Policy(self.engine, tokenizer, sampling, max_length=s.max_length),
             judge=judge,
             partner=partner,
             support_agent=support_agent,
@@ -223,28 +236,24 @@ class TaskRolloutStage(ValidatingStage):
         return self._ctx
 
     def teardown(self) -> None:
-        if self._loop is not None:
+        if self._ahead is not None:
+            self._ahead.pipeline.cancel()  # the jobs use the clients and the engine
+        if self._ctx is not None and (self._loop is not None or self._ahead is not None):
             for client in (self._ctx.judge, self._ctx.partner, self._ctx.support_agent):
                 if hasattr(client, "aclose"):
-                    self._loop.run_until_complete(client.aclose())
-            shutdown_loop(self._loop)
-            self._loop = None
+                    self.run_on_loop(client.aclose())  # on the loop their connections were opened on
+        if self._ctx is not None:
             self._roles = build_roles(self.roles)  # fresh clients for a later fit/validate on this module
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+        self.stop_ahead()
+        self.stop_loop()
+        self.close_engine()
         self._ctx = None
-
-    def _sync_engine(self, module: pl.LightningModule) -> None:
-        if not self.settings.engine.generates_on_policy_weights and module.weights_version != self._engine_version:
-            self.engine.update_weights(module.model)
-        self._engine_version = module.weights_version
 
     def _run(self, rows: list[dict[str, Any]], n: int, ctx: TaskContext, prefix: str) -> list[TaskResult]:
         group_ids = [f"{prefix}-p{i}" for i in range(len(rows))]
         self.engine.wake_up()
         try:
-            return self._loop.run_until_complete(
+            return self.run_on_loop(
                 run_rows(rows, n, ctx, group_ids, self.settings.row_timeout_s, self.settings.max_concurrency)
             )
         finally:
@@ -255,16 +264,22 @@ class TaskRolloutStage(ValidatingStage):
     def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         """Validate first when due before training, then run and score the batch's rows."""
         ctx = self._context(module)
+        if self._ahead is not None:
+            return self._ahead.collect(self, module, batch, batch_idx)
         if self.validates_first(module):
             self.validate(module)
-        self._sync_engine(module)
+        self.sync_weights(module)
         started = time.perf_counter()
         ctx.global_step = int(module.global_step)
         prefix = f"s{module.global_step}-b{batch_idx}-r{module.trainer.global_rank}"  # the rank: distinct seeds (D20)
         results = self._run(batch, self.settings.n_samples, ctx, prefix)
+        return self._score(module, results, rollout_s=time.perf_counter() - started)
+
+    def _score(self, module: pl.LightningModule, results: list[TaskResult], *, rollout_s: float) -> RLStep:
+        """The step of a batch's results: failure check, metrics, FoldGRPO experience (or an empty step)."""
         self._check_failures(results, f"step {module.global_step}")
         metrics = step_metrics(results)
-        metrics["time/rollout_s"] = time.perf_counter() - started
+        metrics["time/rollout_s"] = rollout_s
         scored = [r for r in results if r.trained]
         metrics["rollout/trained_fraction"] = len(scored) / max(1, len(results))
         if not scored:
@@ -287,6 +302,30 @@ class TaskRolloutStage(ValidatingStage):
         experience = Experience(trajectories=rows, tensors=t, metrics={}, trained=list(range(len(rows))))
         return RLStep(experience=experience, metrics=metrics)
 
+    # -- rollouts ahead of the update (rollout.max_staleness >= 1; the schedule: stages/ahead.py) ---------
+
+    def ahead_job(self, module: pl.LightningModule, pos: BatchPos, rows: list[dict[str, Any]]):
+        """Batch ``pos``'s rows through their tasks on the pipeline's loop (the shared context is not mutated)."""
+        prefix = f"e{pos.epoch}-b{pos.index}-r{module.trainer.global_rank}"
+        group_ids = [f"{prefix}-p{i}" for i in range(len(rows))]
+        s = self.settings
+
+        async def job():
+            started = time.perf_counter()
+            results = await run_rows(rows, s.n_samples, self._ctx, group_ids, s.row_timeout_s, s.max_concurrency)
+            return results, time.perf_counter() - started
+
+        return job()
+
+    def finish_ahead(self, module: pl.LightningModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
+        results, rollout_s = result
+        return self._score(module, results, rollout_s=rollout_s)
+
+    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+        if self._ahead is not None:
+            self._ahead.drain()
+        self.validate(module)
+
     def _check_failures(self, results: list[TaskResult], what: str) -> None:
         check_failure_share(
             [r.status for r in results],
@@ -298,9 +337,6 @@ class TaskRolloutStage(ValidatingStage):
         )
 
     # -- validation --------------------------------------------------------------------------------
-
-    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
-        self.validate(module)
 
     def validate(self, module: pl.LightningModule) -> dict[str, float]:
         """Run the val rows once each without the format gate; log and return the metrics."""
@@ -316,7 +352,7 @@ class TaskRolloutStage(ValidatingStage):
             max_new_tokens=v.max_new_tokens or ctx.policy.sampling.max_new_tokens,
         )
         ctx.policy = Policy(ctx.policy.engine, ctx.policy.tokenizer, sampling, ctx.policy.max_length)
-        self._sync_engine(module)
+        self.sync_weights(module)
         started = time.perf_counter()
         results = self._run(rows, v.n_samples, ctx, f"val{module.global_step}")
         self._check_failures(results, f"the validation at step {module.global_step}")

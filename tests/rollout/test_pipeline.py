@@ -112,6 +112,67 @@ def test_sigterm_mid_step_then_resume_trains_every_batch_once_in_order(tmp_path,
     assert first + second == _digests(tmp_path / "straight")
 
 
+def _final_weights(save_dir: Path) -> dict[str, torch.Tensor]:
+    (ckpt,) = [p for p in save_dir.rglob("*.ckpt") if not p.name.startswith("sigterm")]
+    return torch.load(ckpt, weights_only=False)["state_dict"]
+
+
+def test_resume_inflight_restore_is_bit_identical_to_the_run_that_was_not_stopped(tmp_path, monkeypatch):
+    import hashlib
+
+    from mimesis_pl.modules.agent_grpo import AgentGRPO
+
+    monkeypatch.chdir(REPO)
+    trained: list[str] = []  # per RL step: a digest of the trained tokens and their rollout-time log-probs
+    update = AgentGRPO.update
+
+    def recording(self, step):
+        t = step.experience.tensors
+        trained.append(
+            hashlib.sha256(t["input_ids"].numpy().tobytes() + t["rollout_logprobs"].numpy().tobytes()).hexdigest()
+        )
+        return update(self, step)
+
+    monkeypatch.setattr(AgentGRPO, "update", recording)
+    # one sequence per generate call: no timing-dependent micro-batch (the numerics of padded attention)
+    common = ["--model.init_args.rollout.max_staleness=1", "--model.init_args.validation=null"]
+    common += ["--trainer.max_steps=4", "--model.init_args.rollout.engine.init_args.max_batch_size=1"]
+    # the untrained tiny policy earns no reward: weight decay is what moves its weights from step to step
+    common += ["--model.init_args.optim.lr=0.01", "--model.init_args.optim.weight_decay=1.0"]
+    restore = "--model.init_args.rollout.resume_inflight=restore"
+    _fit(tmp_path, "straight", *common, restore)
+    straight, trained[:] = list(trained), []
+
+    record = BatchAuditCallback.on_train_batch_start
+
+    def kill_during_batch_1(self, trainer, pl_module, batch, batch_idx):
+        record(self, trainer, pl_module, batch, batch_idx)
+        if batch_idx == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with monkeypatch.context() as m:
+        m.setattr(BatchAuditCallback, "on_train_batch_start", kill_during_batch_1)
+        assert _fit(tmp_path, "first", *common, restore) == SIGTERM_EXIT_CODE
+    (ckpt,) = (tmp_path / "first-runs").rglob("sigterm-step=*.ckpt")
+    state = torch.load(ckpt, weights_only=False)["rl_stages"]["rollout"]["pipeline"]
+    assert state["inflight"] == [[0, 2]] and isinstance(state["rollouts"], bytes)  # batch 2's episodes, kept
+    first, trained[:] = list(trained), []
+    _fit(tmp_path, "restored", *common, restore, f"--ckpt_path={ckpt}")
+    restored, trained[:] = list(trained), []
+    # the same checkpoint without its rollouts (as one saved with regenerate): batch 2 rolls out again
+    full = torch.load(ckpt, weights_only=False)
+    del full["rl_stages"]["rollout"]["pipeline"]["rollouts"]
+    torch.save(full, tmp_path / "without-rollouts.ckpt")
+    _fit(tmp_path, "regenerated", *common, restore, f"--ckpt_path={tmp_path / 'without-rollouts.ckpt'}")
+    regenerated = list(trained)
+    assert len(first) == 2 and first + restored == straight  # the same tokens trained at every step
+    assert _digests(tmp_path / "first") + _digests(tmp_path / "restored") == _digests(tmp_path / "straight")
+    # regenerating batch 2 under the loaded weights samples other episodes: the restore is what makes it identical
+    assert regenerated[0] != straight[2]
+    final, resumed = _final_weights(tmp_path / "straight-runs"), _final_weights(tmp_path / "restored-runs")
+    assert final.keys() == resumed.keys() and all(torch.equal(final[k], resumed[k]) for k in final)
+
+
 def test_set_up_cross_checks_name_the_key():
     from mimesis_pl.modules.settings import PPOSettings
     from mimesis_pl.rollout.engines import HFEngineSettings
@@ -155,7 +216,7 @@ def test_a_data_module_that_cannot_look_ahead_is_refused(tmp_path):
         lora = None
 
     with pytest.raises(ValueError, match="max_staleness=1 .*batch_rows"):
-        stage._start_ahead(_Module())
+        stage.start_loop(_Module(), max_staleness=1, wait_timeout_s=None)
 
 
 def test_an_error_in_a_background_job_surfaces_and_the_thread_ends(tmp_path, monkeypatch):
@@ -233,3 +294,40 @@ def test_csd_at_k1_writes_the_notes_inside_the_background_job(tmp_path, monkeypa
     events.Reload()
     assert len(events.Scalars("coach/notes")) == 3 and sum(e.value for e in events.Scalars("coach/notes")) > 0
     assert _no_rollout_thread()
+
+
+def test_simulator_rl_at_k1_trains_the_same_batches_one_step_stale(tmp_path, monkeypatch):
+    from mimesis_pl.cli import main
+
+    monkeypatch.chdir(REPO)
+
+    def fit(name: str, *extra: str) -> None:
+        audit = json.dumps(
+            {"class_path": "mimesis_pl.data.audit.BatchAuditCallback", "init_args": {"path": str(tmp_path / name)}}
+        )
+        main(
+            ["fit", "--config", str(REPO / "configs" / "tiny" / "simulator_rl.yaml"), "--trainer.max_steps=3"]
+            + [f"--trainer.logger.init_args.save_dir={tmp_path / name}-runs", f"--trainer.callbacks+={audit}"]
+            + ["--model.init_args.rollout.max_new_tokens=12", *extra]
+        )
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("max_staleness 0 must not start a rollout pipeline")
+
+    with monkeypatch.context() as m:
+        m.setattr(RolloutPipeline, "__init__", refuse)
+        fit("k0", "--model.init_args.validation=null")
+    fit("k1", "--model.init_args.rollout.max_staleness=1")
+    assert _no_rollout_thread()
+    assert _digests(tmp_path / "k1") == _digests(tmp_path / "k0")  # batch N trained at step N whatever k is
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (run,) = (tmp_path / "k1-runs" / "tiny_simulator_rl").iterdir()
+    events = EventAccumulator(str(run))
+    events.Reload()
+    assert [e.value for e in events.Scalars("async/staleness_max")] == [0.0, 1.0, 1.0]
+    assert len(events.Scalars("train/behaviour_weight_mean")) == 3  # the correction is on at k >= 1
+    assert len(events.Scalars("val-core/all/score")) == 3  # before training, after step 2 (drained), at the end
+    (ckpt,) = (tmp_path / "k1-runs").rglob("*.ckpt")
+    state = torch.load(ckpt, weights_only=False)["rl_stages"]["rollout"]["pipeline"]
+    assert state == {"max_staleness": 1, "inflight": [[1, 0]]}  # the next epoch's first batch, for a resume
