@@ -28,6 +28,12 @@ TOY = {
         + ["--set", "model.init_args.rollout.max_new_tokens=16"],
         "step_s k0/k1",
     ),
+    "async_learning.py": (
+        ["--config", "configs/tiny/agent_grpo.yaml", "--steps", "4", "--seeds", "0", "1", "--out", "{tmp}/al"]
+        + ["--set", "model.init_args.validation=null", "--set", "model.init_args.rollout.n_samples=2"]
+        + ["--set", "model.init_args.rollout.max_new_tokens=16"],
+        "gain(k=1) − gain(k=0) over 2 seeds",
+    ),
     "bench_csd.py": (["--episodes", "4", "--steps", "1", "--rounds", "1"], "teacher rows per trajectory"),
     "bench_engines.py": (
         ["--requests", "2", "--max-new-tokens", "2", "--max-batch-size", "2", "--rounds", "1"],
@@ -76,6 +82,7 @@ def test_every_bench_script_is_covered():
 @pytest.mark.parametrize("script", sorted(TOY))
 def test_bench_script_runs_at_toy_size(script, tmp_path):
     args, expected = TOY[script]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     if script == "bench_sft_data.py":
         args = [*args, "--cache", str(tmp_path / "cache")]
     done = _run([str(BENCH / script), *args], tmp_path)
