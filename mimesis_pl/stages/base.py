@@ -139,6 +139,7 @@ class EngineStage(ValidatingStage):
             tokenizer=module.tokenizer,
             model=model,
             ranks_per_device=ranks_per_device(trainer),
+            lora_rank=module.lora.r if getattr(module, "lora", None) is not None else None,
         )
         self.engine = engine.build(target)
         return self.engine

@@ -169,3 +169,49 @@ def test_sleep_and_wake_are_no_ops_without_sleep_mode_and_prompts_must_fit(vllm_
     # A completion that would run past max_model_len is cut there, as a length finish.
     long = asyncio.run(vllm_engine.generate([5] * 508, SamplingParams(max_new_tokens=50, temperature=0.0)))
     assert len(long.token_ids) == 4 and long.finish_reason == "length"
+
+
+def _trainer_logprobs(model, prompt: list[int], completion: list[int]) -> list[float]:
+    """The policy's own log-probs of ``completion`` after ``prompt`` (one full forward, fp32)."""
+    ids = torch.tensor([prompt + completion])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+    return torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(completion)[:, None])[:, 0].tolist()
+
+
+def test_a_lora_policy_syncs_only_its_adapter_and_the_engine_logprobs_equal_the_trainers(
+    vllm_env, tiny_model_path, tiny_tokenizer, prompts
+):
+    from mimesis_pl.models import LoraSettings, load_causal_lm
+    from mimesis_pl.rollout.engines import VLLMEngineSettings
+    from mimesis_pl.rollout.engines.settings import EngineTarget
+
+    policy = load_causal_lm(str(tiny_model_path), lora=LoraSettings(r=8, alpha=16, dropout=0.0))
+    settings = VLLMEngineSettings(
+        dtype="float32", max_model_len=512, kv_cache_memory_bytes=64 * 1024 * 1024, enforce_eager=True, seed=0
+    )
+    settings.lora_sync = "adapter"
+    engine = settings.build(EngineTarget(model_path=str(tiny_model_path), lora_rank=8))
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=0.05)
+    target = torch.tensor([prompts[1]])
+    try:
+        base = run_all(engine, [(p, GREEDY) for p in prompts])  # no adapter synced yet: the base model
+        for _ in range(2):  # two optimiser steps, each followed by the sync a training step does
+            optimizer.zero_grad()
+            policy(input_ids=target, labels=target).loss.backward()
+            optimizer.step()
+            policy.eval()
+            engine.update_weights(policy)
+            policy.train()
+        assert engine._adapters.current.lora_name == "policy-v2"
+        assert sorted(engine._llm.llm_engine.list_loras()) == [2]  # version 1 was unloaded once unused
+        after = run_all(engine, [(p, GREEDY) for p in prompts])
+        policy.eval()
+        for prompt, result, before in zip(prompts, after, base):
+            assert result.logprobs == pytest.approx(_trainer_logprobs(policy, prompt, result.token_ids), abs=1e-3)
+            if result.token_ids == before.token_ids:  # the adapter moved the policy: its log-probs moved too
+                assert max(abs(a - b) for a, b in zip(result.logprobs, before.logprobs)) > 1e-2
+        assert any(r.token_ids != b.token_ids for r, b in zip(after, base))
+    finally:
+        engine.close()
+    assert not engine._adapters.folder.exists()

@@ -28,12 +28,15 @@ class EngineTarget:
         tokenizer: the policy's tokenizer (HF pads with its pad id).
         model: the in-process causal LM the HF engine generates with (``None`` for the others).
         ranks_per_device: training processes whose engines share one device's memory.
+        lora_rank: the policy's LoRA rank when it trains an adapter (``None``: full weights); an engine that syncs
+            only the adapter sizes its adapter slots by it.
     """
 
     model_path: str
     tokenizer: Any = None
     model: Any = None
     ranks_per_device: int = 1
+    lora_rank: int | None = None
 
 
 class EngineSettings:
@@ -90,6 +93,10 @@ class VLLMEngineSettings(EngineSettings):
         enable_sleep_mode: let the engine free accelerator memory between rollouts (CUDA only).
         sleep_level: ``1`` offloads weights and drops the KV cache; ``2`` drops both.
         tensor_parallel_size: GPUs per engine.
+        lora_sync: how a LoRA policy reaches the engine: ``merged`` sends every adapted layer's base + B·A·scaling
+            (any engine, full-weight bytes; docs/decisions.md A93); ``adapter`` writes only the adapter, under a
+            new versioned name per optimiser step (``policy-v<N>``, vLLM's ``LoRARequest``), so requests carry
+            their version and the prefix cache never mixes versions (A102). Ignored for a full-weight policy.
         engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
     """
 
@@ -103,12 +110,14 @@ class VLLMEngineSettings(EngineSettings):
     enable_sleep_mode: bool = False
     sleep_level: Literal[1, 2] = 1
     tensor_parallel_size: int = 1
+    lora_sync: Literal["merged", "adapter"] = "merged"
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def build(self, target: EngineTarget) -> RolloutEngine:
         from .vllm import VLLMEngine
 
-        return VLLMEngine(self.weights_path(target.model_path), self, target.ranks_per_device)
+        lora_rank = target.lora_rank if self.lora_sync == "adapter" else None
+        return VLLMEngine(self.weights_path(target.model_path), self, target.ranks_per_device, lora_rank=lora_rank)
 
 
 @dataclass

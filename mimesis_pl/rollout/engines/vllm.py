@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import shutil
+import tempfile
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -38,8 +40,24 @@ INSTALL_HINT = (
 CPU_KV_CACHE_BYTES = 2 << 30
 
 
+#: LoRA ranks vLLM accepts as ``max_lora_rank``; an adapter's rank is rounded up to the next one.
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def vllm_lora_rank(rank: int) -> int:
+    """The smallest ``max_lora_rank`` vLLM accepts that holds an adapter of ``rank``."""
+    for allowed in VLLM_LORA_RANKS:
+        if rank <= allowed:
+            return allowed
+    raise ValueError(f"LoRA rank {rank} is above vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}")
+
+
 def vllm_llm_kwargs(
-    settings: VLLMEngineSettings, model_path: str | Path, ranks_per_device: int = 1, on_cpu: bool = False
+    settings: VLLMEngineSettings,
+    model_path: str | Path,
+    ranks_per_device: int = 1,
+    on_cpu: bool = False,
+    lora_rank: int | None = None,
 ) -> dict[str, Any]:
     """``vllm.LLM`` arguments of ``settings`` for the weights at ``model_path`` — the one place a
     :class:`VLLMEngineSettings` becomes them (docs/decisions.md D11) — with the device's memory split between the
@@ -66,6 +84,8 @@ def vllm_llm_kwargs(
         kv_cache_memory_bytes = CPU_KV_CACHE_BYTES
     if kv_cache_memory_bytes is not None:
         kwargs["kv_cache_memory_bytes"] = kv_cache_memory_bytes // ranks_per_device
+    if lora_rank is not None:  # adapter sync: the policy version in use and the one replacing it fit side by side
+        kwargs.update(enable_lora=True, max_lora_rank=vllm_lora_rank(lora_rank), max_loras=2)
     kwargs.update(s.engine_kwargs)
     return kwargs
 
@@ -83,6 +103,7 @@ class _Request:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     request_id: str = ""  # vLLM's, set by the driver when it adds the request
+    adapter_id: int | None = None  # the policy adapter version it samples from (adapter sync)
 
 
 class VLLMEngine:
@@ -104,12 +125,21 @@ class VLLMEngine:
     cache so no KV computed by the old weights is reused. Call it between rollouts: requests
     already running would finish on the new weights.
 
+    With ``lora_rank`` (``lora_sync: adapter`` and a LoRA policy), ``update_weights`` takes the PEFT model and
+    writes only its adapter, as version N + 1 (``policy-v<N+1>``): new requests sample from it, requests already
+    running finish on the version they started with, and a retired version is unloaded once no request uses it.
+    vLLM's prefix cache keys on the adapter, so KV of one version is never reused by another.
+
     Logprobs are vLLM's ``raw_logprobs`` (before temperature, top-p and top-k). Requests stop
     only at ``stop_token_ids`` or their length (``ignore_eos=True``), as for every engine here.
     """
 
     def __init__(
-        self, model_path: str | Path, settings: VLLMEngineSettings | None = None, ranks_per_device: int = 1
+        self,
+        model_path: str | Path,
+        settings: VLLMEngineSettings | None = None,
+        ranks_per_device: int = 1,
+        lora_rank: int | None = None,
     ) -> None:
         settings = settings or VLLMEngineSettings()
         try:
@@ -120,7 +150,9 @@ class VLLMEngine:
             ) from error
         check_choice("sleep_level", settings.sleep_level, (1, 2), where="VLLMEngine")
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        kwargs = vllm_llm_kwargs(settings, model_path, ranks_per_device, on_cpu=not _cuda_available())
+        kwargs = vllm_llm_kwargs(
+            settings, model_path, ranks_per_device, on_cpu=not _cuda_available(), lora_rank=lora_rank
+        )
         self._vllm = vllm
         self._llm = vllm.LLM(**kwargs)
         self._engine = self._llm.llm_engine
@@ -134,6 +166,7 @@ class VLLMEngine:
         self._running: dict[str, _Request] = {}
         self._failure: BaseException | None = None
         self._stopping = False
+        self._adapters = AdapterVersions() if lora_rank is not None else None
         self._driver = threading.Thread(target=self._drive, name="mimesis-vllm-driver", daemon=True)
         self._driver.start()
 
@@ -160,10 +193,36 @@ class VLLMEngine:
             raise
 
     def update_weights(self, source: Any) -> None:
+        if self._adapters is not None:
+            self._sync_adapter(source)
+            return
         weights = list(hf_state_dict(source).items())
         with self._engine_lock:
             self._llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
             self._llm.reset_prefix_cache()
+
+    def _sync_adapter(self, source: Any) -> None:
+        """Write the policy's adapter as the next version and send new requests to it."""
+        if not hasattr(source, "peft_config") or not hasattr(source, "save_pretrained"):
+            raise ValueError(
+                "model.init_args.rollout.engine.init_args.lora_sync: adapter needs the PEFT policy itself "
+                f"(got {type(source).__name__}); use lora_sync: merged for a full-weight or wrapped policy"
+            )
+        version, path = self._adapters.next_path()
+        source.save_pretrained(str(path))  # a PeftModel saves only its adapter (config + weights)
+        request = self._vllm.lora.request.LoRARequest(f"policy-v{version}", version, str(path))
+        with self._engine_lock:
+            self._llm.llm_engine.add_lora(request)
+            self._adapters.current = request
+        self._unload_retired()
+
+    def _unload_retired(self) -> None:
+        """Unload (and delete) every older adapter version no running request samples from."""
+        with self._engine_lock:
+            in_use = {r.adapter_id for r in list(self._running.values())}
+            for version in self._adapters.retired(in_use):
+                self._llm.llm_engine.remove_lora(version)
+                self._adapters.forget(version)
 
     def sleep(self) -> None:
         if self.sleep_enabled:
@@ -181,6 +240,8 @@ class VLLMEngine:
             self._wake.notify()
         self._driver.join(timeout=60)
         self._fail_all(RuntimeError("VLLMEngine closed while the request was running"))
+        if self._adapters is not None:
+            self._adapters.close()
         with self._engine_lock:
             self._llm = None
             self._engine = None
@@ -210,11 +271,15 @@ class VLLMEngine:
                     self._failure = error
                 self._fail_all(error, also=incoming)
                 return
+            finished = False
             for output in outputs:
                 if output.finished:
                     request = self._running.pop(output.request_id, None)
                     if request is not None:
                         self._deliver(request, output)
+                        finished = True
+            if finished and self._adapters is not None and self._adapters.has_retired():
+                self._unload_retired()
             if self._running and idle:  # a safety net: callers must never wait forever
                 self._fail_all(RuntimeError("vLLM dropped requests without finishing them"))
 
@@ -231,15 +296,20 @@ class VLLMEngine:
             logprobs=0,  # only the sampled token's
             detokenize=False,
         )
+        adapter = self._adapters.current if self._adapters is not None else None
         try:
             (internal_id,) = self._llm.enqueue(
-                self._vllm.TokensPrompt(prompt_token_ids=request.prompt_ids), sampling, use_tqdm=False
+                self._vllm.TokensPrompt(prompt_token_ids=request.prompt_ids),
+                sampling,
+                use_tqdm=False,
+                lora_request=adapter,
             )
         except Exception as error:  # a bad request fails alone
             _resolve(request, error=error)
             return
         # enqueue answers with vLLM's internal id ("<id>-<random suffix>"); outputs and aborts use <id>.
         request.request_id = internal_id.split("-")[0]
+        request.adapter_id = adapter.lora_int_id if adapter is not None else None
         self._running[request.request_id] = request
 
     def _abort(self, requests: list[_Request]) -> None:
@@ -283,3 +353,33 @@ def _resolve(request: _Request, result: GenerationResult | None = None, error: B
         request.loop.call_soon_threadsafe(settle)
     except RuntimeError:  # the caller's loop has closed; nobody is waiting any more
         pass
+
+
+class AdapterVersions:
+    """The policy adapter's versions on disk for adapter sync: the current one and the retired ones still loaded."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="mimesis-lora-"))
+        self.current: Any = None  # vLLM's LoRARequest of the newest version
+        self._version = 0
+        self._loaded: list[int] = []
+
+    def next_path(self) -> tuple[int, Path]:
+        """The next version number (from 1: vLLM reserves 0) and the folder to write it to."""
+        self._version += 1
+        self._loaded.append(self._version)
+        return self._version, self.folder / f"v{self._version}"
+
+    def has_retired(self) -> bool:
+        return len(self._loaded) > 1
+
+    def retired(self, in_use: set[int | None]) -> list[int]:
+        """Loaded versions older than the current one that no running request uses."""
+        return [v for v in self._loaded[:-1] if v not in in_use]
+
+    def forget(self, version: int) -> None:
+        self._loaded.remove(version)
+        shutil.rmtree(self.folder / f"v{version}", ignore_errors=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
