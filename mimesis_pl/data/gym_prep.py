@@ -10,7 +10,7 @@ gym file is left for a config's glob to pick up; a file there that this command 
 never touched: the run stops and names it.
 
 ``compact_prompts=True`` replaces each row's system message by a short one of the same task and tool
-(the gym's ``GymSpec.compact_prompt``, :data:`COMPACT_SYSTEM_PROMPTS`): UserRL's ~700-token instructions
+(the gym's ``GymSpec.compact_prompt``): UserRL's ~700-token instructions
 dominate the cost of every sequence of a CPU-sized agent, which cannot read them anyway. Hidden fields are untouched.
 """
 
@@ -33,20 +33,19 @@ from .mixture import open_parquet
 
 MANIFEST = "prepare-gyms.json"
 
-# The compact system prompt of every built-in gym that declares one, by env_name.
-COMPACT_SYSTEM_PROMPTS: dict[str, str] = default_registry().compact_prompts()
-
 
 def compact_prompt_row(row: dict[str, Any], gym: str) -> dict[str, Any]:
-    """``row`` with its system message replaced by the gym's compact one (a new dict; ``row`` is unchanged)."""
-    if gym not in COMPACT_SYSTEM_PROMPTS:
-        raise ValueError(f"no compact system prompt for gym {gym!r}; known: {sorted(COMPACT_SYSTEM_PROMPTS)}")
+    """``row`` with its system message replaced by the gym's compact one (``GymSpec.compact_prompt``, registered
+    gyms included; a new dict: ``row`` is unchanged)."""
+    prompts = default_registry().compact_prompts()
+    if gym not in prompts:
+        raise ValueError(f"no compact system prompt for gym {gym!r}; known: {sorted(prompts)}")
     prompt = [dict(m) for m in row["prompt"]]
     system = [m for m in prompt if m.get("role") == "system"]
     if system:
-        system[0]["content"] = COMPACT_SYSTEM_PROMPTS[gym]
+        system[0]["content"] = prompts[gym]
     else:
-        prompt.insert(0, {"role": "system", "content": COMPACT_SYSTEM_PROMPTS[gym]})
+        prompt.insert(0, {"role": "system", "content": prompts[gym]})
     return {**row, "prompt": prompt}
 
 

@@ -15,6 +15,7 @@ same way in YAML, by ``env_name`` under ``episode.gym_options``; a gym's options
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -112,7 +113,50 @@ class GymRegistry:
 
 BUILTIN_GYMS: tuple[type[Gym], ...] = tuple(spec.gym for spec in BUILTIN_SPECS)
 
+# Gyms from users' own packages (``episode.gyms`` in YAML, or :func:`register_gym`), by env_name. Every registry made
+# after a registration holds them, and every part of the package looks gyms up at call time (never a snapshot taken
+# at import), so a registered gym trains, evaluates and talks to the scripted user like a built-in one.
+_EXTRA: dict[str, GymSpec] = {}
+
+
+def register_gym(gym: GymSpec | type[Gym]) -> GymSpec | type[Gym]:
+    """Add a gym of your own to the package (usable as a class decorator); registering it again is a no-op."""
+    spec = gym if isinstance(gym, GymSpec) else GymSpec(gym=gym)
+    if not (isinstance(spec.gym, type) and issubclass(spec.gym, Gym)) or not getattr(spec.gym, "env_name", None):
+        raise TypeError(f"register_gym: {spec.gym!r} is not a Gym subclass with an env_name")
+    builtin = {s.name: s for s in BUILTIN_SPECS}
+    known = builtin.get(spec.name) or _EXTRA.get(spec.name)
+    if known is not None and known.gym is not spec.gym:
+        raise ValueError(f"gym name {spec.name!r} is already taken by {known.gym.__module__}.{known.gym.__qualname__}")
+    if spec.name not in builtin and (spec.name not in _EXTRA or isinstance(gym, GymSpec)):
+        _EXTRA[spec.name] = spec
+    return gym
+
+
+def import_gym(path: str, *, key: str = "episode.gyms") -> GymSpec:
+    """Import and register the gym at ``path``: ``package.module:NAME`` (or ``package.module.NAME``) naming a
+    :class:`~mimesis_pl.envs.spec.GymSpec` or a :class:`~mimesis_pl.envs.base.Gym` subclass."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ValueError(f"{key}: {path!r} is not an import path (package.module:NAME)")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"{key}: cannot import {path!r} ({error}); is its package on PYTHONPATH?") from None
+    if not isinstance(target, GymSpec) and not (isinstance(target, type) and issubclass(target, Gym)):
+        raise ValueError(f"{key}: {path!r} is a {type(target).__name__}, not a GymSpec or a Gym subclass")
+    register_gym(target)
+    return target if isinstance(target, GymSpec) else _EXTRA.get(target.env_name, GymSpec(gym=target))
+
+
+def all_specs() -> tuple[GymSpec, ...]:
+    """The built-in gyms' specs, then those registered from users' packages."""
+    return (*BUILTIN_SPECS, *_EXTRA.values())
+
 
 def default_registry() -> GymRegistry:
-    """A fresh registry holding the built-in offline gyms (and every UserRL package, for the adapter)."""
-    return GymRegistry(BUILTIN_SPECS)
+    """A fresh registry holding the built-in offline gyms, the registered ones (:func:`register_gym`), and every
+    UserRL package, for the adapter."""
+    return GymRegistry(all_specs())

@@ -21,7 +21,7 @@ import torch
 
 from ..chat import pad_id_of
 from ..csd.evidence import lapse_turns
-from ..rl.losses import csd_loss, gap_gate_by_group
+from ..rl.losses import csd_estimator_reads_topk, csd_loss, gap_gate_by_group
 from ..rl.placebo import and_mask_placebo
 from ..rl.policy_batch import LossInputs, PolicyBatch
 from ..rl.teacher import pack_teacher_rows
@@ -136,7 +136,7 @@ class AgentCSD(AgentGRPO):
         if n_forwards == 0:
             zero = logprobs.sum() * 0.0  # keep the graph identical across micro-batches
             return zero, {"csd/tokens": 0.0}
-        top_k = self.csd.distill_top_k if self.csd.estimator == "distill" else 0
+        top_k = self.csd.distill_top_k if csd_estimator_reads_topk(self.csd.estimator) else 0
         if self.csd.teacher_mode == "prefix_cache":
             scores, placebo_full, mask_full = self._teacher_prefix_cached(
                 t, rows, real, placebo, length, teacher, top_k
@@ -280,7 +280,7 @@ class CSDTerm:
 
     @property
     def needs_head(self) -> bool:
-        return self.module.csd.estimator == "distill"
+        return csd_estimator_reads_topk(self.module.csd.estimator)
 
     def __call__(self, rows, logprobs, width, inputs: LossInputs, head: HeadLogprobs | None = None):
         return self.module.csd_term(self.teacher, inputs, rows, logprobs, width, self.lapses, head)

@@ -119,7 +119,9 @@ class CSDSettings:
             probability onto tokens the policy did not sample; docs/decisions.md A100). ``sdar``, ``ref`` and
             ``k3`` read only the sampled token; a placebo corrects their teacher. ``distill`` distils the raw
             teacher: a placebo changes only its mask (``placebo_missing``) and the gap metrics, as in the
-            reference (A100).
+            reference (A100). Your own: ``package.module:function`` (a function with
+            :func:`~mimesis_pl.rl.losses.register_csd_estimator`'s keyword inputs, imported and registered under
+            that path; one that asks for the top-k inputs gets them, as ``distill``; docs/extending.md).
         distill_top_k: K, the teacher's most likely tokens per coached position that ``distill`` matches
             (reference ``SDPO_TOPK`` 20); the student's log-probs are taken at these ids, not renormalised.
         beta: gate sharpness of ``sdar`` (reference 5.0).
@@ -137,7 +139,7 @@ class CSDSettings:
     """
 
     coef: float = 0.01
-    estimator: Literal["sdar", "ref", "k3", "distill"] = "sdar"
+    estimator: str = "sdar"
     distill_top_k: int = 20
     beta: float = 5.0
     warmup_steps: int = 0
@@ -149,8 +151,10 @@ class CSDSettings:
 
     def __post_init__(self) -> None:
         where = "model.init_args.csd"
+        from ..rl.losses import resolve_csd_estimator
+
+        resolve_csd_estimator(self.estimator, key=f"{where}.estimator")
         choices = {
-            "estimator": ("sdar", "ref", "k3", "distill"),
             "teacher_mode": ("prefix_cache", "packed"),
             "placebo_missing": ("drop", "raw"),
             "weighting": ("micro_batch", "pg_token_share"),

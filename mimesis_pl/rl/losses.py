@@ -7,6 +7,7 @@ of the compute dtype. Masks may be bool, integer or float ``[B, T]``.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 from collections.abc import Callable, Mapping
@@ -197,6 +198,36 @@ def register_csd_estimator(name: str) -> Callable[[CSDEstimator], CSDEstimator]:
     return register
 
 
+def csd_estimator_names() -> list[str]:
+    """The registered CSD estimators' names (built in, then registered by users' packages)."""
+    return list(_CSD_ESTIMATORS)
+
+
+def resolve_csd_estimator(name: str, *, key: str = "model.init_args.csd.estimator") -> str:
+    """The registered name of ``name``: a registered estimator as it is, or ``package.module:function`` imported and
+    registered under that path (a function with :func:`register_csd_estimator`'s signature); a clear error otherwise."""
+    if name in _CSD_ESTIMATORS:
+        return name
+    module_name, sep, attr = name.partition(":")
+    if not sep:
+        raise ValueError(
+            f"{key}: unknown CSD estimator {name!r}; registered: {csd_estimator_names()}, or name your own as "
+            "package.module:function"
+        )
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"{key}: cannot import {name!r} ({error}); is its package on PYTHONPATH?") from None
+    if name not in _CSD_ESTIMATORS:  # importing the module may have registered it under this path already
+        register_csd_estimator(name)(fn)
+    return name
+
+
+def csd_estimator_reads_topk(name: str) -> bool:
+    """Whether the estimator takes the teacher's and student's top-k log-probs (so the update must compute them)."""
+    return "teacher_topk_logprobs" in _CSD_ESTIMATORS[name][1]
+
+
 @register_csd_estimator("sdar")
 def sdar_loss(*, student: Tensor, target: Tensor, mask: Tensor, beta: float) -> Tensor:
     """(1/M) Σ m·g·(t̃ − s), gate g = sg(σ(β·Δ)), Δ = sg(t̃ − s): gradient −(1/M) Σ m·g·∇s (token-mean)."""
@@ -305,7 +336,7 @@ def csd_loss(
         raise ValueError(f"beta={beta!r} must be ≥ 0")
     if norm == "full" and estimator in ("ref", "distill") and response_mask is None:
         raise ValueError(f"estimator={estimator!r} with norm='full' needs response_mask [B, T]")
-    if estimator == "distill":
+    if csd_estimator_reads_topk(estimator):
         _check_distill_inputs(student_logprobs, student_topk_logprobs, teacher_topk_logprobs)
 
     dtype = _compute_dtype(student_logprobs)

@@ -31,14 +31,22 @@ class EpisodeSettings:
         step_timeout_s: deadline of one gym step, the user's reply included; past it the episode ends as a
             ``timeout`` failure (masked out of training; retried, then unscored, in evaluation).
         show_reward: append ``Reward: r`` to observations (keep it the same in training and evaluation).
+        gyms: gyms of your own package, by import path (``my_pkg.gyms:SPEC``, a ``GymSpec`` or a ``Gym`` subclass):
+            registered before anything else reads the settings, they train, evaluate, take ``gym_options`` and get
+            their scripted user rule like the built-in ones (docs/extending.md).
     """
 
     max_turns: int = 16
     gym_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     step_timeout_s: float = 300.0
     show_reward: bool = False
+    gyms: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        from ..envs.registry import import_gym
+
+        for path in self.gyms:
+            import_gym(path, key="episode.gyms")
         if self.max_turns < 1:
             raise ValueError(f"episode.max_turns must be >= 1, got {self.max_turns}")
         if self.step_timeout_s <= 0:

@@ -21,11 +21,15 @@ from typing import Any
 
 from mimesis_pl.chat.think import join_think
 from mimesis_pl.envs.gyms.rules import Rule
-from mimesis_pl.envs.registry import default_registry
+from mimesis_pl.envs.registry import all_specs
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulatorError
 
-# The rule of every built-in gym that declares one (GymSpec.user_rule), by env_name.
-RULES: dict[str, Rule] = default_registry().user_rules()
+
+def user_rules() -> dict[str, Rule]:
+    """The rule of every gym that declares one (``GymSpec.user_rule``), by env_name, registered ones included
+    (read at each reply: a gym registered after this module was imported has its rule too)."""
+    return {spec.name: spec.user_rule for spec in all_specs() if spec.user_rule is not None}
+
 
 _PERSONA = re.compile(r"<persona>\s*(\{.*?\})\s*</persona>", re.DOTALL)
 
@@ -67,9 +71,10 @@ class ScriptedUser:
         if not messages or messages[-1].get("role") != "user":
             raise UserSimulatorError("scripted user: the last message must be the agent's (role 'user')")
         persona = parse_persona(messages)
-        rule = RULES.get(persona["gym"])
+        rules = user_rules()
+        rule = rules.get(persona["gym"])
         if rule is None:
-            raise UserSimulatorError(f"scripted user: no rules for gym {persona['gym']!r}; known: {sorted(RULES)}")
+            raise UserSimulatorError(f"scripted user: no rules for gym {persona['gym']!r}; known: {sorted(rules)}")
         utterances = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
         reply = rule(persona, utterances)
         return reply if self.think else UserReply(reply.public, None)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from mimesis_pl.data.gym_prep import COMPACT_SYSTEM_PROMPTS, compact_prompt_row
+from mimesis_pl.data.gym_prep import compact_prompt_row
+from mimesis_pl.envs.registry import default_registry
+
+COMPACT_SYSTEM_PROMPTS = default_registry().compact_prompts()
 from mimesis_pl.envs import GymTask
 
 from ..conftest import REPO

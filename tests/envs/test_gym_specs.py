@@ -15,7 +15,7 @@ from mimesis_pl.envs import Action, Expert, GymRegistry, GymSpec, GymTask, UserS
 from mimesis_pl.envs.expert import ExpertMove
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym
 from mimesis_pl.envs.userrl_adapter import UserRLGym, userrl_env_factory
-from mimesis_pl.users.scripted import RULES, ScriptedUser
+from mimesis_pl.users.scripted import ScriptedUser, user_rules
 
 from ..conftest import ASSETS, REPO
 from ..test_layout import imported_modules
@@ -56,7 +56,7 @@ def test_every_gym_is_served_by_the_user_the_recorder_prepare_gyms_and_the_adapt
     spec = default_registry().spec(name)
     task = GymTask.from_row(first_row(name), source=name)
     # the scripted user answers the gym's personas with the gym's own rule
-    assert RULES.get(name) is spec.user_rule
+    assert user_rules().get(name) is spec.user_rule
     # the expert recorder plays the gym with the expert its spec builds (or says which gyms have one)
     if spec.expert is None:
         with pytest.raises(
