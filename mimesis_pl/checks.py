@@ -18,3 +18,17 @@ def check_choice(name: str, value: object, choices: Iterable[object], *, where: 
     prefix = f"{where}: " if where else ""
     listing = ", ".join(str(c) for c in allowed)
     raise ValueError(f"{prefix}{name}={value!r} is not supported; {name} must be one of: {listing}")
+
+
+def import_object(path: str, *, key: str) -> object:
+    """The object at ``package.module:NAME`` (a user's extension named in YAML under ``key``), or a ``ValueError``
+    naming the key, the path and why it could not be imported."""
+    import importlib
+
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{key}: {path!r} is not an import path (package.module:NAME)")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"{key}: cannot import {path!r} ({error}); is its package on PYTHONPATH?") from None

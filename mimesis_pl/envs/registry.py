@@ -15,10 +15,10 @@ same way in YAML, by ``env_name`` under ``episode.gym_options``; a gym's options
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mimesis_pl.checks import import_object
 from mimesis_pl.envs.base import Gym
 from mimesis_pl.envs.catalog import BUILTIN_SPECS
 from mimesis_pl.envs.gyms.rules import Rule
@@ -134,17 +134,9 @@ def register_gym(gym: GymSpec | type[Gym]) -> GymSpec | type[Gym]:
 
 
 def import_gym(path: str, *, key: str = "episode.gyms") -> GymSpec:
-    """Import and register the gym at ``path``: ``package.module:NAME`` (or ``package.module.NAME``) naming a
+    """Import and register the gym at ``path``: ``package.module:NAME`` naming a
     :class:`~mimesis_pl.envs.spec.GymSpec` or a :class:`~mimesis_pl.envs.base.Gym` subclass."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ValueError(f"{key}: {path!r} is not an import path (package.module:NAME)")
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"{key}: cannot import {path!r} ({error}); is its package on PYTHONPATH?") from None
+    target = import_object(path, key=key)
     if not isinstance(target, GymSpec) and not (isinstance(target, type) and issubclass(target, Gym)):
         raise ValueError(f"{key}: {path!r} is a {type(target).__name__}, not a GymSpec or a Gym subclass")
     register_gym(target)

@@ -7,7 +7,6 @@ of the compute dtype. Masks may be bool, integer or float ``[B, T]``.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 from collections.abc import Callable, Mapping
@@ -15,7 +14,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import Tensor
 
-from mimesis_pl.checks import check_choice
+from mimesis_pl.checks import check_choice, import_object
 
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
 CSD_NORMS = ("masked", "full")
@@ -208,16 +207,12 @@ def resolve_csd_estimator(name: str, *, key: str = "model.init_args.csd.estimato
     registered under that path (a function with :func:`register_csd_estimator`'s signature); a clear error otherwise."""
     if name in _CSD_ESTIMATORS:
         return name
-    module_name, sep, attr = name.partition(":")
-    if not sep:
+    if ":" not in name:
         raise ValueError(
             f"{key}: unknown CSD estimator {name!r}; registered: {csd_estimator_names()}, or name your own as "
             "package.module:function"
         )
-    try:
-        fn = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"{key}: cannot import {name!r} ({error}); is its package on PYTHONPATH?") from None
+    fn = import_object(name, key=key)
     if name not in _CSD_ESTIMATORS:  # importing the module may have registered it under this path already
         register_csd_estimator(name)(fn)
     return name

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..rl.advantages import grpo_multiturn_advantages, grpo_turn_advantages, trajectory_score
+from ..rl.advantage_estimators import advantage_estimator
+from ..rl.advantages import trajectory_score
 from .progress import groups_with_signal
 from .settings import AdvantageSettings
 from .trajectory import Trajectory, collate_trajectories
@@ -44,14 +45,9 @@ def build_experience(trajectories: list[Trajectory], advantage: AdvantageSetting
     if trained:
         chosen = [trajectories[i] for i in trained]
         tensors = collate_trajectories(chosen, pad_id)
-        inputs = (tensors["turn_index"], [t.turn_rewards for t in chosen], [t.group_id for t in chosen])
-        common = {"gamma": a.gamma, "norm_by_std": a.norm_by_std, "eps": a.eps}
-        if a.estimator == "turn":
-            tensors["advantages"] = grpo_turn_advantages(*inputs, **common)
-        else:
-            tensors["advantages"] = grpo_multiturn_advantages(
-                *inputs, credit=a.credit, score=a.score, zero_credit=a.zero_credit, **common
-            )
+        estimate = advantage_estimator(a.estimator)
+        rewards, groups = [t.turn_rewards for t in chosen], [t.group_id for t in chosen]
+        tensors["advantages"] = estimate(tensors["turn_index"], rewards, groups, a)
     return Experience(trajectories=trajectories, tensors=tensors, metrics=metrics, trained=trained)
 
 

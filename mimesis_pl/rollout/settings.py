@@ -144,7 +144,8 @@ class AdvantageSettings:
         estimator: ``turn`` (each turn's discounted return z-scored against the same turn of its group, so
             the turn that loses the reward is the one pushed down; ``credit`` and ``zero_credit`` are unused;
             docs/decisions.md A8b) or ``trajectory`` (the reference's: one group z-score per trajectory,
-            shared among its turns by ``credit``).
+            shared among its turns by ``credit``), or your own as ``package.module:function``
+            (:mod:`mimesis_pl.rl.advantage_estimators`; docs/extending.md).
         gamma: per-turn discount of reward-to-go credits, returns and scores.
         credit: how a trajectory's z-score is shared among its turns.
         score: a trajectory's score from its turn rewards (logged as ``rollout/score_mean``).
@@ -155,7 +156,7 @@ class AdvantageSettings:
         success_threshold: an episode whose summed reward reaches it counts as a success.
     """
 
-    estimator: Literal["turn", "trajectory"] = "turn"
+    estimator: str = "turn"
     gamma: float = 0.8
     credit: Literal["r2g", "equalized", "em"] = "r2g"
     score: Literal["r2g", "mean", "sum"] = "r2g"
@@ -164,3 +165,8 @@ class AdvantageSettings:
     zero_credit: Literal["uniform", "none"] = "uniform"
     mask_failures: bool = True
     success_threshold: float = 1.0
+
+    def __post_init__(self) -> None:
+        from ..rl.advantage_estimators import resolve_advantage_estimator
+
+        resolve_advantage_estimator(self.estimator, key="model.init_args.advantage.estimator")

@@ -112,3 +112,22 @@ def test_a_csd_estimator_from_outside_the_package_is_chosen_by_its_import_path(m
         + [f"--trainer.logger.init_args.save_dir={tmp_path}"]
     )
     assert my_estimator.CALLS  # the update's CSD term went through the outside estimator
+
+
+def test_an_advantage_estimator_from_outside_the_package_is_chosen_by_its_import_path(monkeypatch, tmp_path):
+    from mimesis_pl.cli import main
+    from mimesis_pl.rollout.settings import AdvantageSettings
+
+    monkeypatch.syspath_prepend(str(TOY))
+    monkeypatch.chdir(REPO)
+    with pytest.raises(ValueError, match=r"advantage.estimator: unknown advantage estimator 'gae'; registered"):
+        AdvantageSettings(estimator="gae")
+    import my_advantage
+
+    my_advantage.CALLS.clear()
+    main(
+        ["fit", "--config", str(REPO / "configs" / "tiny" / "agent_grpo.yaml"), "--trainer.max_steps=1"]
+        + ["--model.init_args.advantage.estimator=my_advantage:last_turn", "--model.init_args.validation=null"]
+        + [f"--trainer.default_root_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    )
+    assert my_advantage.CALLS  # the step's advantages came from the outside estimator
