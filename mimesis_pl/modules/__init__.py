@@ -20,3 +20,9 @@ __all__ = [
     "SimulatorRL",
     "export_hf",
 ]
+
+
+def __getattr__(name: str):
+    from mimesis_pl.moved import moved_attribute
+
+    return moved_attribute(__name__, name)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from mimesis_pl.eval.simulator.loaders import TuringRow, realusersim_case_id
+from mimesis_pl.eval.simulator.realusersim.data import realusersim_case_id
 from mimesis_pl.eval.simulator.suite import item_ref, suite_settings, write_suite_files
-from mimesis_pl.eval.simulator.tau_data import TauTask
+from mimesis_pl.eval.simulator.tau_usi.data import TauTask
+from mimesis_pl.eval.simulator.turing.data import TuringRow
 from mimesis_pl.eval.trials import RunIdentity, TrialRecord, join_id
 
 IDENTITY = RunIdentity("sim", "rev", "judge=x")

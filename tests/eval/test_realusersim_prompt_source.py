@@ -9,11 +9,11 @@ import pytest
 
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
-from mimesis_pl.eval.simulator.datamodules import RealUserSimDataModule
-from mimesis_pl.eval.simulator.loaders import DataFormatError, RealUserSimCase
 from mimesis_pl.eval.simulator.realusersim import prompt as prompt_module
 from mimesis_pl.eval.simulator.realusersim import suite as realusersim
-from mimesis_pl.eval.simulator.realusersim_prompt import demographic_block, load_prompt_template, render_prompt
+from mimesis_pl.eval.simulator.realusersim.data import RealUserSimCase, RealUserSimDataModule
+from mimesis_pl.eval.simulator.realusersim.prompt import demographic_block, load_prompt_template, render_prompt
+from mimesis_pl.eval.simulator.rows import DataFormatError
 from mimesis_pl.eval.trials import TrialCache
 
 TEMPLATE = """[correct_profile]

@@ -16,11 +16,10 @@ from simulator_helpers import (
 )
 
 from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
-from mimesis_pl.eval.simulator.datamodules import sattolo_derangement
-from mimesis_pl.eval.simulator.loaders import load_realusersim_cases
 from mimesis_pl.eval.simulator.models import ChatModelSettings, ScriptedChatModel
 from mimesis_pl.eval.simulator.realusersim import suite as realusersim
-from mimesis_pl.eval.simulator.realusersim_protocol import converse, judged_turns
+from mimesis_pl.eval.simulator.realusersim.data import load_realusersim_cases, sattolo_derangement
+from mimesis_pl.eval.simulator.realusersim.protocol import converse, judged_turns
 from mimesis_pl.eval.simulator.text import parse_fidelity_verdict, strip_reasoning
 
 CONFIG = "configs/tiny/eval_realusersim.yaml"

@@ -18,9 +18,9 @@ from simulator_helpers import (
 from mimesis_pl.eval.agent_backend import EngineAgentSettings
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
-from mimesis_pl.eval.simulator.datamodules import SoulDataModule
 from mimesis_pl.eval.simulator.soul import suite as soul
-from mimesis_pl.eval.simulator.soul_scoring import (
+from mimesis_pl.eval.simulator.soul.data import SoulDataModule
+from mimesis_pl.eval.simulator.soul.scoring import (
     across_seeds,
     axis_scores,
     dataset_scores,
@@ -88,7 +88,7 @@ def _row(source: str, index: int) -> str:
 
 
 def test_every_soul_set_has_a_task_and_listed_sets_must_have_rows(tmp_path):
-    from mimesis_pl.eval.simulator.loaders import SOUL_AXES
+    from mimesis_pl.eval.simulator.soul.data import SOUL_AXES
     from mimesis_pl.tasks.registry import ROUTES
 
     assert [s for sets in SOUL_AXES.values() for s in sets if s not in ROUTES] == []

@@ -1,5 +1,6 @@
-"""One folder per simulator suite (``eval/simulator/<suite>/{suite,scoring,data}.py``); the old module paths and
-YAML ``class_path`` values keep working through re-exports (issue #27)."""
+"""One folder per simulator suite (``eval/simulator/<suite>/{suite,scoring,data}.py``). The suite packages re-export
+what their old single modules held (issue #27); the old flat module paths are gone and fail naming the new homes,
+in Python and as a YAML ``class_path`` (issue #38, :mod:`mimesis_pl.moved`)."""
 
 from __future__ import annotations
 
@@ -86,11 +87,18 @@ def _module(name: str):
 
 
 @pytest.mark.parametrize("old", sorted(OLD_PATHS))
-def test_every_old_module_path_re_exports_the_moved_objects(old):
-    module = _module(old)
+def test_every_old_module_path_re_exports_or_names_the_new_home_of_each_object(old):
+    if old in SUITES:  # a suite's package: its old names are still there
+        module = _module(old)
+        for home, names in OLD_PATHS[old].items():
+            for name in names.split():
+                assert getattr(module, name) is getattr(_module(home), name), f"{old}.{name} is not {home}.{name}"
+        return
+    with pytest.raises(ModuleNotFoundError, match="was removed") as error:
+        _module(old)
     for home, names in OLD_PATHS[old].items():
-        for name in names.split():
-            assert getattr(module, name) is getattr(_module(home), name), f"{old}.{name} is not {home}.{name}"
+        assert f"from mimesis_pl.eval.simulator.{home}" in str(error.value)
+        assert all(name in str(error.value) for name in names.split())
 
 
 @pytest.mark.parametrize("suite", SUITES)
@@ -129,28 +137,19 @@ def test_no_suite_class_is_defined_at_the_top_of_the_simulator_package():
 
 
 @pytest.mark.parametrize("config", sorted(OLD_DATA_CLASS_PATHS))
-def test_a_config_naming_the_old_datamodule_class_path_still_parses(config, tmp_path: Path, monkeypatch):
+def test_a_config_naming_the_old_datamodule_class_path_fails_naming_the_new_one(
+    config, tmp_path: Path, monkeypatch, capsys
+):
     monkeypatch.chdir(REPO)
     text = (REPO / "configs" / "tiny" / config).read_text()
     new = OLD_DATA_CLASS_PATHS[config].rsplit(".", 1)[1]
     lines = [line for line in text.splitlines() if line.strip().startswith("class_path:") and line.endswith(new)]
     assert len(lines) == 1, lines
+    home = lines[0].split("class_path:")[1].strip().rsplit(".", 1)[0]
     old = text.replace(lines[0], lines[0].split("class_path:")[0] + "class_path: " + OLD_DATA_CLASS_PATHS[config])
     path = tmp_path / config
     path.write_text(old)
-    cli = ParseOnlyCLI(args=["--config", str(path)], run=False)
-    assert cli.config["data"]["class_path"] == OLD_DATA_CLASS_PATHS[config]
-    module, name = OLD_DATA_CLASS_PATHS[config].rsplit(".", 1)
-    assert getattr(importlib.import_module(module), name).__module__.endswith(".data")
-
-
-def test_published_rows_are_read_from_each_suite_folder_and_checked(tmp_path: Path):
-    from mimesis_pl.eval.simulator.published import SOUL, TAU_USI, TAU_USI_HUMAN
-    from mimesis_pl.eval.simulator.rows import DataFormatError, read_published
-
-    assert SOUL["MIMESIS-9B"] == (75.1, 66.4, 86.2, 61.1, 69.7, 65.7) and TAU_USI_HUMAN == 91.75
-    assert TAU_USI["Qwen3.5-9B"] == (35.92, 64.58, 59.60, 46.37, 0.174, 57.82)
-    bad = tmp_path / "published.json"
-    bad.write_text('{"columns": ["FI", "persona"], "rows": {"M": [1.0]}}')
-    with pytest.raises(DataFormatError, match=r"published.json: row 'M' must list one number per column"):
-        read_published(bad)
+    with pytest.raises(SystemExit):
+        ParseOnlyCLI(args=["--config", str(path)], run=False)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "was removed" in err and home in err and new in err, err[-1500:]

@@ -17,16 +17,12 @@ from simulator_helpers import (
 
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
-from mimesis_pl.eval.simulator.loaders import DataFormatError
-from mimesis_pl.eval.simulator.tau_data import (
-    HumanEntry,
-    load_human_batches,
-    load_tau_tasks,
-)
-from mimesis_pl.eval.simulator.tau_features import conversation_features
+from mimesis_pl.eval.simulator.rows import DataFormatError
 from mimesis_pl.eval.simulator.tau_usi import RuntimeSettings, TauUSISuite
 from mimesis_pl.eval.simulator.tau_usi import suite as tau_usi
-from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, score_batch
+from mimesis_pl.eval.simulator.tau_usi.data import HumanEntry, load_human_batches, load_tau_tasks
+from mimesis_pl.eval.simulator.tau_usi.features import conversation_features
+from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, score_batch
 from mimesis_pl.eval.trials import TrialCache
 
 CONFIG = "configs/tiny/eval_tau_usi.yaml"

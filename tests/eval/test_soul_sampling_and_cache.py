@@ -16,9 +16,8 @@ from simulator_helpers import cache_lines
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings, chatml_messages
-from mimesis_pl.eval.simulator.datamodules import SoulDataModule
-from mimesis_pl.eval.simulator.loaders import SOUL_AXES, SoulRow
 from mimesis_pl.eval.simulator.soul import suite as soul
+from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulDataModule, SoulRow
 from mimesis_pl.eval.simulator.soul.scoring import SOTOPIA_DIMENSIONS
 from mimesis_pl.eval.trials import TrialCache
 from mimesis_pl.tasks.base import TaskResult

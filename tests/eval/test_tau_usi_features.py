@@ -8,21 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from mimesis_pl.eval.simulator.loaders import DataFormatError
-from mimesis_pl.eval.simulator.tau_data import (
+from mimesis_pl.eval.simulator.rows import DataFormatError
+from mimesis_pl.eval.simulator.tau_usi.data import (
     SURVEY_SCALES,
     HumanEntry,
     load_difficulty,
     survey_answers,
     survey_value,
 )
-from mimesis_pl.eval.simulator.tau_features import (
-    FEATURES,
-    conversation_features,
-    report_row,
-    summary_row,
-)
-from mimesis_pl.eval.simulator.tau_usi_scoring import RunTask, mean_pstd, model_eval, score_batch, survey_task_score
+from mimesis_pl.eval.simulator.tau_usi.features import FEATURES, conversation_features, report_row, summary_row
+from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, mean_pstd, model_eval, score_batch, survey_task_score
 
 
 def users(*turns: str) -> list[dict[str, str]]:

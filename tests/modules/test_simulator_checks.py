@@ -10,7 +10,7 @@ import pytest
 
 from mimesis_pl.modules import SimulatorRL
 from mimesis_pl.modules.settings import ModelSettings
-from mimesis_pl.modules.simulator_stage import SimRolloutSettings, SimValidationSettings
+from mimesis_pl.stages.simulator import SimRolloutSettings, SimValidationSettings
 from mimesis_pl.tasks.options import TASK_OPTIONS
 from mimesis_pl.tasks.registry import ROUTES
 
@@ -97,7 +97,7 @@ def test_best_metric_typos_fail_before_validation(name, ok):
 
 
 def test_empty_val_files_refuse_and_missing_val_files_say_so(caplog):
-    from mimesis_pl.modules.simulator_checks import has_val_rows
+    from mimesis_pl.stages.simulator_checks import has_val_rows
 
     with pytest.raises(ValueError, match=r"val_files \['empty.jsonl'\] hold no rows.*validation: null"):
         has_val_rows(SimpleNamespace(val_rows=[], val_files=["empty.jsonl"]))

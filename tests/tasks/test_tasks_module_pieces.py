@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from mimesis_pl.data.simulator_rl import read_task_rows
-from mimesis_pl.modules.simulator_stage import fold_experience
 from mimesis_pl.rollout.trajectory import Trajectory
 from mimesis_pl.spans import TurnSpan
+from mimesis_pl.stages.simulator import fold_experience
 from mimesis_pl.tasks import UnknownTaskError
 from mimesis_pl.tasks.base import RowError, TaskResult
 

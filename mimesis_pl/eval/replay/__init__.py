@@ -74,3 +74,9 @@ __all__ = [
     "summarize_replay",
     "write_replay_records",
 ]
+
+
+def __getattr__(name: str):
+    from mimesis_pl.moved import moved_attribute
+
+    return moved_attribute(__name__, name)

@@ -9,5 +9,11 @@ the simulator-RL tasks themselves (:mod:`mimesis_pl.tasks`), in validation mode.
 
 One folder per suite (``soul/``, ``realusersim/``, ``tau_usi/``, ``turing/``: ``suite.py``, ``scoring.py``,
 ``data.py`` and the suite's published rows), chosen by ``class_path``; the modules at this level are what the
-suites share, or old paths that re-export the moved names (docs/decisions.md D7).
+suites share (docs/decisions.md D7). The old flat paths are gone and fail naming the new homes (mimesis_pl/moved.py).
 """
+
+
+def __getattr__(name: str):
+    from mimesis_pl.moved import moved_attribute
+
+    return moved_attribute(__name__, name)
