@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..envs.success import SuccessRule
 from ..rl.advantage_estimators import advantage_estimator
 from ..rl.advantages import trajectory_score
 from .progress import groups_with_signal
@@ -55,11 +56,12 @@ def rollout_metrics(trajectories: list[Trajectory], success_threshold: float) ->
     """Reward, success, length and termination statistics of a batch (all trajectories)."""
     rewards = torch.tensor([sum(t.turn_rewards) for t in trajectories], dtype=torch.float32)
     ok = [t for t in trajectories if not t.failed]
+    rule = SuccessRule(threshold=success_threshold)
     metrics = {
         "rollout/episode_reward_mean": rewards.mean().item() if len(rewards) else 0.0,
         "rollout/episode_reward_std": rewards.std().item() if len(rewards) > 1 else 0.0,
         "rollout/score_mean": sum(t.reward for t in trajectories) / max(1, len(trajectories)),
-        "rollout/success_rate": sum(sum(t.turn_rewards) >= success_threshold - 1e-6 for t in ok) / max(1, len(ok)),
+        "rollout/success_rate": sum(rule.success(sum(t.turn_rewards)) for t in ok) / max(1, len(ok)),
         "rollout/turns_mean": sum(t.num_turns for t in trajectories) / max(1, len(trajectories)),
         "rollout/response_tokens_mean": sum(t.response_length for t in trajectories) / max(1, len(trajectories)),
         "rollout/sequence_tokens_mean": sum(len(t.input_ids) for t in trajectories) / max(1, len(trajectories)),

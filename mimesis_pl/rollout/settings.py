@@ -153,7 +153,8 @@ class AdvantageSettings:
         eps: added to the standard deviation.
         zero_credit: what a trajectory whose credits are all zero gets (``uniform``: its z on every turn).
         mask_failures: keep infrastructure failures (env/user errors, timeouts) out of the loss.
-        success_threshold: an episode whose summed reward reaches it counts as a success.
+        success_threshold: an episode whose summed reward, clipped to [0, 1], reaches it counts as a success (the
+            evaluation's rule, :class:`mimesis_pl.envs.success.SuccessRule`).
     """
 
     estimator: str = "turn"

@@ -27,6 +27,7 @@ from typing import Any
 import lightning.pytorch as pl
 
 from ..chat import pad_id_of
+from ..envs.success import SuccessRule
 from ..rollout.engines import SamplingParams
 from ..rollout.experience import build_experience
 from ..rollout.failures import AGENT_FAILURES, check_failure_share
@@ -253,12 +254,12 @@ class RolloutStage(EngineStage):
         trajectories, _ = self.run_on_loop(self.val_rollout.run_batch(mine, v.n_samples, group_ids=group_ids))
         self.engine.sleep()
         self._check_failures(trajectories, f"the validation after {steps_done} steps")
-        threshold = self.advantage.success_threshold
+        rule = SuccessRule(threshold=self.advantage.success_threshold)  # the evaluation's rule too
         records = [
             EpisodeRecord(
                 data_source=str(mine[k // v.n_samples].get("data_source", "unknown")),
                 reward=sum(t.turn_rewards),
-                success=not t.failed and sum(t.turn_rewards) >= threshold - 1e-6,
+                success=not t.failed and rule.success(sum(t.turn_rewards)),
                 turns=t.num_turns,
                 status=t.status,
                 scored=not t.failed,

@@ -17,46 +17,15 @@ from typing import Any
 
 import torch
 
+from mimesis_pl.envs.success import SuccessRule
 from mimesis_pl.eval.trials.cache import TrialRecord
 from mimesis_pl.eval.trials.runner import TaskRef
 from mimesis_pl.metrics.estimators import avg_at_n, mean_over_tasks, pass_at_k, pass_hat_k
 
-
-@dataclass(frozen=True)
-class SuccessRule:
-    """When a scored trial counts as a success: ``score >= threshold`` where ``score`` is the reward
-    clipped to ``bounds`` (episode sums of some gyms exceed 1; docs/decisions.md E5)."""
-
-    threshold: float = 1.0
-    bounds: tuple[float, float] | None = (0.0, 1.0)
-
-    def score(self, reward: float) -> float:
-        if self.bounds is None:
-            return reward
-        low, high = self.bounds
-        return min(max(reward, low), high)
-
-    def success(self, reward: float) -> bool:
-        return self.score(reward) >= self.threshold - 1e-9
-
-
 _BINARY = SuccessRule()
-# Per gym, what "success" means in evaluation (docs/decisions.md E5):
-GYM_SUCCESS_RULES: Mapping[str, SuccessRule] = MappingProxyType(
-    {
-        "function": _BINARY,  # 0/1 reward: the hidden rule was found
-        "telepathy": _BINARY,  # 0/1: the entity was guessed
-        "tau": _BINARY,  # 0/1 at the end: the database reached the goal state
-        "search": _BINARY,  # 0/1: the answer matched (Bamboogle)
-        "bamboogle": _BINARY,
-        "alfworld": _BINARY,  # ALFWorld's own score, 1 = task done
-        "turtle": SuccessRule(threshold=1.0),  # best criteria score reaches the eval threshold (1.0)
-        "travel": SuccessRule(threshold=1.0),  # every aspect got its best option (score = sum best / aspects)
-        "intention": SuccessRule(threshold=1.0),  # coverage sum, bounded to 1: all missing details covered
-        "persuade": SuccessRule(threshold=1.0),  # stance change sum, bounded to 1: fully persuaded
-        "persuasion": SuccessRule(threshold=1.0),
-    }
-)
+# Per gym, a rule other than the default (threshold 1 on the reward clipped to [0, 1]; every built-in gym uses it,
+# mimesis_pl/envs/success.py); looked up by gym label, variant names by their family (docs/decisions.md E5).
+GYM_SUCCESS_RULES: Mapping[str, SuccessRule] = MappingProxyType({})
 
 
 def success_rule_for(gym: str, rules: Mapping[str, SuccessRule] | None = None) -> SuccessRule:
