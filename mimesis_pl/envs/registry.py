@@ -126,11 +126,20 @@ def register_gym(gym: GymSpec | type[Gym]) -> GymSpec | type[Gym]:
         raise TypeError(f"register_gym: {spec.gym!r} is not a Gym subclass with an env_name")
     builtin = {s.name: s for s in BUILTIN_SPECS}
     known = builtin.get(spec.name) or _EXTRA.get(spec.name)
-    if known is not None and known.gym is not spec.gym:
-        raise ValueError(f"gym name {spec.name!r} is already taken by {known.gym.__module__}.{known.gym.__qualname__}")
-    if spec.name not in builtin and (spec.name not in _EXTRA or isinstance(gym, GymSpec)):
+    if known is not None and known.gym is not spec.gym and not _reloaded(known.gym, spec.gym, builtin):
+        raise ValueError(f"gym name {spec.name!r} is already taken by {_path(known.gym)}")
+    if spec.name not in builtin and (known is None or known.gym is not spec.gym or isinstance(gym, GymSpec)):
         _EXTRA[spec.name] = spec
     return gym
+
+
+def _path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _reloaded(known: type[Gym], new: type[Gym], builtin: Mapping[str, GymSpec]) -> bool:
+    """The same user class defined again (its module re-imported or reloaded): the new definition replaces it."""
+    return known.env_name not in builtin and _path(known) == _path(new)
 
 
 def import_gym(path: str, *, key: str = "episode.gyms") -> GymSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .engines.base import AGENT_TURN_TOKENS
 from .engines.settings import EngineSettings, HFEngineSettings
@@ -72,30 +72,27 @@ class EpisodeSettings:
 
 
 @dataclass
-class RolloutSettings:
-    """How a training step's trajectories are produced (reference: n 8, 16 turns, 1152 + 8192 tokens, T = 1).
+class SamplingSettings:
+    """What both RL rollouts share — the engine, sampling, limits and rollouts ahead of the update — as the base of
+    the agent's :class:`RolloutSettings` and simulator RL's ``SimRolloutSettings`` (each sets its own defaults).
 
     Args:
         engine: the rollout engine (``class_path``): HF on the policy's weights (default), vLLM, SGLang or a
             served model; engines that load weights default to the policy's ``model_path``.
-        users: the simulated users (``class_path``): scripted over HTTP behind the real shim (default),
-            scripted in process, or a served simulator behind the shim.
-        episode: turns, gym options, step deadline, reward display.
-        n_samples: episodes per prompt (the GRPO group size).
-        max_new_tokens: the agent's budget per turn (evaluation uses the same by default).
+        n_samples: rollouts per prompt (the group size the advantages compare within).
+        max_new_tokens: the budget of one generated turn.
         max_length: cap on a whole trajectory (prompt + every turn).
         temperature: sampling temperature.
         top_p: nucleus mass kept.
         top_k: keep the k most likely tokens (-1: off).
-        enable_thinking: the chat template's ``enable_thinking`` (``None``: the template's default).
-        max_concurrency: episodes in flight at once.
+        max_concurrency: rollouts in flight at once.
         max_failed_share: the run stops with an error (exit code 3) when more than this share of a step's (or a
-            validation pass's) episodes fail for infrastructure reasons (``user_error``, ``env_error``,
-            ``judge_error``, ``timeout``): the simulator or a judge is down (docs/decisions.md A76); 1 never stops.
+            validation pass's) rollouts fail for infrastructure reasons (a simulator, judge, partner or
+            environment that did not answer; docs/decisions.md A76); 1 never stops.
         max_staleness: k, the RL steps a batch's rollouts may start ahead of the update that trains them. 0: the
             synchronous step (no thread). k >= 1: the next k batches roll out on a background thread while the
             update runs (batch N is still trained at step N; staleness <= k asserted each step;
-            docs/decisions.md A91).
+            docs/decisions.md A91, A101).
         wait_timeout_s: with k >= 1, how long the trainer waits for a batch's rollouts before failing with the
             in-flight counts (``null``: no limit).
         resume_inflight: with k >= 1, what a resume does with the batches the checkpoint had in flight:
@@ -105,31 +102,50 @@ class RolloutSettings:
     """
 
     engine: EngineSettings = field(default_factory=HFEngineSettings)
-    users: UserSimSettings = field(default_factory=ScriptedHTTPUserSettings)
-    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
     n_samples: int = 8
     max_new_tokens: int = AGENT_TURN_TOKENS
     max_length: int = 9344
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = -1
-    enable_thinking: bool | None = None
     max_concurrency: int = 128
     max_failed_share: float = 0.5
     max_staleness: int = 0
     wait_timeout_s: float | None = None
     resume_inflight: ResumeInflight = "regenerate"
 
+    #: what the group's advantages are called in the one-sample warning
+    advantage_name: ClassVar[str] = "GRPO"
+
     def __post_init__(self) -> None:
-        check_max_failed_share(self.max_failed_share, "rollout.max_failed_share")
+        where = "model.init_args.rollout"
+        check_max_failed_share(self.max_failed_share, f"{where}.max_failed_share")
         check_pipeline_settings(self.max_staleness, self.wait_timeout_s)
         if self.n_samples < 1:
-            raise ValueError(f"rollout.n_samples must be >= 1, got {self.n_samples}")
+            raise ValueError(f"{where}.n_samples must be >= 1, got {self.n_samples}")
         if self.n_samples == 1:  # A73
             log.warning(
-                "rollout.n_samples is 1: GRPO compares episodes within a prompt's group, so every advantage is 0 "
-                "and only weight decay changes the weights; use n_samples >= 2 to learn"
+                "rollout.n_samples is 1: %s compares rollouts within a prompt's group, so every advantage is 0 "
+                "and only weight decay changes the weights; use n_samples >= 2 to learn",
+                self.advantage_name,
             )
+
+
+@dataclass
+class RolloutSettings(SamplingSettings):
+    """How an agent RL step's episodes are produced (reference: n 8, 16 turns, 1152 + 8192 tokens, T = 1); the engine,
+    sampling and pipeline fields are :class:`SamplingSettings`'.
+
+    Args:
+        users: the simulated users (``class_path``): scripted over HTTP behind the real shim (default),
+            scripted in process, or a served simulator behind the shim.
+        episode: turns, gym options, step deadline, reward display.
+        enable_thinking: the chat template's ``enable_thinking`` (``None``: the template's default).
+    """
+
+    users: UserSimSettings = field(default_factory=ScriptedHTTPUserSettings)
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
+    enable_thinking: bool | None = None
 
     @property
     def template_kwargs(self) -> dict[str, Any]:

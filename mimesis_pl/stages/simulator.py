@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,10 +26,10 @@ import torch
 from ..chat import pad_id_of
 from ..rl.advantages import foldgrpo_advantages
 from ..rollout.engines import SamplingParams
-from ..rollout.engines.settings import EngineSettings, HFEngineSettings
 from ..rollout.experience import Experience
-from ..rollout.failures import check_failure_share, check_max_failed_share
-from ..rollout.pipeline import BatchPos, Job, ResumeInflight, check_pipeline_settings
+from ..rollout.failures import check_failure_share
+from ..rollout.pipeline import BatchPos, Job
+from ..rollout.settings import SamplingSettings
 from ..rollout.step import RLStep
 from ..rollout.trajectory import collate_trajectories
 from ..rollout.validation import ValidationSettings, shard_rows
@@ -48,65 +48,33 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class SimRolloutSettings:
-    """How the simulator is sampled (reference: vLLM, n 8, 8,192 prompt + 16,384 response tokens, T = 1).
+class SimRolloutSettings(SamplingSettings):
+    """How the simulator is sampled (reference: vLLM, n 8, 8,192 prompt + 16,384 response tokens, T = 1); the engine,
+    sampling and pipeline fields are :class:`~mimesis_pl.rollout.settings.SamplingSettings`' (the engine defaults to
+    the policy's ``model_path``; validation's temperature is ``validation.temperature``).
 
     Args:
-        engine: the rollout engine (``class_path``): HF on the training weights (one process), vLLM, SGLang or
-            a served model; engines that load weights default to the policy's ``model_path``.
-        n_samples: rollouts per row in training (validation runs each row once).
-        max_new_tokens: cap per generated turn.
-        max_length: cap on a whole trajectory (prompt + every turn).
-        temperature: training sampling temperature (validation's is ``validation.temperature``).
-        top_p: nucleus mass kept.
-        top_k: keep the k most likely tokens (-1: off).
         enable_thinking: thinking for tasks that follow the global setting (single-turn QA always thinks).
         min_think_tokens: the format gate's reasoning floor.
-        max_concurrency: rollouts in flight.
         row_timeout_s: deadline per rollout (spec simulator.md defect D29); past it the rollout is a ``task_error``.
         max_empty_batches: consecutive batches with no scored rollout before the run stops with an error
             (an unreachable judge must not spin forever without an update).
-        max_failed_share: the run stops with an error (exit code 3) when more than this share of a batch's (or a
-            validation pass's) rollouts end in ``task_error`` (a partner, support agent or environment that did not
-            answer; docs/decisions.md A76); 1 never stops.
-        max_staleness: k, the RL steps a batch's rollouts may start ahead of the update that trains them, as the
-            agent's (0: the synchronous step, no thread; k >= 1: the next k batches' rows run through their tasks
-            on a background thread while the update runs; batch N is still trained at step N; docs/decisions.md
-            A91, A101).
-        wait_timeout_s: with k >= 1, how long the trainer waits for a batch's rollouts (``null``: no limit).
-        resume_inflight: with k >= 1, ``regenerate`` (roll the checkpoint's in-flight batches out again) or
-            ``restore`` (train the rollouts the checkpoint kept: a bit-identical resume; A101).
     """
 
-    engine: EngineSettings = field(default_factory=HFEngineSettings)
-    n_samples: int = 8
     max_new_tokens: int = 16384
     max_length: int = 24576
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
+    max_concurrency: int = 256
     enable_thinking: bool = True
     min_think_tokens: int = 4
-    max_concurrency: int = 256
     row_timeout_s: float | None = 1800.0
     max_empty_batches: int = 20
-    max_failed_share: float = 0.5
-    max_staleness: int = 0
-    wait_timeout_s: float | None = None
-    resume_inflight: ResumeInflight = "regenerate"
+
+    advantage_name: ClassVar[str] = "FoldGRPO"
 
     def __post_init__(self) -> None:
-        check_max_failed_share(self.max_failed_share, "model.init_args.rollout.max_failed_share")
-        check_pipeline_settings(self.max_staleness, self.wait_timeout_s)
-        if self.n_samples < 1:
-            raise ValueError(f"model.init_args.rollout.n_samples must be >= 1, got {self.n_samples}")
+        super().__post_init__()
         if self.max_empty_batches < 1:
             raise ValueError(f"model.init_args.rollout.max_empty_batches must be >= 1, got {self.max_empty_batches}")
-        if self.n_samples == 1:
-            log.warning(
-                "rollout.n_samples is 1: FoldGRPO compares rollouts within a row's group, so every advantage is 0 "
-                "and only weight decay changes the weights; use n_samples >= 2 to learn"
-            )
 
 
 @dataclass

@@ -131,3 +131,22 @@ def test_an_advantage_estimator_from_outside_the_package_is_chosen_by_its_import
         + [f"--trainer.default_root_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
     )
     assert my_advantage.CALLS  # the step's advantages came from the outside estimator
+
+
+def test_a_reimported_gym_module_registers_again_and_another_class_cannot_take_its_name(toy):
+    import importlib
+
+    from mimesis_pl.envs.registry import default_registry, register_gym
+
+    register_gym(toy.SPEC)
+    again = importlib.reload(toy)  # a notebook's autoreload: the same definition, a new class object
+    register_gym(again.SPEC)
+    assert default_registry().get("SecretGym") is again.SecretGym
+
+    class SecretGym(again.SecretGym):  # another class under the taken name
+        pass
+
+    with pytest.raises(ValueError, match="gym name 'SecretGym' is already taken by secret_gym.SecretGym"):
+        register_gym(SecretGym)
+    with pytest.raises(ValueError, match="gym name 'CueGym' is already taken by mimesis_pl.envs.gyms.cue.CueGym"):
+        register_gym(type("CueGym", (again.SecretGym,), {"env_name": "CueGym"}))
