@@ -15,7 +15,8 @@ Per step N (the Lightning thread; :class:`AheadRollouts` is owned by a rollout s
 What a job runs is the stage's (:meth:`AheadStage.ahead_job`); the schedule, the checkpointed positions and the
 staleness bound are this module's, one for both stages. RL validation drains first (waits for the jobs in flight,
 keeping their results). The stage's checkpoint records the positions in flight; a resume regenerates them from the
-data position Lightning restores, under the loaded weights.
+data position Lightning restores, under the loaded weights, or (``rollout.resume_inflight: restore``) trains the
+finished rollouts the checkpoint kept.
 """
 
 from __future__ import annotations
