@@ -85,7 +85,7 @@ class AgentCSD(AgentGRPO):
             self.coach_stage.setup(self.tokenizer, user_shim_url=self.rollout_stage.user_shim_url)
             self.coach_stage.notes_path = coach_notes_path(self.trainer)
             rollout = self.rollout_stage
-            if rollout.settings.max_staleness >= 1:  # notes in each background job (A91)
+            if self.max_staleness >= 1:  # notes in each background job (A91)
                 coach = self.coach_stage
                 rollout.job_notes = lambda chosen, rows: coach.write_notes(chosen, rows, rollout.privileged_source())
                 coach.run_on = rollout.run_on_loop

@@ -52,6 +52,7 @@ class AgentGRPO(PPOModule):
         super().__init__(policy=policy, ppo=ppo, optim=optim)
         self.save_hyperparameters()
         self.rollout_stage = RolloutStage(rollout, advantage, validation)
+        self.max_staleness = rollout.max_staleness  # rollouts ahead of the update (the stages read their settings)
         self.behaviour_correction = ppo.correction_for(rollout.max_staleness)
         self.reward_mean = MeanMetric()
 
