@@ -32,3 +32,21 @@ def import_object(path: str, *, key: str) -> object:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as error:
         raise ValueError(f"{key}: cannot import {path!r} ({error}); is its package on PYTHONPATH?") from None
+
+
+def resolve_registered(name: str, registered: Iterable[str], register, *, what: str, key: str) -> str:
+    """``name`` when it is registered; a ``package.module:function`` path imported and registered under that path
+    (``register(name)(fn)``, a registry's decorator factory); else a ``ValueError`` naming the key and the choices."""
+    known = list(registered)
+    if name in known:
+        return name
+    if ":" not in name:
+        raise ValueError(
+            f"{key}: unknown {what} {name!r}; registered: {known}, or name your own as package.module:function"
+        )
+    fn = import_object(name, key=key)
+    if not callable(fn):
+        raise ValueError(f"{key}: {name!r} is a {type(fn).__name__}, not a function")
+    if name not in list(registered):  # importing its module may have registered it under this path already
+        register(name)(fn)
+    return name

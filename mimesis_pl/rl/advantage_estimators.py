@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import Tensor
 
-from mimesis_pl.checks import import_object
+from mimesis_pl.checks import resolve_registered
 from mimesis_pl.rl.advantages import GroupIds, grpo_multiturn_advantages, grpo_turn_advantages
 
 AdvantageEstimator = Callable[[Tensor, Sequence[Sequence[float]], GroupIds, Any], Tensor]
@@ -34,19 +34,7 @@ def register_advantage_estimator(name: str) -> Callable[[AdvantageEstimator], Ad
 
 def resolve_advantage_estimator(name: str, *, key: str = "model.init_args.advantage.estimator") -> str:
     """``name`` when registered; ``package.module:function`` imported and registered under that path; else an error."""
-    if name in _ESTIMATORS:
-        return name
-    if ":" not in name:
-        raise ValueError(
-            f"{key}: unknown advantage estimator {name!r}; registered: {list(_ESTIMATORS)}, or name your own as "
-            "package.module:function"
-        )
-    fn = import_object(name, key=key)
-    if not callable(fn):
-        raise ValueError(f"{key}: {name!r} is a {type(fn).__name__}, not a function")
-    if name not in _ESTIMATORS:
-        register_advantage_estimator(name)(fn)
-    return name
+    return resolve_registered(name, _ESTIMATORS, register_advantage_estimator, what="advantage estimator", key=key)
 
 
 def advantage_estimator(name: str) -> AdvantageEstimator:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import Tensor
 
-from mimesis_pl.checks import check_choice, import_object
+from mimesis_pl.checks import check_choice, resolve_registered
 
 AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
 CSD_NORMS = ("masked", "full")
@@ -205,17 +205,7 @@ def csd_estimator_names() -> list[str]:
 def resolve_csd_estimator(name: str, *, key: str = "model.init_args.csd.estimator") -> str:
     """The registered name of ``name``: a registered estimator as it is, or ``package.module:function`` imported and
     registered under that path (a function with :func:`register_csd_estimator`'s signature); a clear error otherwise."""
-    if name in _CSD_ESTIMATORS:
-        return name
-    if ":" not in name:
-        raise ValueError(
-            f"{key}: unknown CSD estimator {name!r}; registered: {csd_estimator_names()}, or name your own as "
-            "package.module:function"
-        )
-    fn = import_object(name, key=key)
-    if name not in _CSD_ESTIMATORS:  # importing the module may have registered it under this path already
-        register_csd_estimator(name)(fn)
-    return name
+    return resolve_registered(name, _CSD_ESTIMATORS, register_csd_estimator, what="CSD estimator", key=key)
 
 
 def csd_estimator_reads_topk(name: str) -> bool:
