@@ -16,6 +16,7 @@ from ..rl.policy_batch import PolicyBatch
 from ..rollout.step import RLStep
 from ..stages.simulator import FoldAdvantageSettings, SimRolloutSettings, SimValidationSettings, TaskRolloutStage
 from ..tasks.clients import RoleSettings
+from ..tasks.registry import import_tasks
 from .ppo_module import PPOModule, check_behaviour_logprobs
 from .settings import ModelSettings, OptimSettings, PPOSettings
 
@@ -41,6 +42,9 @@ class SimulatorRL(PPOModule):
         ppo: the clipped policy update (reference: mini-batch 128 trajectories, clip 0.2 / 0.28, dual clip 10).
         optim: AdamW (reference: lr 8e-6, constant, weight decay 0.01).
         validation: when and how to validate (``None``: never).
+        tasks: tasks of your own package, by import path (``my_pkg.tasks:SPECS``: a ``TaskSpec`` or a list of them,
+            one per data_source): registered before the rows are read, they train, validate and take
+            ``task_options`` like the built-in ones (docs/extending.md).
     """
 
     def __init__(
@@ -53,7 +57,10 @@ class SimulatorRL(PPOModule):
         ppo: PPOSettings = REFERENCE_SIM_PPO,
         optim: OptimSettings = REFERENCE_SIM_OPTIM,
         validation: SimValidationSettings | None = DEFAULT_SIM_VALIDATION,
+        tasks: list[str] | None = None,
     ) -> None:
+        for path in tasks or ():
+            import_tasks(path, key="model.init_args.tasks")
         super().__init__(policy=policy, ppo=ppo, optim=optim)
         self.save_hyperparameters()
         self.rollout_stage = TaskRolloutStage(rollout, roles, task_options or {}, advantage, validation)

@@ -23,7 +23,7 @@ def check_best_metric(name: str) -> None:
     Validation logs ``val-core/all/<headline>``, ``val-core/<data_source>/reward/mean@1`` and
     ``val-aux/<data_source>/<key>/mean@1`` (:func:`~mimesis_pl.tasks.runner.validation_metrics`).
     """
-    from ..tasks.registry import ROUTES
+    from ..tasks.registry import task_specs
 
     where = "model.init_args.validation.best_metric"
     parts = name.split("/")
@@ -32,8 +32,9 @@ def check_best_metric(name: str) -> None:
             return
         raise ValueError(f"{where}={name!r}: unknown headline; val-core/all/ has: {', '.join(HEADLINE_METRICS)}")
     if len(parts) >= 4 and parts[0] in ("val-core", "val-aux") and parts[-1] == "mean@1":
-        if parts[1] not in ROUTES:
-            raise ValueError(f"{where}={name!r}: unknown data_source {parts[1]!r}; known: {', '.join(sorted(ROUTES))}")
+        if parts[1] not in task_specs():
+            known = ", ".join(sorted(task_specs()))
+            raise ValueError(f"{where}={name!r}: unknown data_source {parts[1]!r}; known: {known}")
         if parts[0] == "val-aux" or parts[2:] == ["reward", "mean@1"]:
             return
     raise ValueError(

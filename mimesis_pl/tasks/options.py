@@ -9,28 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .registry import HUMANUAL_KINDS, ROUTES
-
-#: data_source → the option names its task reads (tests check this table against the tasks' code).
-TASK_OPTIONS: dict[str, tuple[str, ...]] = {
-    "sotopia": ("max_turns",),
-    "coser": ("max_rounds",),
-    "mirrorbench": ("max_turns",),
-    "sim_arena_math": ("max_user_turns",),
-    "sim_arena_doc": ("max_user_turns",),
-    "usersim-behavior": ("abcd_dir",),
-    **{key: ("untagged_factor",) for key in ("humanual", *(f"humanual-{k}" for k in HUMANUAL_KINDS))},
-}
+from .registry import task_specs
 
 
 def check_task_options(options: Mapping[str, Any], where: str = "model.init_args.task_options") -> None:
     """Raise ``ValueError`` naming the first unknown data source or option key in ``options``."""
+    specs = task_specs()
     for source, settings in options.items():
-        if source not in ROUTES:
-            raise ValueError(f"{where}: unknown data_source {source!r}; known: {', '.join(sorted(ROUTES))}")
+        if source not in specs:
+            raise ValueError(f"{where}: unknown data_source {source!r}; known: {', '.join(sorted(specs))}")
         if not isinstance(settings, Mapping):
             raise ValueError(f"{where}.{source} must be a mapping of option: value, got {settings!r}")
-        accepted = TASK_OPTIONS.get(source, ())
+        accepted = specs[source].options
         for key in settings:
             if key not in accepted:
                 known = ", ".join(accepted) if accepted else "none (this task reads no options)"

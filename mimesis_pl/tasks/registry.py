@@ -1,50 +1,97 @@
-"""The task registry, keyed by ``data_source``.
+"""The task registry, keyed by ``data_source``: one :class:`TaskSpec` per task (its factory and its options).
 
-Each key names the module and factory that build its task; modules are imported on first use,
-so one task's missing dependency or data never breaks another. An unknown key is an error that
-lists every known one (the reference once fell back to a default task and mis-scored typos).
+Each spec names the module and factory that build its task; modules are imported on first use, so one task's
+missing dependency or data never breaks another. An unknown key is an error that lists every known one (the
+reference once fell back to a default task and mis-scored typos). A user's package adds tasks with
+``model.init_args.tasks: [my_pkg.tasks:SPECS]`` (docs/extending.md).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
+from ..checks import import_object
 from .base import Task
 
 _PERSONA = "mimesis_pl.tasks.persona"
 _TOM = "mimesis_pl.tasks.tom"
 _HUMANUAL = "mimesis_pl.tasks.humanual:humanual"
 HUMANUAL_KINDS = ("book", "chat", "email", "news", "opinion", "politics")
+_ALIGNX_KINDS = ("demo", "pair", "ugc", "arbitrary", "history16")
 
-#: data_source → "module:factory"; the factory takes the data_source and returns a Task.
-ROUTES: dict[str, str] = {
-    "fantom": f"{_TOM}:fantom",
-    "hitom": f"{_TOM}:hitom",
-    "paratomi": f"{_TOM}:paratomi",
-    "lifechoices": f"{_PERSONA}:lifechoices",
-    "mistakes": f"{_PERSONA}:mistakes",
-    "twinvoice": f"{_PERSONA}:twinvoice",
-    "social_r1": f"{_PERSONA}:social_r1",
-    "behavior_chain": f"{_PERSONA}:behavior_chain",
-    "alignx": f"{_PERSONA}:alignx",
-    "alignx_demo": f"{_PERSONA}:alignx",
-    "alignx_pair": f"{_PERSONA}:alignx",
-    "alignx_ugc": f"{_PERSONA}:alignx",
-    "alignx_arbitrary": f"{_PERSONA}:alignx",
-    "alignx_history16": f"{_PERSONA}:alignx",
-    "socsci210": f"{_PERSONA}:socsci210",
-    "humanllm": f"{_PERSONA}:humanllm",
-    "usersim-behavior": "mimesis_pl.tasks.usersim_behavior.task:usersim_behavior",
-    "sotopia": "mimesis_pl.tasks.sotopia:sotopia",
-    "coser": "mimesis_pl.tasks.coser:coser",
-    "mirrorbench": "mimesis_pl.tasks.mirrorbench:mirrorbench",
-    "userllm": "mimesis_pl.tasks.userllm:userllm",
-    "sim_arena_math": "mimesis_pl.tasks.sim_arena:sim_arena_math",
-    "sim_arena_doc": "mimesis_pl.tasks.sim_arena:sim_arena_doc",
-    "humanual": _HUMANUAL,  # generic, routed but not in the mixture
-    **{f"humanual-{kind}": _HUMANUAL for kind in HUMANUAL_KINDS},
-}
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One simulator-RL task, keyed by the ``data_source`` of its rows.
+
+    ``factory``: ``"package.module:function"``, a function that takes the data_source and returns the task (imported
+    on first use, so one task's missing dependency never breaks another); ``options``: the ``task_options`` keys
+    the task reads (any other key is refused at set-up).
+    """
+
+    data_source: str
+    factory: str
+    options: tuple[str, ...] = ()
+
+
+#: The built-in tasks, one :class:`TaskSpec` per data_source: where its task is built and the options it reads.
+_BUILTIN = (
+    TaskSpec("fantom", f"{_TOM}:fantom"),
+    TaskSpec("hitom", f"{_TOM}:hitom"),
+    TaskSpec("paratomi", f"{_TOM}:paratomi"),
+    TaskSpec("lifechoices", f"{_PERSONA}:lifechoices"),
+    TaskSpec("mistakes", f"{_PERSONA}:mistakes"),
+    TaskSpec("twinvoice", f"{_PERSONA}:twinvoice"),
+    TaskSpec("social_r1", f"{_PERSONA}:social_r1"),
+    TaskSpec("behavior_chain", f"{_PERSONA}:behavior_chain"),
+    *(TaskSpec(s, f"{_PERSONA}:alignx") for s in ("alignx", *(f"alignx_{k}" for k in _ALIGNX_KINDS))),
+    TaskSpec("socsci210", f"{_PERSONA}:socsci210"),
+    TaskSpec("humanllm", f"{_PERSONA}:humanllm"),
+    TaskSpec("usersim-behavior", "mimesis_pl.tasks.usersim_behavior.task:usersim_behavior", ("abcd_dir",)),
+    TaskSpec("sotopia", "mimesis_pl.tasks.sotopia:sotopia", ("max_turns",)),
+    TaskSpec("coser", "mimesis_pl.tasks.coser:coser", ("max_rounds",)),
+    TaskSpec("mirrorbench", "mimesis_pl.tasks.mirrorbench:mirrorbench", ("max_turns",)),
+    TaskSpec("userllm", "mimesis_pl.tasks.userllm:userllm"),
+    TaskSpec("sim_arena_math", "mimesis_pl.tasks.sim_arena:sim_arena_math", ("max_user_turns",)),
+    TaskSpec("sim_arena_doc", "mimesis_pl.tasks.sim_arena:sim_arena_doc", ("max_user_turns",)),
+    # generic humanual: routed but not in the mixture
+    *(TaskSpec(s, _HUMANUAL, ("untagged_factor",)) for s in ("humanual", *(f"humanual-{k}" for k in HUMANUAL_KINDS))),
+)
+BUILTIN_TASKS: Mapping[str, TaskSpec] = MappingProxyType({spec.data_source: spec for spec in _BUILTIN})
+
+# Task specs from users' own packages (``model.init_args.tasks`` in YAML, or :func:`register_task`), by data_source.
+_EXTRA: dict[str, TaskSpec] = {}
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task of your own, by its data_source; registering the same spec again is a no-op."""
+    if not isinstance(spec, TaskSpec):
+        raise TypeError(f"register_task takes a TaskSpec, got {type(spec).__name__}")
+    known = BUILTIN_TASKS.get(spec.data_source) or _EXTRA.get(spec.data_source)
+    if known is not None and known != spec:
+        raise ValueError(f"data_source {spec.data_source!r} is already taken by the task built by {known.factory}")
+    if spec.data_source not in BUILTIN_TASKS:
+        _EXTRA[spec.data_source] = spec
+    return spec
+
+
+def import_tasks(path: str, *, key: str = "model.init_args.tasks") -> list[TaskSpec]:
+    """Import and register the task specs at ``path`` (``package.module:NAME``: a TaskSpec or a sequence of them)."""
+    target = import_object(path, key=key)
+    specs = [target] if isinstance(target, TaskSpec) else list(target) if isinstance(target, (list, tuple)) else []
+    if not specs or not all(isinstance(spec, TaskSpec) for spec in specs):
+        raise ValueError(f"{key}: {path!r} is a {type(target).__name__}, not a TaskSpec or a list of them")
+    return [register_task(spec) for spec in specs]
+
+
+def task_specs() -> dict[str, TaskSpec]:
+    """Every task by data_source: the built-in ones, then those registered from users' packages."""
+    return {**BUILTIN_TASKS, **_EXTRA}
+
 
 #: The mixture's 24 tasks: task name → (train file, val file, val data_source).
 MIXTURE: dict[str, tuple[str, str, str]] = {
@@ -81,16 +128,20 @@ class UnknownTaskError(KeyError):
 
 
 def known_data_sources() -> list[str]:
-    return sorted(ROUTES)
+    return sorted(task_specs())
 
 
-@cache
 def get_task(data_source: str) -> Task:
-    """The task registered under ``data_source`` (exact match)."""
-    if data_source not in ROUTES:
+    """The task registered under ``data_source`` (exact match; built once per spec)."""
+    spec = task_specs().get(data_source)
+    if spec is None:
         raise UnknownTaskError(
             f"unknown data_source {data_source!r}; known data sources: {', '.join(known_data_sources())}"
         )
-    module_name, factory = ROUTES[data_source].split(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, factory)(data_source)
+    return _build(spec)
+
+
+@cache
+def _build(spec: TaskSpec) -> Task:
+    module_name, factory = spec.factory.split(":")
+    return getattr(importlib.import_module(module_name), factory)(spec.data_source)

@@ -17,6 +17,19 @@ TOY = Path(__file__).resolve().parent / "toy_pkg"
 WORDS = ["amber", "birch", "cobalt", "dune", "ember", "fjord"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_registries(monkeypatch):
+    """Registrations a test makes (gyms, tasks, estimators) end with it: each registry is a copy for the test."""
+    from mimesis_pl.envs import registry as gyms
+    from mimesis_pl.rl import advantage_estimators, losses
+    from mimesis_pl.tasks import registry as tasks
+
+    monkeypatch.setattr(gyms, "_EXTRA", dict(gyms._EXTRA))
+    monkeypatch.setattr(tasks, "_EXTRA", dict(tasks._EXTRA))
+    monkeypatch.setattr(losses, "_CSD_ESTIMATORS", dict(losses._CSD_ESTIMATORS))
+    monkeypatch.setattr(advantage_estimators, "_ESTIMATORS", dict(advantage_estimators._ESTIMATORS))
+
+
 @pytest.fixture
 def toy(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(TOY))
@@ -150,3 +163,36 @@ def test_a_reimported_gym_module_registers_again_and_another_class_cannot_take_i
         register_gym(SecretGym)
     with pytest.raises(ValueError, match="gym name 'CueGym' is already taken by mimesis_pl.envs.gyms.cue.CueGym"):
         register_gym(type("CueGym", (again.SecretGym,), {"env_name": "CueGym"}))
+
+
+def test_a_simulator_rl_task_from_outside_the_package_trains_from_yaml_alone(monkeypatch, tmp_path):
+    from mimesis_pl.cli import main
+
+    monkeypatch.syspath_prepend(str(TOY))
+    monkeypatch.chdir(REPO)
+    import echo_task
+
+    train, val = tmp_path / "echo.jsonl", tmp_path / "echo_val.jsonl"
+    train.write_text("\n".join(json.dumps(r) for r in echo_task.rows(WORDS)) + "\n")
+    val.write_text("\n".join(json.dumps(r) for r in echo_task.rows(WORDS[:2])) + "\n")
+    main(
+        ["fit", "--config", str(REPO / "configs" / "tiny" / "simulator_rl.yaml"), "--trainer.max_steps=1"]
+        + ["--model.init_args.tasks=[echo_task:SPECS]", f"--data.init_args.files=[{train}]"]
+        + [f"--data.init_args.val_files=[{val}]", "--data.init_args.batch_size=3"]
+        + [f"--trainer.default_root_dir={tmp_path}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    )
+    assert echo_task.BUILT == ["echo"]
+    (events,) = tmp_path.rglob("events.out.tfevents.*")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(events.parent))
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    assert "rollout/echo/reward" in tags and "val-core/echo/reward/mean@1" in tags  # trained and validated
+
+
+def test_a_task_data_source_cannot_be_taken_twice():
+    from mimesis_pl.tasks.registry import TaskSpec, register_task
+
+    with pytest.raises(ValueError, match="data_source 'hitom' is already taken"):
+        register_task(TaskSpec("hitom", "my_pkg:hitom"))

@@ -26,7 +26,7 @@ from mimesis_pl.tasks.humanual import (
     length_factor,
 )
 from mimesis_pl.tasks.mirrorbench import strip_label
-from mimesis_pl.tasks.registry import MIXTURE, ROUTES
+from mimesis_pl.tasks.registry import BUILTIN_TASKS, MIXTURE
 from mimesis_pl.tasks.sim_arena import (
     DocVerdict,
     MathVerdict,
@@ -148,7 +148,7 @@ def test_arena_mapping_termination_and_labels():
 
 def test_the_mixture_lists_24_tasks_whose_keys_are_routed():
     assert len(MIXTURE) == 24
-    assert all(key in ROUTES for _, _, key in MIXTURE.values())
+    assert all(key in BUILTIN_TASKS for _, _, key in MIXTURE.values())
     for alias in ("alignx", "alignx_pair", "alignx_ugc", "alignx_arbitrary", "alignx_history16"):
         assert get_task(alias).data_source == alias
 

@@ -10,7 +10,7 @@ from mimesis_pl.tasks.answers import (
     extract_answer,
     token_f1,
 )
-from mimesis_pl.tasks.registry import ROUTES
+from mimesis_pl.tasks.registry import BUILTIN_TASKS
 from mimesis_pl.tasks.think_format import (
     FormatCheck,
     GeneratedTurn,
@@ -104,11 +104,11 @@ def test_unknown_data_source_lists_the_known_ones():
     assert "hitomm" in message
     for key in ("hitom", "fantom", "alignx_demo"):
         assert key in message
-    assert known_data_sources() == sorted(ROUTES)
+    assert known_data_sources() == sorted(BUILTIN_TASKS)
 
 
 def test_every_registered_task_builds_and_is_keyed_by_its_data_source():
-    for key in ROUTES:
+    for key in BUILTIN_TASKS:
         assert get_task(key).data_source == key
 
 
@@ -117,12 +117,8 @@ def test_a_task_module_is_imported_only_when_asked_for(monkeypatch):
 
     from mimesis_pl.tasks import registry
 
-    monkeypatch.setitem(registry.ROUTES, "broken", "mimesis_pl.tasks.does_not_exist:task")
-    registry.get_task.cache_clear()
-    try:
-        with pytest.raises(ModuleNotFoundError):
-            get_task("broken")
-        assert get_task("hitom").data_source == "hitom"  # one broken task does not break another
-        assert "mimesis_pl.tasks.does_not_exist" not in sys.modules
-    finally:
-        registry.get_task.cache_clear()
+    monkeypatch.setitem(registry._EXTRA, "broken", registry.TaskSpec("broken", "mimesis_pl.tasks.does_not_exist:task"))
+    with pytest.raises(ModuleNotFoundError):
+        get_task("broken")
+    assert get_task("hitom").data_source == "hitom"  # one broken task does not break another
+    assert "mimesis_pl.tasks.does_not_exist" not in sys.modules

@@ -76,7 +76,7 @@ class SoulDataModule(ItemDataModule):
     Args:
         files: files, folders or globs of validation rows.
         sets: the ``data_source`` keys to run (default: every set found in ``files``); each is run by its
-            simulator-RL task (every SOUL set has one in ``mimesis_pl.tasks.registry.ROUTES``). An empty
+            simulator-RL task (every SOUL set has one in ``mimesis_pl.tasks.registry.BUILTIN_TASKS``). An empty
             list is an error (it would run nothing and leave an older report in place).
         limit: first N rows *per set*; ``batch_size``: rows per ``test_step``.
     """
