@@ -11,6 +11,15 @@ import importlib.abc
 
 # old module -> {object name: the module that defines it now}
 MOVED: dict[str, dict[str, str]] = {
+    "mimesis_pl.eval.simulator.tau_runtime": {
+        "ToolRuntime": "mimesis_pl.envs.gyms.tau.tool_runtime",
+        "HttpToolRuntime": "mimesis_pl.envs.gyms.tau.tool_runtime",
+        "apply_tool": "mimesis_pl.envs.gyms.tau.tool_runtime",
+        "ScriptedToolRuntime": "mimesis_pl.envs.gyms.tau.tool_runtime",
+        "make_runtime_app": "mimesis_pl.envs.gyms.tau.tool_runtime",
+        "serve_tool_runtime": "mimesis_pl.envs.gyms.tau.tool_runtime",
+        "serve_scripted_runtime": "mimesis_pl.envs.gyms.tau.tool_runtime",
+    },
     "mimesis_pl.eval.replay.values": {
         "canonical_json": "mimesis_pl.eval.values",
         "freeze": "mimesis_pl.eval.values",
@@ -157,7 +166,7 @@ def moved_message(old: str) -> str:
     for name, new in MOVED[old].items():
         homes.setdefault(new, []).append(name)
     where = "; ".join(f"{', '.join(sorted(names))} from {new}" for new, names in sorted(homes.items()))
-    return f"{old} was removed (it only re-exported): import {where}"
+    return f"{old} was removed: import {where}"
 
 
 def moved_attribute(package: str, name: str):

@@ -6,8 +6,8 @@ import pytest
 
 from mimesis_pl.cli import MimesisCLI
 from mimesis_pl.envs.gyms.judging import judge_settings
-from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator import models as suite_models
+from mimesis_pl.failures import JudgeFailure
 from mimesis_pl.llm import REFERENCE_ROLE, ChatModelSettings, reference_role
 from mimesis_pl.tasks import clients
 from mimesis_pl.tasks.clients import OpenAIChatModel, RoleSettings

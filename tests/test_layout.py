@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mimesis_pl"
 NEVERS: dict[str, tuple[str, ...]] = {
     "mimesis_pl.chat": ("mimesis_pl.modules", "mimesis_pl.rollout"),
     "mimesis_pl.data": ("mimesis_pl.modules", "mimesis_pl.rollout"),
-    "mimesis_pl.envs": ("mimesis_pl.modules", "mimesis_pl.rollout", "mimesis_pl.users"),
+    # evaluation runs gyms, never the reverse: the failure taxonomy gyms raise is mimesis_pl/failures.py (D29)
+    "mimesis_pl.envs": ("mimesis_pl.modules", "mimesis_pl.rollout", "mimesis_pl.users", "mimesis_pl.eval"),
     "mimesis_pl.rollout": ("mimesis_pl.tasks", "mimesis_pl.eval"),
     "mimesis_pl.metrics": ("mimesis_pl.eval",),
     # The loading helpers sit below every module that loads a model (modules, rollout, eval): no Lightning there.

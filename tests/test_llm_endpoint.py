@@ -10,11 +10,11 @@ import pytest
 
 from mimesis_pl.csd import OpenAICoach
 from mimesis_pl.envs.gyms.search.backends import HttpSearchBackend, SearchSettings
+from mimesis_pl.envs.gyms.tau.tool_runtime import HttpToolRuntime
 from mimesis_pl.eval.episodes import OpenAIChatEpisodeRunner
 from mimesis_pl.eval.replay import OpenAIChatAgent
 from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings
 from mimesis_pl.eval.simulator.models import ChatModelSettings
-from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint, api_key, http_url, openai_sdk_client
 from mimesis_pl.rollout.engines import OpenAIEngine
 from mimesis_pl.rollout.services import OpenAIUserSettings, SimulatorServices

@@ -29,7 +29,7 @@ from mimesis_pl.envs.registry import GymRegistry, default_registry
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.tool import MISSING, format_observation, format_tool_error, parse_turn
 from mimesis_pl.envs.user_protocol import UserProvider, UserReply, UserSimulator, UserSimulatorError
-from mimesis_pl.eval.failures import JudgeFailure
+from mimesis_pl.failures import JudgeFailure
 from mimesis_pl.shim.client import shim_root
 from mimesis_pl.shim.store import check_episode_id
 

@@ -8,17 +8,14 @@ evaluation DataModules (``eval.datamodules``), report writers (``eval.report``, 
 Replay and episode results are different measurements and are reported separately.
 """
 
-from mimesis_pl.eval.failures import (
+from mimesis_pl.eval.failures import RetryPolicy, RetryResult, classify_failure, run_with_retries
+from mimesis_pl.failures import (
     AgentTransportFailure,
     EnvironmentFailure,
     FailureKind,
     InfrastructureFailure,
     JudgeFailure,
-    RetryPolicy,
-    RetryResult,
     SimulatorFailure,
-    classify_failure,
-    run_with_retries,
 )
 
 __all__ = [

@@ -12,50 +12,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Generic, TypeVar
 
+from mimesis_pl.failures import (
+    FailureKind,
+    InfrastructureFailure,
+)
+
 T = TypeVar("T")
-
-
-class FailureKind(StrEnum):
-    """Who failed, when a trial could not be scored."""
-
-    SIMULATOR = "simulator"
-    JUDGE = "judge"
-    ENVIRONMENT = "environment"
-    AGENT_TRANSPORT = "agent_transport"
-    TIMEOUT = "timeout"
-
-
-class InfrastructureFailure(Exception):
-    """Base of the failures that make a trial unscored rather than wrong; ``kind`` says whose."""
-
-    kind: FailureKind = FailureKind.ENVIRONMENT
-
-
-class SimulatorFailure(InfrastructureFailure):
-    """The simulated user could not produce a reply (endpoint error, empty reply after retries)."""
-
-    kind = FailureKind.SIMULATOR
-
-
-class JudgeFailure(InfrastructureFailure):
-    """The judge could not grade (endpoint error, unparseable verdict)."""
-
-    kind = FailureKind.JUDGE
-
-
-class EnvironmentFailure(InfrastructureFailure):
-    """The environment (gym backend, tool sandbox) raised or could not be reached."""
-
-    kind = FailureKind.ENVIRONMENT
-
-
-class AgentTransportFailure(InfrastructureFailure):
-    """The agent's server could not be reached or answered with an error (not a bad decision)."""
-
-    kind = FailureKind.AGENT_TRANSPORT
 
 
 def classify_failure(error: BaseException) -> FailureKind | None:

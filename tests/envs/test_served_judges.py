@@ -21,7 +21,7 @@ from mimesis_pl.envs.gyms.judging import RULE_GRADER, grader_label, judge_settin
 from mimesis_pl.envs.gyms.persuade import PersuadeGym, stance_reward
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym, guess_is_correct
 from mimesis_pl.envs.gyms.turtle import TurtleGym
-from mimesis_pl.eval.failures import JudgeFailure
+from mimesis_pl.failures import JudgeFailure
 from mimesis_pl.users.scripted import ScriptedUser
 
 EINSTEIN = "Albert Einstein - the famous physicist known for the theory of relativity, Nobel Prize winner"

@@ -17,7 +17,7 @@ from gym_fixtures import GYM_JSON, PARQUET, needs_userrl
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, TaskDataError, Termination, read_gym_tasks
 from mimesis_pl.envs.gyms.tau import RetailRuntime, TauBenchRuntime, TauGym, parse_task_id, parse_tool_call, retail
-from mimesis_pl.eval.simulator.tau_runtime import ScriptedToolRuntime, make_runtime_app
+from mimesis_pl.envs.gyms.tau.tool_runtime import ScriptedToolRuntime, make_runtime_app
 from mimesis_pl.users.scripted import ScriptedUser
 
 
@@ -335,7 +335,7 @@ def test_tau_bench_proxy_replays_reference_actions_for_the_reward(monkeypatch):
 
 
 def test_retail_runtime_refuses_unknown_tasks():
-    from mimesis_pl.eval.failures import EnvironmentFailure
+    from mimesis_pl.failures import EnvironmentFailure
 
     with pytest.raises(EnvironmentFailure, match="retail 0..2, not airline 0"):
         asyncio.run(RetailRuntime().reset("airline", 0))

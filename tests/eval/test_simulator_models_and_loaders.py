@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
-from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator.models import ChatModelSettings, ServedChatModel
 from mimesis_pl.eval.simulator.rows import DataFormatError
 from mimesis_pl.eval.simulator.soul.data import load_soul_validation
 from mimesis_pl.eval.simulator.turing.data import load_turing_rows
+from mimesis_pl.failures import JudgeFailure
 
 
 async def _with_server(replies: list[dict], body_log: list[dict], action):

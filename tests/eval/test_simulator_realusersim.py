@@ -15,12 +15,12 @@ from simulator_helpers import (
     scalars,
 )
 
-from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.models import ChatModelSettings, ScriptedChatModel
 from mimesis_pl.eval.simulator.realusersim import suite as realusersim
 from mimesis_pl.eval.simulator.realusersim.data import load_realusersim_cases, sattolo_derangement
 from mimesis_pl.eval.simulator.realusersim.protocol import converse, judged_turns
 from mimesis_pl.eval.simulator.text import parse_fidelity_verdict, strip_reasoning
+from mimesis_pl.failures import JudgeFailure, SimulatorFailure
 
 CONFIG = "configs/tiny/eval_realusersim.yaml"
 CASES, CONDITIONS = 6, 3

@@ -14,10 +14,10 @@ from simulator_helpers import (
     scalars,
 )
 
-from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator.text import parse_turing_rating
 from mimesis_pl.eval.simulator.turing import suite as turing
 from mimesis_pl.eval.simulator.turing.data import TuringRow
+from mimesis_pl.failures import JudgeFailure
 
 CONFIG = "configs/tiny/eval_turing.yaml"
 # 8 rows x 2 seeds generated; 7 rows have a history x 2 seeds scored; 2 rows x 2 seeds fail at the judge.

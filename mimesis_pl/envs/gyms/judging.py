@@ -8,7 +8,7 @@ names which grader ran (:func:`grader_label`).
 
 Calls go through the package's one served client (:class:`~mimesis_pl.tasks.clients.OpenAIChatModel`:
 bounded retries with backoff). A reply that does not parse or validate is retried like a transport
-error; once retries are spent the gym raises :class:`~mimesis_pl.eval.failures.JudgeFailure`, which the
+error; once retries are spent the gym raises :class:`~mimesis_pl.failures.JudgeFailure`, which the
 episode manager records as ``judge_error`` — an infrastructure failure, retried by the evaluator and
 otherwise left unscored, never a 0 charged to the agent (UserRL falls back to a silent 0).
 """
@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from mimesis_pl.eval.failures import JudgeFailure
+from mimesis_pl.failures import JudgeFailure
 from mimesis_pl.llm import ChatModelSettings, RetryableError, reference_role
 
 T = TypeVar("T")

@@ -23,7 +23,7 @@ from mimesis_pl.envs import EnvironmentManager, GymTask, interact_tool_schema
 from mimesis_pl.envs.base import Termination
 from mimesis_pl.eval.episodes.records import EpisodeRecord, EpisodeStep
 from mimesis_pl.eval.episodes.runners import step_record
-from mimesis_pl.eval.failures import AgentTransportFailure
+from mimesis_pl.failures import AgentTransportFailure
 from mimesis_pl.llm import Endpoint, openai_sdk_client
 
 

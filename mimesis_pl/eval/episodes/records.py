@@ -19,17 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mimesis_pl.eval.failures import (
-    EnvironmentFailure,
-    FailureKind,
-    InfrastructureFailure,
-    JudgeFailure,
-    SimulatorFailure,
-)
 from mimesis_pl.eval.gym_metrics import episode_score
 from mimesis_pl.eval.io import append_line_durable
 from mimesis_pl.eval.trials.keys import TrialKey
 from mimesis_pl.eval.trials.runner import TrialOutcome
+from mimesis_pl.failures import EnvironmentFailure, FailureKind, InfrastructureFailure, JudgeFailure, SimulatorFailure
 
 RECORD_VERSION = 1
 
@@ -140,7 +134,7 @@ class EpisodeRecord:
 def episode_outcome(record: EpisodeRecord) -> TrialOutcome:
     """Score one recorded episode: its reward, or a classified failure when the infrastructure broke.
 
-    Raises the :class:`~mimesis_pl.eval.failures.InfrastructureFailure` matching an ``env_error`` /
+    Raises the :class:`~mimesis_pl.failures.InfrastructureFailure` matching an ``env_error`` /
     ``user_error`` / ``judge_error`` / ``timeout`` termination, so the trial runner retries it and
     finally reports it unscored — never as a reward of 0.
     """

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from mimesis_pl.envs import EnvironmentManager, GymTask, TurnResult
 from mimesis_pl.envs.tool import parse_turn
 from mimesis_pl.eval.episodes.records import EpisodeRecord, EpisodeStep
-from mimesis_pl.eval.failures import AgentTransportFailure
+from mimesis_pl.failures import AgentTransportFailure
 from mimesis_pl.rollout.engines import OpenAIEngineError
 from mimesis_pl.rollout.loop import MultiTurnRollout
 
@@ -32,7 +32,7 @@ class EpisodeRunner(Protocol):
 
     ``manager`` is the EnvironmentManager it plays against; ``settings()`` lists everything on the
     agent side that changes results (sampling, limits, template), for the trial cache key.
-    ``run_episode`` raises an :class:`~mimesis_pl.eval.failures.InfrastructureFailure` when the agent
+    ``run_episode`` raises an :class:`~mimesis_pl.failures.InfrastructureFailure` when the agent
     could not be reached; gym and simulator failures end the episode with a failure status instead.
     """
 

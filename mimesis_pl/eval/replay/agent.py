@@ -81,7 +81,7 @@ def decision_from_text(text: str) -> AgentDecision:
 class ChatAgent(Protocol):
     """An agent under test. ``decide`` is called exactly once per replay request.
 
-    It may raise :class:`~mimesis_pl.eval.failures.InfrastructureFailure` (e.g. the server is down):
+    It may raise :class:`~mimesis_pl.failures.InfrastructureFailure` (e.g. the server is down):
     the executor then retries within its policy and reports the request unscored if it keeps failing.
     """
 

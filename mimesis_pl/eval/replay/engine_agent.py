@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from mimesis_pl.chat import ChatRenderer
-from mimesis_pl.eval.failures import AgentTransportFailure
 from mimesis_pl.eval.replay.agent import AgentDecision, decision_from_text
 from mimesis_pl.eval.replay.openai_agent import request_messages
 from mimesis_pl.eval.replay.plan import ReplayRequest
+from mimesis_pl.failures import AgentTransportFailure
 from mimesis_pl.rollout.engines import OpenAIEngineError, RolloutEngine, SamplingParams
 
 

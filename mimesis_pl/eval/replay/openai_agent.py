@@ -11,10 +11,10 @@ import openai
 from mimesis_pl.chat.think import split_think
 from mimesis_pl.chat.tool_calls import ToolCall
 from mimesis_pl.checks import check_choice
-from mimesis_pl.eval.failures import AgentTransportFailure
 from mimesis_pl.eval.replay.agent import AgentDecision, decision_from_text
 from mimesis_pl.eval.replay.plan import ReplayRequest
 from mimesis_pl.eval.values import canonical_json
+from mimesis_pl.failures import AgentTransportFailure
 from mimesis_pl.llm import Endpoint, openai_sdk_client
 
 

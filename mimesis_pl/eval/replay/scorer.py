@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from mimesis_pl.eval.failures import JudgeFailure, RetryPolicy, run_with_retries
+from mimesis_pl.eval.failures import RetryPolicy, run_with_retries
 from mimesis_pl.eval.replay.agent import AgentDecision
 from mimesis_pl.eval.replay.case import FinalExpectation, ToolExpectation
 from mimesis_pl.eval.replay.matching import final_reply_mismatches, tool_call_mismatches
 from mimesis_pl.eval.replay.plan import Oracle, ReplayRequest
+from mimesis_pl.failures import JudgeFailure
 
 
 @runtime_checkable
@@ -25,7 +26,7 @@ class Judge(Protocol):
 
     Returns one verdict per rubric (same order). The rubrics are alternatives: the caller counts the
     reply as passing when any verdict is true, so a judge prompt should say "any of". Raise
-    :class:`~mimesis_pl.eval.failures.JudgeFailure` when grading is impossible.
+    :class:`~mimesis_pl.failures.JudgeFailure` when grading is impossible.
     """
 
     async def grade(self, request: ReplayRequest, reply: str, rubrics: Sequence[str]) -> Sequence[bool]: ...

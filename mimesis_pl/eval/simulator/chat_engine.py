@@ -7,7 +7,7 @@ turns), sends the messages with the request's seed (the reference's ``EVAL_SEED`
 encodes the reply with the same tokenizer. Unlike the reference, a reply that ended on its own is closed with
 the end-of-turn id (the reference re-encoded without it, so every turn read as truncated); a reply cut by the
 budget (``finish_reason: length``) stays open. Failures after the bounded retries raise
-:class:`~mimesis_pl.eval.failures.SimulatorFailure` (the row becomes ``task_error``, unscored and retried).
+:class:`~mimesis_pl.failures.SimulatorFailure` (the row becomes ``task_error``, unscored and retried).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from mimesis_pl.eval.failures import SimulatorFailure
+from mimesis_pl.failures import SimulatorFailure
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint, http_url
 from mimesis_pl.rollout.engines.base import GenerationResult, SamplingParams, check_prompt
 from mimesis_pl.rollout.engines.settings import EngineSettings, EngineTarget

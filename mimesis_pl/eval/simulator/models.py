@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from mimesis_pl.eval.failures import InfrastructureFailure
+from mimesis_pl.failures import InfrastructureFailure
 from mimesis_pl.llm import ChatCompletionsClient, ChatModelSettings
 from mimesis_pl.llm.served import key_for_listing, role_revision
 from mimesis_pl.tasks.clients import reply_text

@@ -13,9 +13,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator.models import stable_hash
 from mimesis_pl.eval.simulator.text import FIDELITY_KEYS
+from mimesis_pl.failures import JudgeFailure
 
 Messages = Sequence[Mapping[str, str]]
 _ASSISTANTY = re.compile(r"certainly!|i'?d be happy|here is a detailed|as an ai", re.IGNORECASE)

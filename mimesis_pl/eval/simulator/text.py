@@ -13,7 +13,7 @@ from typing import Any
 
 from mimesis_pl.chat.think import ReasoningOnlyError
 from mimesis_pl.chat.think import strip_reasoning as chat_strip_reasoning
-from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
+from mimesis_pl.failures import JudgeFailure, SimulatorFailure
 
 FIDELITY_KEYS = (
     "Persona_Affective_Traits_Match",

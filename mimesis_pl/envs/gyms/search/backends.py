@@ -9,7 +9,7 @@ pluggable (docs/decisions.md A53):
 - :class:`HttpSearchBackend` — ``POST {url} {"query": q, "k": k}`` answered with
   ``{"results": [{"title", "snippet", "url"}]}`` (e.g. a small proxy in front of Serper or a local
   search service); transport failures are retried, then raise
-  :class:`~mimesis_pl.eval.failures.EnvironmentFailure`.
+  :class:`~mimesis_pl.failures.EnvironmentFailure`.
 
 A backend failure is an infrastructure failure (the episode ends as ``env_error``, unscored), never a
 search that silently found nothing.
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from mimesis_pl.envs.base import TaskDataError
-from mimesis_pl.eval.failures import EnvironmentFailure
+from mimesis_pl.failures import EnvironmentFailure
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint, RetryableError
 
 

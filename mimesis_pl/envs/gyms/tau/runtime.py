@@ -1,6 +1,6 @@
-"""TauGym's tool runtimes, behind the tau-USI runtime's HTTP shape (:mod:`mimesis_pl.eval.simulator.tau_runtime`).
+"""TauGym's tool runtimes, behind the tau-USI runtime's HTTP shape (:mod:`mimesis_pl.envs.gyms.tau.tool_runtime`).
 
-Routes and bodies are those of :class:`~mimesis_pl.eval.simulator.tau_runtime.HttpToolRuntime`
+Routes and bodies are those of :class:`~mimesis_pl.envs.gyms.tau.tool_runtime.HttpToolRuntime`
 (``POST /reset {env_name, task_index}``, ``/step {session_id, action: {name, kwargs}}``,
 ``/reward {session_id, agent_texts}``, ``/close {session_id}``), plus an optional ``task_split``
 (``test``/``train``) in ``/reset``, and ``/reset`` answers also ``instruction`` (the user's task, for the
@@ -25,8 +25,8 @@ from typing import Any, Protocol
 from aiohttp import web
 
 import mimesis_pl.envs.gyms.tau.retail as retail
-from mimesis_pl.eval.failures import EnvironmentFailure
-from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, make_runtime_app, serve_tool_runtime
+from mimesis_pl.envs.gyms.tau.tool_runtime import HttpToolRuntime, make_runtime_app, serve_tool_runtime
+from mimesis_pl.failures import EnvironmentFailure
 
 
 class TauRuntime(Protocol):

@@ -11,7 +11,7 @@
   ``preference_id`` for type 2.
 
 A reply that does not parse, names an aspect outside the trip or a preference id that is not still hidden is
-retried; when retries are spent the step raises :class:`~mimesis_pl.eval.failures.JudgeFailure`, recorded as
+retried; when retries are spent the step raises :class:`~mimesis_pl.failures.JudgeFailure`, recorded as
 ``judge_error`` (unscored). UserRL instead falls back to a backend-error text (search) or small talk (type 1),
 both worth 0 (A48).
 """

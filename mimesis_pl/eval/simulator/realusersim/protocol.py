@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from mimesis_pl.eval.failures import JudgeFailure
 from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings
 from mimesis_pl.eval.simulator.realusersim.data import JudgePrompts, RealUserSimCase
 from mimesis_pl.eval.simulator.text import parse_fidelity_verdict, strip_reasoning
+from mimesis_pl.failures import JudgeFailure
 
 Condition = Literal["task_only", "correct_profile", "shuffled_profile"]
 CONDITIONS: tuple[Condition, ...] = ("task_only", "correct_profile", "shuffled_profile")

@@ -13,7 +13,6 @@ import hashlib
 import json
 from pathlib import Path
 
-from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.io import write_json_atomic
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
@@ -54,6 +53,7 @@ from mimesis_pl.eval.simulator.text import FIDELITY_DIMENSIONS
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialFn, TrialOutcome, config_hash, join_id
 from mimesis_pl.eval.values import thaw
+from mimesis_pl.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 
 
 class RealUserSimSuite(FidelitySuite):

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mimesis_pl.eval.agent_backend import AgentBackend, EngineAgentSettings
-from mimesis_pl.eval.failures import EnvironmentFailure, InfrastructureFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.models import sampling_identity
@@ -51,6 +50,7 @@ from mimesis_pl.eval.simulator.soul.scoring import (
 )
 from mimesis_pl.eval.simulator.suite import item_ref, run_items
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialOutcome, config_hash
+from mimesis_pl.failures import EnvironmentFailure, InfrastructureFailure, JudgeFailure, SimulatorFailure
 from mimesis_pl.llm import ChatModelSettings
 from mimesis_pl.llm.served import key_for_listing, role_revision
 from mimesis_pl.tasks.base import TaskContext

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Literal
 
 from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
-from mimesis_pl.eval.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
+from mimesis_pl.envs.gyms.tau.tool_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
 from mimesis_pl.eval.simulator.suite import item_ref, run_items, suite_identity
-from mimesis_pl.eval.simulator.tau_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
 from mimesis_pl.eval.simulator.tau_usi.data import (
     SURVEY_SCALES,
     TAU_USI,
@@ -36,6 +35,7 @@ from mimesis_pl.eval.simulator.tau_usi.scripted import SURVEY_MARKER, scripted_t
 from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
 from mimesis_pl.eval.values import thaw
+from mimesis_pl.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
 
 GREETING = "Hi! How can I help you today?"
 SIM_RULES = (

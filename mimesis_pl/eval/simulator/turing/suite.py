@@ -12,7 +12,6 @@ import hashlib
 from collections import Counter
 from pathlib import Path
 
-from mimesis_pl.eval.failures import JudgeFailure, SimulatorFailure
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.models import (
@@ -29,6 +28,7 @@ from mimesis_pl.eval.simulator.turing.data import TuringRow
 from mimesis_pl.eval.simulator.turing.scoring import PENALTIES, clean_generation, penalties, seed_summary
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
+from mimesis_pl.failures import JudgeFailure, SimulatorFailure
 from mimesis_pl.metrics.turing import canonical_rating, turing_reward
 
 JUDGE_SYSTEM = (

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from mimesis_pl.eval.failures import EnvironmentFailure
+from mimesis_pl.failures import EnvironmentFailure
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint
 
 
