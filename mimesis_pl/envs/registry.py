@@ -142,14 +142,13 @@ def _reloaded(known: type[Gym], new: type[Gym], builtin: Mapping[str, GymSpec]) 
     return known.env_name not in builtin and _path(known) == _path(new)
 
 
-def import_gym(path: str, *, key: str = "episode.gyms") -> GymSpec:
+def import_gym(path: str, *, key: str = "episode.gyms") -> None:
     """Import and register the gym at ``path``: ``package.module:NAME`` naming a
     :class:`~mimesis_pl.envs.spec.GymSpec` or a :class:`~mimesis_pl.envs.base.Gym` subclass."""
     target = import_object(path, key=key)
     if not isinstance(target, GymSpec) and not (isinstance(target, type) and issubclass(target, Gym)):
         raise ValueError(f"{key}: {path!r} is a {type(target).__name__}, not a GymSpec or a Gym subclass")
     register_gym(target)
-    return target if isinstance(target, GymSpec) else _EXTRA.get(target.env_name, GymSpec(gym=target))
 
 
 def all_specs() -> tuple[GymSpec, ...]:
