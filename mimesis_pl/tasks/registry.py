@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
+from typing import Literal, get_args
 
 from ..checks import import_object
 from .base import Task
@@ -22,6 +23,12 @@ _TOM = "mimesis_pl.tasks.tom"
 _HUMANUAL = "mimesis_pl.tasks.humanual:humanual"
 HUMANUAL_KINDS = ("book", "chat", "email", "news", "opinion", "politics")
 _ALIGNX_KINDS = ("demo", "pair", "ugc", "arbitrary", "history16")
+_ALIGNX_NAMES = ("Demo", "Pair", "UGC", "Arbitrary", "History16")
+
+
+#: The SOUL suite's five axes, in report order (docs/decisions.md S23).
+SoulAxis = Literal["CONV", "SS", "COG", "ROLE", "EVAL"]
+SOUL_AXIS_ORDER: tuple[SoulAxis, ...] = get_args(SoulAxis)
 
 
 @dataclass(frozen=True)
@@ -30,36 +37,64 @@ class TaskSpec:
 
     ``factory``: ``"package.module:function"``, a function that takes the data_source and returns the task (imported
     on first use, so one task's missing dependency never breaks another); ``options``: the ``task_options`` keys
-    the task reads (any other key is refused at set-up).
+    the task reads (any other key is refused at set-up); ``soul_axis``: the SOUL axis whose mean this data set
+    enters (``None``: not a SOUL set); ``name``: the set's display name in reports (default: the data_source).
     """
 
     data_source: str
     factory: str
     options: tuple[str, ...] = ()
+    soul_axis: SoulAxis | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.soul_axis is not None and self.soul_axis not in SOUL_AXIS_ORDER:
+            raise ValueError(
+                f"TaskSpec {self.data_source!r}: soul_axis must be one of {list(SOUL_AXIS_ORDER)} or None, "
+                f"got {self.soul_axis!r}"
+            )
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.data_source
 
 
-#: The built-in tasks, one :class:`TaskSpec` per data_source: where its task is built and the options it reads.
+def _humanual(kind: str, axis: SoulAxis) -> TaskSpec:
+    return TaskSpec(f"humanual-{kind}", _HUMANUAL, ("untagged_factor",), axis, f"Humanual-{kind.title()}")
+
+
+def _alignx(kind: str, name: str) -> TaskSpec:
+    return TaskSpec(f"alignx_{kind}", f"{_PERSONA}:alignx", (), "EVAL", f"AlignX-{name}")
+
+
+#: The built-in tasks, one :class:`TaskSpec` per data_source: where its task is built, the options it reads, its
+#: SOUL axis and display name. The 27 SOUL sets come first, in the SOUL report's order.
 _BUILTIN = (
-    TaskSpec("fantom", f"{_TOM}:fantom"),
-    TaskSpec("hitom", f"{_TOM}:hitom"),
-    TaskSpec("paratomi", f"{_TOM}:paratomi"),
-    TaskSpec("lifechoices", f"{_PERSONA}:lifechoices"),
-    TaskSpec("mistakes", f"{_PERSONA}:mistakes"),
-    TaskSpec("twinvoice", f"{_PERSONA}:twinvoice"),
-    TaskSpec("social_r1", f"{_PERSONA}:social_r1"),
-    TaskSpec("behavior_chain", f"{_PERSONA}:behavior_chain"),
-    *(TaskSpec(s, f"{_PERSONA}:alignx") for s in ("alignx", *(f"alignx_{k}" for k in _ALIGNX_KINDS))),
-    TaskSpec("socsci210", f"{_PERSONA}:socsci210"),
-    TaskSpec("humanllm", f"{_PERSONA}:humanllm"),
+    TaskSpec("userllm", "mimesis_pl.tasks.userllm:userllm", (), "CONV", "UserLLM"),
+    TaskSpec("mirrorbench", "mimesis_pl.tasks.mirrorbench:mirrorbench", ("max_turns",), "CONV", "MirrorBench"),
+    _humanual("chat", "CONV"),
+    TaskSpec("sim_arena_doc", "mimesis_pl.tasks.sim_arena:sim_arena_doc", ("max_user_turns",), "CONV", "SimArena-Doc"),
+    TaskSpec("sotopia", "mimesis_pl.tasks.sotopia:sotopia", ("max_turns",), "SS", "Sotopia-Hard"),
+    TaskSpec("fantom", f"{_TOM}:fantom", (), "COG", "Fantom"),
+    TaskSpec("hitom", f"{_TOM}:hitom", (), "COG", "Hitom"),
+    TaskSpec("paratomi", f"{_TOM}:paratomi", (), "COG", "Paratomi"),
+    TaskSpec("social_r1", f"{_PERSONA}:social_r1", (), "COG", "Social-R1"),
+    TaskSpec("coser", "mimesis_pl.tasks.coser:coser", ("max_rounds",), "ROLE", "Coser"),
+    TaskSpec("lifechoices", f"{_PERSONA}:lifechoices", (), "ROLE", "Lifechoices"),
+    TaskSpec("twinvoice", f"{_PERSONA}:twinvoice", (), "ROLE", "Twinvoice"),
+    TaskSpec("behavior_chain", f"{_PERSONA}:behavior_chain", (), "ROLE", "BehaviorChain"),
+    TaskSpec(
+        "sim_arena_math", "mimesis_pl.tasks.sim_arena:sim_arena_math", ("max_user_turns",), "ROLE", "SimArena-Math"
+    ),
+    TaskSpec("mistakes", f"{_PERSONA}:mistakes", (), "ROLE", "Mistakes"),
+    *(_humanual(kind, "ROLE") for kind in ("email", "news", "politics", "book", "opinion")),
+    *(_alignx(kind, name) for kind, name in zip(_ALIGNX_KINDS, _ALIGNX_NAMES, strict=True)),
+    TaskSpec("socsci210", f"{_PERSONA}:socsci210", (), "EVAL", "SocSci210"),
+    TaskSpec("humanllm", f"{_PERSONA}:humanllm", (), "EVAL", "HumanLLM"),
+    # routed, trained, but not SOUL sets
+    TaskSpec("alignx", f"{_PERSONA}:alignx"),
+    TaskSpec("humanual", _HUMANUAL, ("untagged_factor",)),
     TaskSpec("usersim-behavior", "mimesis_pl.tasks.usersim_behavior.task:usersim_behavior", ("abcd_dir",)),
-    TaskSpec("sotopia", "mimesis_pl.tasks.sotopia:sotopia", ("max_turns",)),
-    TaskSpec("coser", "mimesis_pl.tasks.coser:coser", ("max_rounds",)),
-    TaskSpec("mirrorbench", "mimesis_pl.tasks.mirrorbench:mirrorbench", ("max_turns",)),
-    TaskSpec("userllm", "mimesis_pl.tasks.userllm:userllm"),
-    TaskSpec("sim_arena_math", "mimesis_pl.tasks.sim_arena:sim_arena_math", ("max_user_turns",)),
-    TaskSpec("sim_arena_doc", "mimesis_pl.tasks.sim_arena:sim_arena_doc", ("max_user_turns",)),
-    # generic humanual: routed but not in the mixture
-    *(TaskSpec(s, _HUMANUAL, ("untagged_factor",)) for s in ("humanual", *(f"humanual-{k}" for k in HUMANUAL_KINDS))),
 )
 BUILTIN_TASKS: Mapping[str, TaskSpec] = MappingProxyType({spec.data_source: spec for spec in _BUILTIN})
 
@@ -125,6 +160,13 @@ class UnknownTaskError(KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
         return str(self.args[0])
+
+
+def soul_axes() -> dict[SoulAxis, tuple[str, ...]]:
+    """The SOUL axis map from every registered task's ``soul_axis``: axis → its data sets, in registration order
+    (computed on each call, so a task registered from a user's package is in it)."""
+    specs = task_specs().values()
+    return {axis: tuple(s.data_source for s in specs if s.soul_axis == axis) for axis in SOUL_AXIS_ORDER}
 
 
 def known_data_sources() -> list[str]:

@@ -88,10 +88,10 @@ def _row(source: str, index: int) -> str:
 
 
 def test_every_soul_set_has_a_task_and_listed_sets_must_have_rows(tmp_path):
-    from mimesis_pl.eval.simulator.soul.data import SOUL_AXES
+    from mimesis_pl.eval.simulator.soul.data import soul_sets
     from mimesis_pl.tasks.registry import BUILTIN_TASKS
 
-    assert [s for sets in SOUL_AXES.values() for s in sets if s not in BUILTIN_TASKS] == []
+    assert len(soul_sets()) == 27 and [s for s in soul_sets() if s not in BUILTIN_TASKS] == []
     (tmp_path / "userllm_val.jsonl").write_text(_row("userllm", 0))
     (tmp_path / "hitom_val.jsonl").write_text(_row("hitom", 1) + _row("hitom", 0))
     dm = SoulDataModule([str(tmp_path)], sets=["hitom"])

@@ -30,7 +30,7 @@ OLD_PATHS: dict[str, dict[str, str]] = {
         "turing.scoring": "PENALTIES clean_generation penalties",
     },
     "soul_scoring": {
-        "soul.scoring": "SOUL_NAMES SOUL_SETS ALIGNX_SPLITS dataset_scores axis_scores soul_index row_weighted_overall "
+        "soul.scoring": "ALIGNX_SPLITS dataset_scores axis_scores soul_index row_weighted_overall "
         "seed_summary degenerate_seeds mean_std across_seeds"
     },
     "soul_report": {"soul.report": "HEADLINE ROW_WEIGHTED sets_without_score describe_unscored soul_markdown"},
@@ -60,7 +60,7 @@ OLD_PATHS: dict[str, dict[str, str]] = {
         "realusersim.data": "realusersim_case_id RealUserSimCase load_realusersim_cases JudgePrompts "
         "load_judge_prompts",
         "turing.data": "TuringRow load_turing_rows",
-        "soul.data": "SOUL_AXES SoulRow load_soul_validation",
+        "soul.data": "soul_sets SoulRow load_soul_validation",
     },
     "datamodules": {
         "turing.data": "TuringRowDataModule",

@@ -17,7 +17,7 @@ from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings, chatml_messages
 from mimesis_pl.eval.simulator.soul import suite as soul
-from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulDataModule, SoulRow
+from mimesis_pl.eval.simulator.soul.data import SoulDataModule, SoulRow, soul_sets
 from mimesis_pl.eval.simulator.soul.scoring import SOTOPIA_DIMENSIONS
 from mimesis_pl.eval.trials import TrialCache
 from mimesis_pl.tasks.base import TaskResult
@@ -237,7 +237,7 @@ def test_an_empty_set_selection_is_refused_and_the_older_report_stays(tmp_path, 
 
 def test_the_tiny_sample_set_has_what_its_readme_says():
     counts = {p.name.removesuffix("_val.jsonl"): len(p.read_text().splitlines()) for p in SOUL_DIR.glob("*_val.jsonl")}
-    every = [s for sets in SOUL_AXES.values() for s in sets]
+    every = soul_sets()
     assert sorted(counts) == sorted(every) and len(every) == 27
     # "27 sets × 2 made-up rows, one failing on purpose" (README, configs/tiny/eval_soul.yaml, the data README)
     assert {s: n for s, n in counts.items() if n != 2} == {"mistakes": 3}

@@ -191,6 +191,28 @@ def test_a_simulator_rl_task_from_outside_the_package_trains_from_yaml_alone(mon
     assert "rollout/echo/reward" in tags and "val-core/echo/reward/mean@1" in tags  # trained and validated
 
 
+def test_a_task_from_outside_the_package_is_a_soul_set_of_its_axis_from_yaml_alone(monkeypatch, tmp_path):
+    from mimesis_pl.cli import main
+
+    monkeypatch.syspath_prepend(str(TOY))
+    monkeypatch.chdir(REPO)
+    import echo_task
+
+    rows = [{**row, "prompt": [{"role": "user", "content": "hi"}]} for row in echo_task.rows(WORDS[:2])]
+    (tmp_path / "echo_val.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    suite = "--model.init_args.suite.init_args"
+    main(
+        ["test", "--config", str(REPO / "configs" / "tiny" / "eval_soul.yaml"), f"{suite}.tasks=[echo_task:SPECS]"]
+        + [f"{suite}.seeds=[0]", f"{suite}.allow_unscored_sets=true", f"--data.init_args.files=[{tmp_path}]"]
+        + [f"--model.init_args.out_dir={tmp_path / 'out'}", f"--trainer.logger.init_args.save_dir={tmp_path}"]
+    )
+    result = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert echo_task.BUILT == ["echo"] and result["sets"] == ["echo"]
+    assert result["rows_per_set"] == {"echo": 2}
+    report = (tmp_path / "out" / "results.md").read_text()
+    assert "| Echo | CONV | 2 |" in report
+
+
 def test_a_task_data_source_cannot_be_taken_twice():
     from mimesis_pl.tasks.registry import TaskSpec, register_task
 

@@ -25,7 +25,8 @@ def echo(data_source: str) -> SingleTurnTask:
     return SingleTurnTask(data_source, prompt, score, prefix="echo")
 
 
-SPECS = [TaskSpec("echo", "echo_task:echo")]
+#: One task; as a SOUL set it joins the CONV axis under the name "Echo".
+SPECS = [TaskSpec("echo", "echo_task:echo", soul_axis="CONV", name="Echo")]
 
 
 def rows(words):

@@ -10,36 +10,19 @@ from typing import Any
 
 from mimesis_pl.eval.simulator.base import ItemDataModule
 from mimesis_pl.eval.simulator.rows import DataFormatError, field_of, messages_of, read_published, rows_of
+from mimesis_pl.tasks.registry import soul_axes, task_specs
 
-# The single SOUL axis map (S23 in docs/decisions.md: the reference's two scorers disagreed on ROLE), keyed
-# by the router keys of the simulator-RL tasks (the AlignX splits are ``alignx_<split>``).
-SOUL_AXES: Mapping[str, tuple[str, ...]] = {
-    "CONV": ("userllm", "mirrorbench", "humanual-chat", "sim_arena_doc"),
-    "SS": ("sotopia",),
-    "COG": ("fantom", "hitom", "paratomi", "social_r1"),
-    "ROLE": (
-        "coser",
-        "lifechoices",
-        "twinvoice",
-        "behavior_chain",
-        "sim_arena_math",
-        "mistakes",
-        "humanual-email",
-        "humanual-news",
-        "humanual-politics",
-        "humanual-book",
-        "humanual-opinion",
-    ),
-    "EVAL": (
-        "alignx_demo",
-        "alignx_pair",
-        "alignx_ugc",
-        "alignx_arbitrary",
-        "alignx_history16",
-        "socsci210",
-        "humanllm",
-    ),
-}
+
+def soul_sets() -> list[str]:
+    """The SOUL data sets in report order: each registered task's data_source that has a ``soul_axis``, by axis
+    (:func:`mimesis_pl.tasks.registry.soul_axes`: S23's one axis map, read on each call)."""
+    return [source for sources in soul_axes().values() for source in sources]
+
+
+def soul_names() -> dict[str, str]:
+    """Display name of each SOUL set (``TaskSpec.display_name``), in report order."""
+    specs = task_specs()
+    return {source: specs[source].display_name for source in soul_sets()}
 
 
 @dataclass(frozen=True)
@@ -51,9 +34,10 @@ class SoulRow:
 
 
 def load_soul_validation(paths: Sequence[str]) -> dict[str, list[SoulRow]]:
-    """SOUL validation parquets grouped by ``data_source``; every source must be one of the 27 of
-    :data:`SOUL_AXES`, every row needs ``prompt`` and ``extra_info.index`` (unique per source)."""
-    known = {source for sources in SOUL_AXES.values() for source in sources}
+    """SOUL validation parquets grouped by ``data_source``; every source must be a SOUL set (:func:`soul_sets`: the
+    27 built-in ones and any registered with a ``soul_axis``), every row needs ``prompt`` and ``extra_info.index``
+    (unique per source)."""
+    known = set(soul_sets())
     out: dict[str, list[SoulRow]] = {}
     seen: set[tuple[str, int]] = set()
     for _, where, row in rows_of(paths):
@@ -93,7 +77,7 @@ class SoulDataModule(ItemDataModule):
         self.sets = None if sets is None else list(sets)
 
     def load(self) -> list[Any]:
-        known = [s for sets in SOUL_AXES.values() for s in sets]
+        known = soul_sets()
         by_set = load_soul_validation(self.files)
         if self.sets is not None:
             unknown = [s for s in self.sets if s not in known]

@@ -7,10 +7,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from mimesis_pl.eval.simulator.soul.data import SOUL_AXES
-from mimesis_pl.eval.simulator.soul.scoring import SOUL_NAMES
+from mimesis_pl.eval.simulator.soul.data import soul_names
 from mimesis_pl.eval.simulator.suite import fmt
 from mimesis_pl.eval.tables import markdown_table
+from mimesis_pl.tasks.registry import SOUL_AXIS_ORDER, soul_axes
 
 HEADLINE = "SOUL-Index (axis mean)"
 PAPER_OVERALL = "Overall (the paper's: row-weighted all/score)"
@@ -54,13 +54,14 @@ def _seed_head(seeds: list[int], dropped: set[int]) -> list[str]:
 def _set_rows(r: dict[str, Any]) -> list[list[str]]:
     """One line per set run: its axis, rows, score per seed, mean ± std over seeds, unscored rows (all seeds)."""
     seeds, s = r["seeds"], r["summary"]
-    axis_of = {src: a for a, sets in SOUL_AXES.items() for src in sets}
+    axis_of = {src: a for a, sets in soul_axes().items() for src in sets}
+    names = soul_names()
     rows = []
     for src in r["sets"]:
         unscored = sum(sum(per.get(src, {}).values()) for per in r["unscored_by_seed"].values())
         rows.append(
             [
-                SOUL_NAMES[src],
+                names[src],
                 axis_of[src],
                 str(r["rows_per_set"][src]),
                 *(fmt(r["per_seed"][x]["datasets"].get(src)) for x in seeds),
@@ -75,7 +76,7 @@ def _aggregate_rows(r: dict[str, Any]) -> list[list[str]]:
     """The axes, the headline, the paper's Overall, our row-weighted task score and AlignX (combined), per seed and
     mean ± std."""
     s, per_seed = r["summary"], [r["per_seed"][x] for x in r["seeds"]]
-    lines = [(f"**{a}**", [p["axes"][a] for p in per_seed], s["axes"][a]) for a in SOUL_AXES]
+    lines = [(f"**{a}**", [p["axes"][a] for p in per_seed], s["axes"][a]) for a in SOUL_AXIS_ORDER]
     keys = ((f"**{HEADLINE}**", "soul_index"), (PAPER_OVERALL, "overall"), (ROW_WEIGHTED, "overall_row_weighted"))
     for label, key in keys:
         lines.append((label, [p[key] for p in per_seed], s[key]))
@@ -86,7 +87,7 @@ def _aggregate_rows(r: dict[str, Any]) -> list[list[str]]:
 def _published_rows(r: dict[str, Any]) -> list[list[str]]:
     """Our run first (headline / the paper's Overall), then the paper's models."""
     s = r["summary"]
-    ours = [_pm(s["axes"][a]) for a in SOUL_AXES]
+    ours = [_pm(s["axes"][a]) for a in SOUL_AXIS_ORDER]
     pub_rows = [
         [
             f"**{r['simulator']}** (ours, {HEADLINE} / Overall)",
@@ -94,13 +95,14 @@ def _published_rows(r: dict[str, Any]) -> list[list[str]]:
             f"{_pm(s['soul_index'])} / {_pm(s['overall'])}",
         ]
     ]
-    pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXES), fmt(v["Overall"])] for m, v in r["published"].items()]
+    pub_rows += [[m, *(fmt(v[a]) for a in SOUL_AXIS_ORDER), fmt(v["Overall"])] for m, v in r["published"].items()]
     return pub_rows
 
 
 def _notes(r: dict[str, Any]) -> str:
     """How the scores are made, what was left out, and what is comparable with the paper."""
-    missing = ", ".join(SOUL_NAMES[x] for x in r["sets_missing"]) or "none"
+    names = soul_names()
+    missing = ", ".join(names[x] for x in r["sets_missing"]) or "none"
     unscored = ", ".join(f"{k} {v}" for k, v in sorted(r["unscored"].items())) or "none"
     return (
         f"\nScores are task scores × 100 (validation mode: no format gate; the simulator sampled at temperature "
@@ -132,7 +134,8 @@ def soul_markdown(r: dict[str, Any]) -> str:
     dropped = {int(k) for k in r["dropped_seeds"]}
     published = (
         "\n## Published (the paper; other models and data — context, not a target; its Overall is "
-        "row-weighted over all 27 sets)\n\n" + markdown_table(["model", *SOUL_AXES, "Overall"], _published_rows(r))
+        "row-weighted over all 27 sets)\n\n"
+        + markdown_table(["model", *SOUL_AXIS_ORDER, "Overall"], _published_rows(r))
     )
     return (
         f"# SOUL: {r['simulator']} @ {r['simulator_revision']} (seeds {', '.join(map(str, seeds))})\n\n"

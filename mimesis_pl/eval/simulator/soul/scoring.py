@@ -18,40 +18,10 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from mimesis_pl.eval.simulator.soul.data import SOUL_AXES
+from mimesis_pl.eval.simulator.soul.data import soul_sets
 from mimesis_pl.eval.simulator.suite import mean_std
+from mimesis_pl.tasks.registry import SOUL_AXIS_ORDER, soul_axes
 
-#: Display names of the 27 SOUL sets, keyed by ``data_source``.
-SOUL_NAMES: Mapping[str, str] = {
-    "userllm": "UserLLM",
-    "mirrorbench": "MirrorBench",
-    "humanual-chat": "Humanual-Chat",
-    "sim_arena_doc": "SimArena-Doc",
-    "sotopia": "Sotopia-Hard",
-    "fantom": "Fantom",
-    "hitom": "Hitom",
-    "paratomi": "Paratomi",
-    "social_r1": "Social-R1",
-    "coser": "Coser",
-    "lifechoices": "Lifechoices",
-    "twinvoice": "Twinvoice",
-    "behavior_chain": "BehaviorChain",
-    "sim_arena_math": "SimArena-Math",
-    "mistakes": "Mistakes",
-    "humanual-email": "Humanual-Email",
-    "humanual-news": "Humanual-News",
-    "humanual-politics": "Humanual-Politics",
-    "humanual-book": "Humanual-Book",
-    "humanual-opinion": "Humanual-Opinion",
-    "alignx_demo": "AlignX-Demo",
-    "alignx_pair": "AlignX-Pair",
-    "alignx_ugc": "AlignX-UGC",
-    "alignx_arbitrary": "AlignX-Arbitrary",
-    "alignx_history16": "AlignX-History16",
-    "socsci210": "SocSci210",
-    "humanllm": "HumanLLM",
-}
-SOUL_SETS: tuple[str, ...] = tuple(s for sets in SOUL_AXES.values() for s in sets)
 ALIGNX_SPLITS = ("alignx_demo", "alignx_pair", "alignx_ugc", "alignx_arbitrary", "alignx_history16")
 #: Sotopia's seven judged dimensions, logged raw as ``sotopia/<dimension>`` (their ranges: ``tasks/sotopia.py``).
 SOTOPIA_DIMENSIONS = (
@@ -77,8 +47,11 @@ def dataset_scores(scores: Mapping[str, Sequence[float]]) -> dict[str, float | N
 
 
 def axis_scores(datasets: Mapping[str, float | None]) -> dict[str, float | None]:
-    """Each axis of :data:`SOUL_AXES` = the mean of its data sets that have a score (None when none has)."""
-    return {axis: _mean([datasets[s] for s in sets if datasets.get(s) is not None]) for axis, sets in SOUL_AXES.items()}
+    """Each SOUL axis (:func:`~mimesis_pl.tasks.registry.soul_axes`) = the mean of its data sets that have a score
+    (None when none has)."""
+    return {
+        axis: _mean([datasets[s] for s in sets if datasets.get(s) is not None]) for axis, sets in soul_axes().items()
+    }
 
 
 def soul_index(axes: Mapping[str, float | None]) -> float | None:
@@ -146,10 +119,11 @@ def degenerate_seeds(
 def across_seeds(per_seed: Mapping[int, Mapping[str, object]], dropped: Mapping[int, str]) -> dict[str, object]:
     """Mean ± std over the kept seeds of every data set, axis and headline."""
     kept = [s for seed, s in per_seed.items() if seed not in dropped]
-    sets = sorted({k for s in kept for k in s["datasets"]}, key=lambda k: SOUL_SETS.index(k) if k in SOUL_SETS else 99)
+    order = soul_sets()
+    sets = sorted({k for s in kept for k in s["datasets"]}, key=lambda k: order.index(k) if k in order else len(order))
     return {
         "datasets": {k: mean_std([s["datasets"].get(k) for s in kept]) for k in sets},
-        "axes": {a: mean_std([s["axes"][a] for s in kept]) for a in SOUL_AXES},
+        "axes": {a: mean_std([s["axes"][a] for s in kept]) for a in SOUL_AXIS_ORDER},
         "soul_index": mean_std([s["soul_index"] for s in kept]),
         "overall": mean_std([s["overall"] for s in kept]),
         "overall_row_weighted": mean_std([s["overall_row_weighted"] for s in kept]),

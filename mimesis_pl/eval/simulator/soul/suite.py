@@ -32,7 +32,7 @@ from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteRep
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.models import sampling_identity
 from mimesis_pl.eval.simulator.soul.data import SOUL as PUBLISHED
-from mimesis_pl.eval.simulator.soul.data import SOUL_AXES, SoulRow
+from mimesis_pl.eval.simulator.soul.data import SoulRow, soul_sets
 from mimesis_pl.eval.simulator.soul.report import (
     HEADLINE,
     PAPER_OVERALL,
@@ -42,7 +42,6 @@ from mimesis_pl.eval.simulator.soul.report import (
     soul_markdown,
 )
 from mimesis_pl.eval.simulator.soul.scoring import (
-    SOUL_NAMES,
     across_seeds,
     degenerate_seeds,
     headline_value,
@@ -56,6 +55,7 @@ from mimesis_pl.llm.served import key_for_listing, role_revision
 from mimesis_pl.tasks.base import TaskContext
 from mimesis_pl.tasks.clients import RoleSettings
 from mimesis_pl.tasks.conversation import Policy
+from mimesis_pl.tasks.registry import SOUL_AXIS_ORDER, import_tasks
 from mimesis_pl.tasks.roles import build_roles
 from mimesis_pl.tasks.runner import run_row
 from mimesis_pl.tasks.transcripts import write_transcript
@@ -154,6 +154,9 @@ class SoulSuite(FidelitySuite):
             the cache key with its endpoint URL (S75): name it when a new model is served at the same URL.
         allow_unscored_sets: report the headline even when a set that was run has no scored row in a kept seed
             (marked in the report); by default that is an error, so a headline never silently covers fewer sets.
+        tasks: tasks of your own package, by import path (``my_pkg.tasks:SPECS``, as ``SimulatorRL``'s); a spec
+            with a ``soul_axis`` is a SOUL set of that axis, reported under its ``name`` (docs/extending.md). Its
+            axis and the SOUL-Index are then not comparable with the paper's.
     """
 
     name = "soul"
@@ -173,7 +176,10 @@ class SoulSuite(FidelitySuite):
         degenerate_gap: float = 15.0,
         dump_transcripts: bool = True,
         allow_unscored_sets: bool = False,
+        tasks: list[str] | None = None,
     ) -> None:
+        for path in tasks or ():
+            import_tasks(path, key="model.init_args.suite.init_args.tasks")
         self.simulator = simulator
         self.roles = roles or RoleSettings()
         self.role_revisions = dict(role_revisions or {})
@@ -320,7 +326,7 @@ class SoulSuite(FidelitySuite):
         if not any(scores[s] for s in self.seeds):
             n = sum(sum(c.values()) for per in failed.values() for c in per.values())
             raise RuntimeError(f"SOUL: no row could be scored ({n} rows unscored); no summary written")
-        sets = sorted({src for _, src, _ in self._records}, key=lambda s: list(SOUL_NAMES).index(s))
+        sets = sorted({src for _, src, _ in self._records}, key=soul_sets().index)
         per_seed = {
             seed: seed_summary(
                 {src: scores[seed].get(src, []) for src in sets}, {src: headline[seed].get(src, []) for src in sets}
@@ -350,7 +356,7 @@ class SoulSuite(FidelitySuite):
             "roles": roles_identity(self.roles, self.role_revisions),
             "seeds": self.seeds,
             "sets": sets,
-            "sets_missing": [s for s in SOUL_NAMES if s not in sets],
+            "sets_missing": [s for s in soul_sets() if s not in sets],
             "sets_without_score": {str(k): v for k, v in unscored_sets.items()},
             "rows_per_set": {src: len({i for (_, s, i) in self._records if s == src}) for src in sets},
             "headline": {"name": HEADLINE, **summary["soul_index"]},
@@ -361,7 +367,7 @@ class SoulSuite(FidelitySuite):
             "dropped_seeds": {str(k): v for k, v in dropped.items()},
             "unscored": dict(totals),
             "unscored_by_seed": failures,
-            "published": {m: dict(zip((*SOUL_AXES, "Overall"), v)) for m, v in PUBLISHED.items()},
+            "published": {m: dict(zip((*SOUL_AXIS_ORDER, "Overall"), v)) for m, v in PUBLISHED.items()},
         }
         scalars = {f"soul/{src}": float(v["mean"]) for src, v in summary["datasets"].items() if v["mean"] is not None}
         scalars.update(
@@ -375,11 +381,11 @@ class SoulSuite(FidelitySuite):
 
     def chart(self, report: SuiteReport, path: Path) -> Path | None:
         r = report.results
-        series = {f"seed {s}": [r["per_seed"][s]["axes"][a] for a in SOUL_AXES] for s in r["seeds"]}
-        series["MIMESIS-9B (paper)"] = [r["published"]["MIMESIS-9B"][a] for a in SOUL_AXES]
+        series = {f"seed {s}": [r["per_seed"][s]["axes"][a] for a in SOUL_AXIS_ORDER] for s in r["seeds"]}
+        series["MIMESIS-9B (paper)"] = [r["published"]["MIMESIS-9B"][a] for a in SOUL_AXIS_ORDER]
         return bar_chart(
             path,
-            list(SOUL_AXES),
+            list(SOUL_AXIS_ORDER),
             series,
             ylabel="score (× 100)",
             ylim=(0.0, 100.0),
