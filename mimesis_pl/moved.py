@@ -185,3 +185,14 @@ class MovedModules(importlib.abc.MetaPathFinder):
         if fullname in MOVED:
             raise ModuleNotFoundError(moved_message(fullname), name=fullname)
         return None
+
+
+#: The ``kind:`` spellings issue #38 replaced by ``class_path`` (one idiom for every role), by the kind of mapping
+#: that held them: old kind → the class to name instead. ``checks.build_choice`` and the CLI's config check name
+#: the new spelling when an old config still has ``kind:``.
+RENAMED_KINDS: dict[str, dict[str, str]] = {
+    "chat model": {
+        "openai": "mimesis_pl.llm.ServedChatSettings",
+        "scripted": "mimesis_pl.llm.ScriptedChatSettings",
+    },
+}
