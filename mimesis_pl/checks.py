@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
@@ -55,12 +56,19 @@ def resolve_registered(name: str, registered: Iterable[str], register, *, what: 
     return name
 
 
-def build_choice(value: object, base: type[T], *, key: str, renamed_kinds: Mapping[str, str] | None = None) -> T:
+def build_choice(
+    value: object,
+    base: type[T],
+    *,
+    key: str,
+    renamed_kinds: Mapping[str, str] | None = None,
+    defaults: Mapping[str, object] | None = None,
+) -> T:
     """A ``base`` choice given in YAML the way jsonargparse writes one, for options read from a plain mapping (a
     gym's ``gym_options``): an instance of ``base`` as is, or ``{class_path: X, init_args: {...}}`` where ``X`` is
     ``package.module.Class`` or the bare name of a ``base`` subclass. A ``kind:`` mapping (the spelling before issue
     #38) is a ``ValueError`` naming the ``class_path`` that replaces it (``renamed_kinds``: old kind → class path);
-    anything else is a ``ValueError`` naming ``key``."""
+    anything else is a ``ValueError`` naming ``key``. ``defaults`` go under ``init_args``."""
     if isinstance(value, base):
         return value
     if not isinstance(value, Mapping):
@@ -71,8 +79,15 @@ def build_choice(value: object, base: type[T], *, key: str, renamed_kinds: Mappi
     if "class_path" not in value or extra:
         raise ValueError(f"{key}: expected {{class_path: ..., init_args: {{...}}}}, got keys {sorted(value)}")
     cls = _choice_class(str(value["class_path"]), base, key=key)
+    init_args = dict(value.get("init_args") or {})
+    if dataclasses.is_dataclass(cls):
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(init_args) - known)
+        if unknown:
+            raise ValueError(f"{key}: unknown keys {unknown} for {cls.__name__}; known: {sorted(known)}")
+        defaults = {k: v for k, v in (defaults or {}).items() if k in known}
     try:
-        return cls(**dict(value.get("init_args") or {}))
+        return cls(**{**(defaults or {}), **init_args})
     except TypeError as error:
         raise ValueError(f"{key}: {cls.__name__}: {error}") from None
 

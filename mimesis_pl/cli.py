@@ -63,7 +63,7 @@ def config_file_error(argv: list[str]) -> str | None:
     for path in config_paths(argv):
         try:
             with open(path, encoding="utf-8") as handle:
-                yaml.safe_load(handle)
+                data = yaml.safe_load(handle)
         except OSError:
             continue
         except yaml.YAMLError as err:
@@ -71,7 +71,41 @@ def config_file_error(argv: list[str]) -> str | None:
             where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
             problem = getattr(err, "problem", None) or str(err).splitlines()[0]
             return f"{where}: invalid YAML ({problem})"
+        old = old_kind_error(data)
+        if old is not None:
+            return f"{path}: {old}"
+    return old_kind_error(_flag_values(argv))
+
+
+def old_kind_error(data: object) -> str | None:
+    """The first ``kind:`` choice issue #38 replaced by ``class_path``, with the spelling to write instead."""
+    from .checks import old_kind_message
+    from .moved import old_kind_paths, renamed_kinds_at
+
+    for where, mapping in old_kind_paths(data):
+        return old_kind_message(where, mapping, renamed_kinds_at(where))
     return None
+
+
+def _flag_values(argv: list[str]) -> dict[str, object]:
+    """``--a.b VALUE`` / ``--a.b=VALUE`` flags whose value is a YAML mapping, keyed by the flag's dotted path (a
+    ``--a.b.kind VALUE`` flag as ``{a.b: {kind: VALUE}}``)."""
+    import yaml
+
+    out: dict[str, object] = {}
+    for i, arg in enumerate(argv):
+        if not arg.startswith("--"):
+            continue
+        key, eq, value = arg[2:].partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if key.endswith(".kind"):
+            out[key.removesuffix(".kind")] = {"kind": value}
+        elif value.lstrip().startswith("{"):
+            try:
+                out[key] = yaml.safe_load(value)
+            except yaml.YAMLError:
+                continue
+    return {k: v for k, v in out.items() if isinstance(v, dict)}
 
 
 def main(argv: list[str] | None = None) -> int:

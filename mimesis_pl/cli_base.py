@@ -8,10 +8,16 @@ does without importing the entry point :mod:`mimesis_pl.cli`, which sits above e
 from __future__ import annotations
 
 import lightning.pytorch as pl
+from jsonargparse import set_parsing_settings
 from lightning.pytorch.cli import LightningCLI
 
 from .config_save import RunConfigCallback
 from .lifecycle import RunGuard
+
+# A ``class_path`` mapping inside an ``Any``-typed value (``episode.gym_options``: a TauGym runtime, a SearchGym
+# backend, a gym's judge) stays a mapping, as written: the gym builds it (``checks.build_choice``) and the trial
+# keys hash the options as written (E25). jsonargparse 5's default; 4.x instantiated any class a config named.
+set_parsing_settings(instantiate_subclass_spec_in_any=False)
 
 TRAINER_DEFAULTS = {
     "logger": {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"save_dir": "runs"}},

@@ -195,4 +195,41 @@ RENAMED_KINDS: dict[str, dict[str, str]] = {
         "openai": "mimesis_pl.llm.ServedChatSettings",
         "scripted": "mimesis_pl.llm.ScriptedChatSettings",
     },
+    "tau runtime": {
+        "retail": "mimesis_pl.envs.gyms.tau.RetailRuntimeSettings",
+        "http": "mimesis_pl.envs.gyms.tau.TauHttpRuntimeSettings",
+    },
+    "search backend": {
+        "bm25": "mimesis_pl.envs.gyms.search.BM25SearchSettings",
+        "http": "mimesis_pl.envs.gyms.search.HttpSearchSettings",
+    },
+    "tau-USI runtime": {
+        "scripted_http": "mimesis_pl.eval.simulator.tau_usi.ScriptedHttpRuntimeSettings",
+        "http": "mimesis_pl.eval.simulator.tau_usi.HttpRuntimeSettings",
+    },
 }
+
+
+def renamed_kinds_at(path: str) -> dict[str, str]:
+    """The :data:`RENAMED_KINDS` table for a ``kind:`` mapping found at the dotted config ``path``."""
+    last = path.rsplit(".", 1)[-1]
+    if last == "search":
+        return RENAMED_KINDS.get("search backend", {})
+    if last == "runtime":
+        return RENAMED_KINDS.get("tau runtime" if "TauGym" in path else "tau-USI runtime", {})
+    return RENAMED_KINDS["chat model"]
+
+
+def old_kind_paths(value: object, path: str = "") -> list[tuple[str, dict]]:
+    """Every mapping in a loaded config that still chooses its class with ``kind:`` (not ``class_path``), with its
+    dotted path: the spellings issue #38 replaced."""
+    found: list[tuple[str, dict]] = []
+    if isinstance(value, dict):
+        if "kind" in value and "class_path" not in value and str(value["kind"]) in renamed_kinds_at(path):
+            found.append((path, value))
+        for key, inner in value.items():
+            found += old_kind_paths(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            found += old_kind_paths(inner, f"{path}[{i}]")
+    return found

@@ -41,8 +41,8 @@ def test_a_served_judge_without_url_fails_at_construction(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     built = []
     monkeypatch.setattr("mimesis_pl.modules.base.HFCausalLMModule.configure_model", lambda self: built.append(1))
-    assert main(["fit", "--config", SIM_RL, "--model.init_args.roles.judge.kind=openai"]) == 2
-    assert "judge: kind 'openai' needs url" in capsys.readouterr().err
+    assert main(["fit", "--config", SIM_RL, "--model.init_args.roles.judge=ServedChatSettings"]) == 2
+    assert "judge: ServedChatSettings needs url" in capsys.readouterr().err
     assert built == []  # before any weights load
 
 

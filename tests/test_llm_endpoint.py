@@ -9,16 +9,22 @@ from pathlib import Path
 import pytest
 
 from mimesis_pl.csd import OpenAICoach
-from mimesis_pl.envs.gyms.search.backends import HttpSearchBackend, SearchSettings
+from mimesis_pl.envs.gyms.search.backends import HttpSearchBackend, HttpSearchSettings
 from mimesis_pl.envs.gyms.tau.tool_runtime import HttpToolRuntime
 from mimesis_pl.eval.episodes import OpenAIChatEpisodeRunner
 from mimesis_pl.eval.replay import OpenAIChatAgent
 from mimesis_pl.eval.simulator.chat_engine import ChatCompletionsEngineSettings
-from mimesis_pl.eval.simulator.models import ChatModelSettings
-from mimesis_pl.llm import ChatCompletionsClient, Endpoint, api_key, http_url, openai_sdk_client
+from mimesis_pl.llm import (
+    ChatCompletionsClient,
+    Endpoint,
+    ServedChatSettings,
+    api_key,
+    http_url,
+    openai_sdk_client,
+    reference_role,
+)
 from mimesis_pl.rollout.engines import OpenAIEngine
 from mimesis_pl.rollout.services import OpenAIUserSettings, SimulatorServices
-from mimesis_pl.tasks.clients import EndpointSettings
 from mimesis_pl.users import OpenAIUser
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mimesis_pl"
@@ -49,12 +55,12 @@ def test_endpoint_route_and_url_check():
     "settings, url, expected",
     [
         (
-            EndpointSettings(kind="openai", url="http://j/v1", model="judge", api_key_env="K", timeout_s=7.0),
+            reference_role(ServedChatSettings, url="http://j/v1", model="judge", api_key_env="K", timeout_s=7.0),
             "http://j/v1",
             Endpoint("http://j/v1", "judge", "K", timeout_s=7.0, max_retries=5, retry_backoff_s=1.0),
         ),
         (
-            ChatModelSettings(kind="openai", model="sim", base_url="http://s/v1", max_retries=4),
+            ServedChatSettings(model="sim", base_url="http://s/v1", max_retries=4),
             "http://s/v1",
             Endpoint("http://s/v1", "sim", None, timeout_s=120.0, max_retries=4, retry_backoff_s=0.5),
         ),
@@ -64,7 +70,7 @@ def test_endpoint_route_and_url_check():
             Endpoint("http://c/v1", "soul", "S", timeout_s=300.0, max_retries=9, retry_backoff_s=1.0),
         ),
         (
-            SearchSettings(kind="http", url="http://q/search", timeout_s=3.0, max_retries=1),
+            HttpSearchSettings(url="http://q/search", timeout_s=3.0, max_retries=1),
             "http://q/search",
             Endpoint("http://q/search", "", None, timeout_s=3.0, max_retries=1, retry_backoff_s=0.5),
         ),
@@ -76,13 +82,13 @@ def test_each_role_settings_map_onto_the_one_endpoint(settings, url, expected):
 
 
 def test_role_settings_give_their_endpoint():
-    judge = EndpointSettings(kind="openai", url="http://j/v1", model="judge")
+    judge = reference_role(ServedChatSettings, url="http://j/v1", model="judge")
     assert judge.endpoint("judge") == Endpoint(
         "http://j/v1", "judge", timeout_s=300.0, max_retries=5, retry_backoff_s=1
     )
-    with pytest.raises(ValueError, match="partner: kind 'openai' needs url"):
-        EndpointSettings(kind="openai").endpoint("partner")
-    assert ChatModelSettings(kind="openai", base_url="http://s/v1").endpoint().url == "http://s/v1"
+    with pytest.raises(ValueError, match="partner: ServedChatSettings needs url"):
+        reference_role(ServedChatSettings).endpoint("partner")
+    assert ServedChatSettings(base_url="http://s/v1").endpoint().url == "http://s/v1"
 
 
 def test_served_clients_post_where_their_endpoint_says():
@@ -98,7 +104,7 @@ def test_served_clients_post_where_their_endpoint_says():
         "http://u/v1",
     )
     assert OpenAICoach("http://c:1", "coach")._client.url == "http://c:1/v1/chat/completions"
-    search = HttpSearchBackend(SearchSettings(kind="http", url="http://q/search"))
+    search = HttpSearchBackend(HttpSearchSettings(url="http://q/search"))
     assert search._client.url == "http://q/search"
     runtime = HttpToolRuntime("http://t:5/", timeout_s=4.0, max_retries=1)
     assert {route: c.url for route, c in runtime._clients.items()} == {

@@ -81,7 +81,8 @@ def run_suites(simulator: Path, tmp_path: Path) -> None:
     ]
     assert main(["test", *soul]) == 0
     with start_in_background(ServeSettings(model_dir=str(simulator), port=0, device="cpu")) as server:
-        served = f"{{kind: openai, url: {server.url}, model: {server.model_name}, max_tokens: 64, temperature: 0.7}}"
+        fields = f"url: {server.url}, model: {server.model_name}, max_tokens: 64, temperature: 0.7"
+        served = f"{{class_path: mimesis_pl.llm.ServedChatSettings, init_args: {{{fields}}}}}"
         for suite in ("realusersim", "tau_usi", "turing"):
             args = [
                 "--config",

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from mimesis_pl.eval.io import append_line_durable, write_json_atomic
-from mimesis_pl.llm import ChatCompletionsClient, ChatModelSettings
+from mimesis_pl.llm import ChatCompletionsClient, ServedChatSettings
 from mimesis_pl.llm.secrets import REMOVED, redact_secrets, remember_secret
 
 KEY = "sk-test-9f8e7d6c5b4a"
@@ -51,7 +51,7 @@ def test_redaction_replaces_every_remembered_key_and_leaves_short_values():
 
 def test_a_key_echoed_by_a_server_is_in_no_error_file_or_log(echo_url, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("ECHO_KEY", KEY)
-    settings = ChatModelSettings(kind="openai", base_url=echo_url, model="m", api_key_env="ECHO_KEY", max_retries=0)
+    settings = ServedChatSettings(base_url=echo_url, model="m", api_key_env="ECHO_KEY", max_retries=0)
 
     class Down(Exception):
         pass

@@ -4,7 +4,9 @@
 stopped accepting (users, coaches and engines are chosen by ``class_path``). This reads what a user copies
 from — the comments of ``bin/*.sh``, every ``configs/**/*.yaml`` (comments included) and the README's code
 blocks — and fails on a key the settings classes reject: ``kind`` under ``users`` / ``coach`` / ``engine``,
-or a dotted key (``users.kind``, ``rollout.users.init_args.NAME`` …) that is no field of any class there.
+or a dotted key (``users.kind``, ``rollout.users.init_args.NAME`` …) that is no field of any class there, and
+any ``kind: openai|scripted|retail|http|bm25|scripted_http`` (chat-model roles, the tau runtimes and the search
+backend are chosen by ``class_path`` too since issue #38).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ DOTTED = re.compile(
 # `users: {kind: openai}` (flow) or `users:` followed by a more indented `kind:` (block).
 FLOW_KIND = re.compile(r"\b(users|coach|engine):\s*\{[^}]*\bkind\s*:")
 BLOCK = re.compile(r"^(\s*)(?:#\s*)?(users|coach|engine):\s*(?:#.*)?$")
+# a role, runtime or backend still chosen by the `kind:` spellings issue #38 replaced
+OLD_KIND = re.compile(r"(?<![\w-])kind\s*:\s*[\"']?(openai|scripted|retail|http|bm25|scripted_http)\b")
 
 
 def _shipped_texts() -> list[tuple[str, str]]:
@@ -69,6 +73,7 @@ def stale_keys(text: str) -> list[str]:
             name = key.removeprefix("init_args.")
             if name not in WRAPPER_KEYS | ALLOWED[section]:
                 found.append(f"{section}.{key} in {line.strip()!r}")
+        found += [f"kind: {kind} in {line.strip()!r}" for kind in OLD_KIND.findall(line)]
         for section in FLOW_KIND.findall(line):
             found.append(f"{section}: {{kind: …}} in {line.strip()!r}")
         block = BLOCK.match(line)
@@ -97,7 +102,10 @@ def test_the_check_catches_the_old_syntax():
     assert not stale_keys("users: {class_path: mimesis_pl.rollout.OpenAIUserSettings, init_args: {model: sim}}")
     assert not stale_keys("rollout.users.init_args.upstream_url: http://127.0.0.1:8000/v1")
     assert not stale_keys("from mimesis_pl.users.openai import OpenAIUser; self.engine.generate(ids)")
-    assert not stale_keys("roles: {judge: {kind: openai, url: http://HOST:8000/v1}}")  # ChatModel roles take kind
+    assert stale_keys("roles: {judge: {kind: openai, url: http://HOST:8000/v1}}")  # class_path since issue #38
+    assert stale_keys("  search: {kind: bm25, corpus_path: c.jsonl}")
+    assert not stale_keys("judge: {class_path: mimesis_pl.llm.ServedChatSettings, init_args: {url: http://h/v1}}")
+    assert not stale_keys("python -m mimesis_pl.envs.gyms.tau --kind tau_bench")
 
 
 @pytest.mark.parametrize(("where", "text"), _shipped_texts(), ids=lambda v: v if "/" in v or "README" in v else "")

@@ -17,7 +17,8 @@ PATH_KEY_PARTS = ("path", "_file", "_files", "_dir", "corpus")
 
 
 def is_path_key(key: str) -> bool:
-    return any(part in key.lower() for part in PATH_KEY_PARTS)
+    """Whether an option's value names a file or folder (not ``class_path``: a class, issue #38)."""
+    return key != "class_path" and any(part in key.lower() for part in PATH_KEY_PARTS)
 
 
 def named_paths(options: Any, where: str) -> Iterator[tuple[str, str]]:

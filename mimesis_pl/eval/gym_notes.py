@@ -100,9 +100,9 @@ def search_note(options: Mapping[str, Any]) -> str:
 
 
 def tau_note(options: Mapping[str, Any]) -> str:
-    runtime = options.get("runtime") or {}
-    kind = runtime.get("kind", "retail") if isinstance(runtime, Mapping) else getattr(runtime, "kind", "retail")
-    if kind == "http":
+    from mimesis_pl.envs.gyms.tau.gym import runtime_settings
+
+    if runtime_settings(options.get("runtime")).served:
         return _verdict(
             "TauGym graded by tau-bench's reward rule behind the HTTP runtime",
             [],

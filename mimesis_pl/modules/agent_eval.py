@@ -42,7 +42,7 @@ from ..rollout.services import ScriptedHTTPUserSettings, SimulatorServices, User
 from ..rollout.settings import EpisodeSettings
 
 log = logging.getLogger(__name__)
-DEFAULT_USERS, DEFAULT_EPISODE, DEFAULT_RETRY = ScriptedHTTPUserSettings(), EpisodeSettings(), RetrySettings()
+DEFAULT_EPISODE, DEFAULT_RETRY = EpisodeSettings(), RetrySettings()
 
 
 class _EvalModule(pl.LightningModule):
@@ -123,7 +123,7 @@ class AgentEvalModule(_EvalModule):
     def __init__(
         self,
         agent: AgentSettings,
-        users: UserSimSettings = DEFAULT_USERS,
+        users: UserSimSettings | None = None,
         episode: EpisodeSettings = DEFAULT_EPISODE,
         n_trials: int = 4,
         ks: list[int] | None = None,
@@ -139,7 +139,8 @@ class AgentEvalModule(_EvalModule):
         ks = [1] if ks is None else list(ks)
         if not ks or any(k < 1 or k > n_trials for k in ks):
             raise ValueError(f"every k of ks must be in 1..n_trials={n_trials}, got {ks}")
-        self.users = users
+        # built here, not as the default: jsonargparse would carry a default instance's fields into another class
+        self.users = users if users is not None else ScriptedHTTPUserSettings()
         self.n_trials, self.ks, self.episode = n_trials, sorted(set(ks)), episode
         self.max_concurrency, self.retry = max_concurrency, retry
         self.cache_dir, self.simulator_name = cache_dir, simulator_name

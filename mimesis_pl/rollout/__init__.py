@@ -11,6 +11,7 @@ from .coaching import (
 from .experience import Experience, build_experience
 from .loop import MultiTurnRollout
 from .services import (
+    BuiltUsers,
     CheckpointUserSettings,
     OpenAIUserSettings,
     ScriptedHTTPUserSettings,
@@ -24,6 +25,7 @@ from .trajectory import Trajectory, collate_trajectories
 
 __all__ = [
     "AdvantageSettings",
+    "BuiltUsers",
     "CheckpointCoachSettings",
     "CheckpointUserSettings",
     "CoachStage",

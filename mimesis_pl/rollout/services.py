@@ -1,7 +1,9 @@
 """The simulated-user side of an RL job or an evaluation: which user simulator, and the privileged shim
 in front of it.
 
-Three set-ups, chosen in YAML by ``class_path`` (``users:``):
+Chosen in YAML by ``class_path`` (``users:``); each choice is a :class:`UserSimSettings` subclass whose
+:meth:`~UserSimSettings.build` starts what it needs and returns :class:`BuiltUsers` (the users the episodes talk
+to, the servers to stop, the shim's URL). The built-in ones:
 
 - :class:`ScriptedUserSettings`: the offline scripted user, in process (no HTTP; fastest, for unit tests);
 - :class:`ScriptedHTTPUserSettings`: the scripted user served as an OpenAI-compatible endpoint on loopback,
@@ -10,14 +12,17 @@ Three set-ups, chosen in YAML by ``class_path`` (``users:``):
   starts a shim in front of it (``shim: true``) or uses a running one (``shim_url``);
 - :class:`CheckpointUserSettings`: a trained simulator folder, served by the job itself on loopback behind the shim.
 
-:class:`SimulatorServices` starts what the settings ask for and stops it again (the owner — the rollout
-stage or the evaluation module — calls ``start`` in its setup and ``stop`` in its teardown).
+A subclass from outside the package (``users: {class_path: my_pkg.users.MyUserSettings}``) is used the same way
+(docs/extending.md). :class:`SimulatorServices` calls ``build`` in ``start`` and stops the servers in ``stop`` (the
+owner — the rollout stage or the evaluation module — calls ``start`` in its setup and ``stop`` in its teardown).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -29,10 +34,37 @@ from ..users.scripted_server import start_scripted_server
 from .local_models import LocalModelSettings, acquire_model_server
 
 
+@dataclass
+class BuiltUsers:
+    """What :meth:`UserSimSettings.build` started: the users the episodes talk to and what serves them.
+
+    Args:
+        users: the user provider handed to the episode manager: ``for_episode(episode_id, base_url)`` returns a
+            user with ``async reply(messages, *, episode_id) -> UserReply`` and ``async aclose()``
+            (:class:`mimesis_pl.envs.user_protocol.UserProvider`); ``base_url`` is the episode's shim endpoint,
+            ``None`` without a shim.
+        servers: what was started for them (each with ``stop()``), stopped last first when the job ends.
+        shim_url: the privileged shim in front of the simulator; ``None``: no shim, the users' private reasoning
+            stays in process (in the episode record, where a coach reads it).
+        upstream_url: the simulator's own endpoint (``None``: in process, or reached only through ``shim_url``).
+        model_name: the served name the users ask for, when the job named it (a checkpoint it serves itself).
+        description: the users in words, for error messages.
+    """
+
+    users: Any
+    servers: list[Any] = field(default_factory=list)
+    shim_url: str | None = None
+    upstream_url: str | None = None
+    model_name: str | None = None
+    description: str = "the user simulator"
+
+
 class UserSimSettings:
     """Base of the user-simulator choices (``class_path`` in YAML).
 
-    ``kind`` and ``model`` name the simulator in evaluation cache keys (``"{kind}:{model}"``).
+    A subclass (a dataclass: its fields are its YAML ``init_args`` and join evaluation cache keys) sets ``kind``
+    and implements :meth:`build`. ``kind`` and ``model`` name the simulator in evaluation cache keys
+    (``"{kind}:{model}"``); a ``shim_token_env`` field names the variable holding its shim's bearer token.
     """
 
     kind: ClassVar[str] = ""
@@ -41,6 +73,10 @@ class UserSimSettings:
     def label(self) -> str:
         """The simulator's name in evaluation cache keys."""
         return f"{self.kind}:{getattr(self, 'model', '')}"
+
+    def build(self) -> BuiltUsers:
+        """Start what these users need (servers, a shim) and return them with it; called once per job."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement build()")
 
 
 @dataclass
@@ -54,6 +90,9 @@ class ScriptedUserSettings(UserSimSettings):
     model: str = "scripted-user"
 
     kind: ClassVar[str] = "scripted"
+
+    def build(self) -> BuiltUsers:
+        return BuiltUsers(ScriptedUser(), description="the in-process scripted user")
 
 
 @dataclass
@@ -77,6 +116,16 @@ class ScriptedHTTPUserSettings(UserSimSettings):
     timeout_s: float = 120.0
 
     kind: ClassVar[str] = "scripted_http"
+
+    def build(self) -> BuiltUsers:
+        servers: list[Any] = []
+        with _stopped_on_error(servers):
+            upstream = _start(servers, _ScriptedUserServer(), "mimesis-scripted-user")
+            return _http_users(self, servers, upstream)
+
+    def reply_options(self, shim_url: str | None) -> dict[str, Any]:
+        """How :class:`~mimesis_pl.users.OpenAIUser` reads the scripted server's replies (never pre-filled)."""
+        return {"reasoning_prefilled": False}
 
 
 @dataclass
@@ -119,6 +168,17 @@ class ServedUserSettings(UserSimSettings):
         """Whether replies start inside reasoning (``reasoning_prefilled``, else ``enable_thinking``)."""
         return self.reasoning_prefilled if self.reasoning_prefilled is not None else self.enable_thinking is True
 
+    def reply_options(self, shim_url: str | None) -> dict[str, Any]:
+        """What :class:`~mimesis_pl.users.OpenAIUser` sends and how it reads the replies."""
+        return {
+            "strip_prose_reasoning": self.strip_prose_reasoning,
+            "extra_body": self.extra_body,
+            "enable_thinking": self.enable_thinking,
+            # The shim splits a pre-filled reply itself and hands back only public text (A75).
+            "reasoning_prefilled": False if shim_url else self.prefilled,
+            "seed": self.seed,
+        }
+
 
 @dataclass
 class OpenAIUserSettings(ServedUserSettings):
@@ -142,6 +202,11 @@ class OpenAIUserSettings(ServedUserSettings):
     def __post_init__(self) -> None:
         if not (self.upstream_url or self.shim_url):
             raise ValueError("users (OpenAIUserSettings) needs upstream_url (a served simulator) or shim_url")
+
+    def build(self) -> BuiltUsers:
+        servers: list[Any] = []
+        with _stopped_on_error(servers):
+            return _http_users(self, servers, self.upstream_url, api_key_env=self.api_key_env)
 
 
 @dataclass
@@ -183,6 +248,14 @@ class CheckpointUserSettings(ServedUserSettings):
     def server_settings(self) -> LocalModelSettings:
         return LocalModelSettings.of(self)
 
+    def build(self) -> BuiltUsers:
+        servers: list[Any] = []
+        with _stopped_on_error(servers):
+            lease = acquire_model_server(self.server_settings())
+            servers.append(lease)
+            where = f" (served in this job from {self.model_dir})"
+            return _http_users(self, servers, lease.url, model_name=lease.model_name, where=where)
+
     @property
     def label(self) -> str:
         """The simulator's name and the content hash of its weights (evaluation caches key on it)."""
@@ -208,8 +281,71 @@ class _ScriptedUserServer:
             self._runner = None
 
 
+@contextmanager
+def _stopped_on_error(servers: list[Any]) -> Iterator[list[Any]]:
+    """Stops (last first) the servers a failing ``build`` had started before it failed."""
+    try:
+        yield servers
+    except BaseException:
+        while servers:
+            servers.pop().stop()
+        raise
+
+
+def _start(servers: list[Any], server: Any, name: str) -> str:
+    thread = ServerThread(server, name=name)
+    url = thread.start()
+    servers.append(thread)
+    return url
+
+
+def _shim(s: Any, servers: list[Any], upstream: str | None, api_key_env: str | None) -> str | None:
+    """The shim's URL: a running one (``shim_url``), one started in front of ``upstream`` (``shim: true``), or
+    ``None``."""
+    if getattr(s, "shim_url", None) is not None:
+        return s.shim_url
+    if not s.shim:
+        return None
+    upstream_key = api_key(api_key_env, where="users.api_key_env")
+    shim = PrivilegedShim(
+        upstream,
+        token=api_key(s.shim_token_env, where="users.shim_token_env"),
+        upstream_api_key=upstream_key,
+        reasoning_prefilled=getattr(s, "reasoning_prefilled", None),
+    )
+    return _start(servers, shim, "mimesis-user-shim")
+
+
+def _http_users(
+    s: Any,
+    servers: list[Any],
+    upstream: str | None,
+    *,
+    api_key_env: str | None = None,
+    model_name: str | None = None,
+    where: str = "",
+) -> BuiltUsers:
+    """OpenAI-protocol users of the simulator at ``upstream``, behind the shim ``s`` asks for (started into
+    ``servers``). ``api_key_env``: the simulator's key (sent by the shim, or by the users when there is none)."""
+    shim_url = _shim(s, servers, upstream, api_key_env)
+    users = OpenAIUser(
+        base_url=_v1(shim_url or upstream),
+        model=model_name or s.model,
+        # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
+        api_key_env=s.shim_token_env if shim_url else api_key_env,
+        temperature=s.temperature,
+        max_tokens=s.max_tokens,
+        timeout_s=s.timeout_s,
+        **s.reply_options(shim_url),
+    )
+    name = model_name or getattr(s, "model", None)
+    description = f"the user simulator {name!r} at {upstream or shim_url}{where}"
+    description += f" behind the shim at {shim_url}" if shim_url else ""
+    return BuiltUsers(users, servers, shim_url, upstream, model_name, description)
+
+
 class SimulatorServices:
-    """Starts (and stops) what a :class:`UserSimSettings` asks for; hands out users and the shim URL."""
+    """Starts (and stops) what a :class:`UserSimSettings` builds; hands out users and the shim URL."""
 
     def __init__(self, settings: UserSimSettings) -> None:
         if not isinstance(settings, UserSimSettings):
@@ -218,10 +354,20 @@ class SimulatorServices:
                 f"OpenAIUserSettings), got {type(settings).__name__}"
             )
         self.settings = settings
-        self._threads: list[ServerThread] = []
-        self.shim_url: str | None = None
-        self.upstream_url: str | None = None
-        self.model_name: str | None = None  # the in-job server's name for a checkpoint
+        self.built: BuiltUsers | None = None
+
+    @property
+    def shim_url(self) -> str | None:
+        return self.built.shim_url if self.built is not None else None
+
+    @property
+    def upstream_url(self) -> str | None:
+        return self.built.upstream_url if self.built is not None else None
+
+    @property
+    def model_name(self) -> str | None:
+        """The in-job server's name for a checkpoint."""
+        return self.built.model_name if self.built is not None else None
 
     @property
     def shim_token(self) -> str | None:
@@ -229,76 +375,26 @@ class SimulatorServices:
         return api_key(getattr(self.settings, "shim_token_env", None), where="users.shim_token_env")
 
     def start(self) -> SimulatorServices:
-        s = self.settings
-        if isinstance(s, ScriptedUserSettings):
-            return self
-        api_key_env = None
-        if isinstance(s, ScriptedHTTPUserSettings):
-            upstream = self._start(_ScriptedUserServer(), "mimesis-scripted-user")
-        elif isinstance(s, CheckpointUserSettings):
-            lease = acquire_model_server(s.server_settings())
-            self._threads.append(lease)
-            upstream, self.model_name = lease.url, lease.model_name
-        else:
-            upstream, api_key_env = s.upstream_url, s.api_key_env
-        self.upstream_url = upstream
-        if getattr(s, "shim_url", None) is not None:
-            self.shim_url = s.shim_url
-        elif s.shim:
-            upstream_key = api_key(api_key_env, where="users.api_key_env")
-            shim = PrivilegedShim(
-                upstream,
-                token=self.shim_token,
-                upstream_api_key=upstream_key,
-                reasoning_prefilled=getattr(s, "reasoning_prefilled", None),
-            )
-            self.shim_url = self._start(shim, "mimesis-user-shim")
+        built = self.settings.build()
+        if not isinstance(built, BuiltUsers):
+            raise TypeError(f"{type(self.settings).__name__}.build() returned {type(built).__name__}, not BuiltUsers")
+        self.built = built
         return self
 
     def describe(self) -> str:
         """The users' endpoints in words, for error messages (e.g. ``the user simulator 'sim' at URL (shim URL)``)."""
-        s = self.settings
-        if isinstance(s, ScriptedUserSettings):
-            return "the in-process scripted user"
-        name = self.model_name or getattr(s, "model", None)
-        where = f"the user simulator {name!r} at {self.upstream_url or self.shim_url}"
-        if isinstance(s, CheckpointUserSettings):
-            where += f" (served in this job from {s.model_dir})"
-        return where + (f" behind the shim at {self.shim_url}" if self.shim_url else "")
-
-    def _start(self, server: Any, name: str) -> str:
-        thread = ServerThread(server, name=name)
-        url = thread.start()
-        self._threads.append(thread)
-        return url
+        return self.built.description if self.built is not None else "the user simulator"
 
     def users(self):
         """The UserProvider for the EnvironmentManager."""
-        s = self.settings
-        if isinstance(s, ScriptedUserSettings):
-            return ScriptedUser()
-        base = self.shim_url or self.upstream_url
-        # Through a shim the user authenticates to the shim; the shim holds the upstream's key.
-        key_env = s.shim_token_env if self.shim_url else getattr(s, "api_key_env", None)
-        served = isinstance(s, ServedUserSettings)
-        return OpenAIUser(
-            base_url=_v1(base),
-            model=self.model_name or s.model,
-            api_key_env=key_env,
-            temperature=s.temperature,
-            max_tokens=s.max_tokens,
-            timeout_s=s.timeout_s,
-            strip_prose_reasoning=served and s.strip_prose_reasoning,
-            extra_body=s.extra_body if served else None,
-            enable_thinking=s.enable_thinking if served else None,
-            # The shim splits a pre-filled reply itself and hands back only public text (A75).
-            reasoning_prefilled=False if self.shim_url or not served else s.prefilled,
-            seed=s.seed if served else None,
-        )
+        if self.built is None:
+            raise RuntimeError("SimulatorServices.users(): call start() first")
+        return self.built.users
 
     def stop(self) -> None:
-        while self._threads:
-            self._threads.pop().stop()
+        servers = self.built.servers if self.built is not None else []
+        while servers:
+            servers.pop().stop()
 
 
 def _v1(url: str) -> str:

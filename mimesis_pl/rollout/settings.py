@@ -21,6 +21,21 @@ from .services import ScriptedHTTPUserSettings, UserSimSettings
 log = logging.getLogger(__name__)
 
 
+def plain_options(value: Any) -> Any:
+    """``gym_options`` as plain mappings and lists: jsonargparse hands a ``class_path`` mapping (a TauGym runtime, a
+    SearchGym backend, a judge) over as a ``Namespace``; the gym builds the class itself (``checks.build_choice``)
+    and trial keys hash the options as written."""
+    from jsonargparse import Namespace
+
+    if isinstance(value, Namespace):
+        return plain_options(value.as_dict())
+    if isinstance(value, dict):
+        return {key: plain_options(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [plain_options(inner) for inner in value]
+    return value
+
+
 @dataclass
 class EpisodeSettings:
     """How one episode runs against a gym (training rollouts, RL validation and agent evaluation alike).
@@ -37,7 +52,9 @@ class EpisodeSettings:
     """
 
     max_turns: int = 16
-    gym_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # ``dict`` values, not ``dict[str, Any]``: jsonargparse fills a class's defaults into a ``class_path`` mapping
+    # it finds under ``Any`` (a gym judge would lose the reference judge's defaults: D32); under ``dict`` it does not.
+    gym_options: dict[str, dict] = field(default_factory=dict)
     step_timeout_s: float = 300.0
     show_reward: bool = False
     gyms: list[str] = field(default_factory=list)
@@ -53,6 +70,7 @@ class EpisodeSettings:
             raise ValueError(f"episode.step_timeout_s must be > 0, got {self.step_timeout_s}")
         from ..envs.option_checks import check_gym_options
 
+        self.gym_options = plain_options(self.gym_options)
         check_gym_options(self.gym_options)  # gyms, judges, keys, files: before the first episode (E28)
 
     def manager(self, users: Any, shim_url: str | None, shim_token: str | None = None) -> Any:
@@ -137,15 +155,22 @@ class RolloutSettings(SamplingSettings):
     sampling and pipeline fields are :class:`SamplingSettings`'.
 
     Args:
-        users: the simulated users (``class_path``): scripted over HTTP behind the real shim (default),
-            scripted in process, or a served simulator behind the shim.
+        users: the simulated users (``class_path``): scripted over HTTP behind the real shim (``None``, the
+            default), scripted in process, or a served simulator behind the shim.
         episode: turns, gym options, step deadline, reward display.
         enable_thinking: the chat template's ``enable_thinking`` (``None``: the template's default).
     """
 
-    users: UserSimSettings = field(default_factory=ScriptedHTTPUserSettings)
+    users: UserSimSettings | None = None
     episode: EpisodeSettings = field(default_factory=EpisodeSettings)
     enable_thinking: bool | None = None
+
+    @property
+    def user_settings(self) -> UserSimSettings:
+        """``users``, or (``None``) the scripted user over HTTP behind the real shim. The default is not the field's:
+        jsonargparse carries a default instance's same-named fields into another ``class_path`` (a checkpoint user
+        would sample at the scripted one's temperature 0.0)."""
+        return self.users if self.users is not None else ScriptedHTTPUserSettings()
 
     @property
     def template_kwargs(self) -> dict[str, Any]:

@@ -73,7 +73,7 @@ class RolloutStage(EngineStage):
         if self.services is not None:
             return
         s = self.settings
-        self.services = SimulatorServices(s.users).start()
+        self.services = SimulatorServices(s.user_settings).start()
         self._users = TimedUsers(self.services.users())
         self._manager = s.episode.manager(self._users, self.services.shim_url, self.services.shim_token)
         if s.max_staleness >= 1:

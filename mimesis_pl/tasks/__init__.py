@@ -5,13 +5,12 @@ returns a :class:`TaskResult`. Task modules are imported lazily by the registry.
 """
 
 from .base import UNSCORED, PartnerUnavailable, RowError, TaskContext, TaskResult, parse_row
-from .clients import EndpointSettings, RoleSettings
+from .clients import RoleSettings
 from .registry import UnknownTaskError, get_task, known_data_sources
 from .think_format import check_think_format, gated_reward, split_think_strict
 
 __all__ = [
     "UNSCORED",
-    "EndpointSettings",
     "PartnerUnavailable",
     "RoleSettings",
     "RowError",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ..llm import ChatCompletionsClient, ChatModelSettings, RetryableError, reference_role
+from ..llm.replies import reply_json_object
 
 V = TypeVar("V")
 Messages = Sequence[Mapping[str, str]]
@@ -33,12 +34,6 @@ KEEP_REQUESTS = 512
 
 def request_log() -> deque[list[dict[str, str]]]:
     return deque(maxlen=KEEP_REQUESTS)
-
-
-def EndpointSettings(**fields: Any) -> ChatModelSettings:  # noqa: N802 — the old class name, kept callable
-    """The former simulator-RL role settings class: now :func:`~mimesis_pl.llm.reference_role`, a
-    :class:`~mimesis_pl.llm.ChatModelSettings` on the reference's judge defaults (docs/decisions.md D16)."""
-    return reference_role(**fields)
 
 
 @dataclass
@@ -61,9 +56,6 @@ class ChatModel(Protocol):
 
 # -- verdict parsing (pure) --------------------------------------------------------------------
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-
-
 #: The range of a verdict's float field unless its schema declares another in ``SCORE_RANGES``.
 UNIT_RANGE = (0.0, 1.0)
 
@@ -80,37 +72,6 @@ class VerdictInvalid(ValueError):
 
 def _kind(f: dataclasses.Field) -> str:
     return f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-
-
-_STRING_LITERAL = re.compile(r'"([^"\\]*(\\.[^"\\]*)*)"')
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    """The reply's JSON object as the reference's ``_parse_json_inner`` finds it (S86): the whole reply (a code
-    fence aside; raw newlines inside strings escaped), else the largest object decoded anywhere in it, so prose
-    around the JSON is skipped."""
-    body = _STRING_LITERAL.sub(lambda m: m.group().replace("\n", "\\n"), _FENCE.sub(r"\1", text.strip()))
-    try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, TypeError):
-        data = None
-    if isinstance(data, dict):
-        return data
-    if data is not None:  # valid JSON, but not an object: the reference rejects it too
-        raise VerdictInvalid(f"reply is a JSON {type(data).__name__}, not an object")
-    found: list[dict[str, Any]] = []
-    decoder, start = json.JSONDecoder(), body.find("{")
-    while start != -1:
-        try:
-            obj, _ = decoder.raw_decode(body[start:])
-        except json.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict):
-            found.append(obj)
-        start = body.find("{", start + 1)
-    if not found:
-        raise VerdictInvalid("reply is not JSON and holds no JSON object")
-    return max(found, key=lambda o: len(json.dumps(o)))
 
 
 def _key(name: str) -> str:
@@ -151,7 +112,7 @@ def read_verdict(text: str, schema: type[V]) -> V:
     booleans) inside their :func:`score_range` (out of range is a judge failure, never clamped: docs/decisions.md
     S60) and ``bool`` fields take booleans (or the strings ``"true"``/``"false"``). Extra keys are ignored.
     """
-    data = _json_object(text)
+    data = reply_json_object(text, read="largest", error=VerdictInvalid)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(schema):  # type: ignore[arg-type]
         raw = _field_value(data, f.name)
@@ -371,6 +332,6 @@ class ScriptedPartner:
 
 
 def build_judge(settings: ChatModelSettings) -> Judge:
-    if settings.kind == "openai":
+    if settings.served:
         return OpenAIJudge(settings, "judge")
     return ScriptedJudge(settings.failure_rate)

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 def build_partner(settings: ChatModelSettings, role: str = "partner") -> Any:
-    if settings.kind == "openai":
+    if settings.served:
         return OpenAIChatModel(settings, role)
     return ScriptedPartner()
 

@@ -20,7 +20,8 @@ class ServedJudge:
 
     def settings(self, **extra) -> dict:
         """The gym option ``judge:`` as YAML would give it."""
-        return {"kind": "openai", "url": self.url, "model": "judge-x", "max_retries": 2, "retry_backoff_s": 0.0} | extra
+        fields = {"url": self.url, "model": "judge-x", "max_retries": 2, "retry_backoff_s": 0.0} | extra
+        return {"class_path": "ServedChatSettings", "init_args": fields}
 
     def texts(self) -> list[str]:
         """Every request as one text (system + user messages)."""

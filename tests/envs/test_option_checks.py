@@ -9,34 +9,47 @@ from mimesis_pl.cli import main
 
 from ..conftest import REPO
 
-JUDGE = 'kind: openai, url: "http://127.0.0.1:9/v1", model: j'
+JUDGE = 'url: "http://127.0.0.1:9/v1", model: j'
 CASES = {
     "missing Search corpus": (
-        "{SearchGym: {search: {kind: bm25, corpus_path: nowhere/corpus.jsonl}}}",
-        "episode.gym_options.SearchGym.search.corpus_path: nowhere/corpus.jsonl does not exist",
+        "{SearchGym: {search: {class_path: BM25SearchSettings, init_args: {corpus_path: nowhere/corpus.jsonl}}}}",
+        "episode.gym_options.SearchGym.search.init_args.corpus_path: nowhere/corpus.jsonl does not exist",
+    ),
+    "old Search kind": (
+        "{SearchGym: {search: {kind: bm25, corpus_path: assets/data/gyms/offline/search_corpus.jsonl}}}",
+        "SearchGym.search: 'kind: bm25' was replaced by a class_path; write ",
+    ),
+    "old Tau runtime kind": (
+        "{TauGym: {runtime: {kind: http, url: http://127.0.0.1:8300}}}",
+        "TauGym.runtime: 'kind: http' was replaced by a class_path; write ",
+    ),
+    "non-http Tau runtime address": (
+        "{TauGym: {runtime: {class_path: TauHttpRuntimeSettings, init_args: {url: 127.0.0.1:8300}}}}",
+        "episode.gym_options.TauGym: gym_options.TauGym.runtime: TauHttpRuntimeSettings needs url: http(s)://",
     ),
     "bad Travel scenario file": (
         "{TravelGym: {scenarios_path: BAD}}",
         "episode.gym_options.TravelGym: BAD: scenario 'x': 'dimensions' must list aspects",
     ),
     "non-http judge address": (
-        '{TurtleGym: {judge: {kind: openai, url: "127.0.0.1:8001/v1", model: j}}}',
-        "episode.gym_options.TurtleGym: judge: kind 'openai' needs url: http(s)://HOST/v1",
+        '{TurtleGym: {judge: {class_path: ServedChatSettings, init_args: {url: "127.0.0.1:8001/v1", model: j}}}}',
+        "episode.gym_options.TurtleGym.judge: ServedChatSettings needs url: http(s)://HOST/v1",
     ),
     "misspelt judge key": (
-        f"{{TurtleGym: {{judge: {{{JUDGE}, temprature: 0}}}}}}",
-        "episode.gym_options.TurtleGym: judge has unknown keys ['temprature']",
+        f"{{TurtleGym: {{judge: {{class_path: ServedChatSettings, init_args: {{{JUDGE}, temprature: 0}}}}}}}}",
+        "episode.gym_options.TurtleGym.judge: unknown keys ['temprature'] for ServedChatSettings",
     ),
     "unset judge key variable": (  # item 8: trained anyway, every judged episode a judge_error
-        f"{{PersuadeGym: {{judge: {{{JUDGE}, api_key_env: W35_UNSET_KEY}}}}}}",
+        f"{{PersuadeGym: {{judge: {{class_path: ServedChatSettings, "
+        f"init_args: {{{JUDGE}, api_key_env: W35_UNSET_KEY}}}}}}}}",
         "episode.gym_options.PersuadeGym.judge.api_key_env names environment variable 'W35_UNSET_KEY', but",
     ),
     "judge without a deadline": (  # item 13: timeout_s 0 meant no timeout
-        f"{{TurtleGym: {{judge: {{{JUDGE}, timeout_s: 0}}}}}}",
+        f"{{TurtleGym: {{judge: {{class_path: ServedChatSettings, init_args: {{{JUDGE}, timeout_s: 0}}}}}}}}",
         "episode.gym_options.TurtleGym.judge.timeout_s must be > 0 seconds, got 0",
     ),
     "negative judge retries": (
-        f"{{TurtleGym: {{judge: {{{JUDGE}, max_retries: -1}}}}}}",
+        f"{{TurtleGym: {{judge: {{class_path: ServedChatSettings, init_args: {{{JUDGE}, max_retries: -1}}}}}}}}",
         "episode.gym_options.TurtleGym.judge: max_retries and retry_backoff_s must be >= 0, got -1 and 1.0",
     ),
     "unknown gym": ("{NoGym: {}}", "episode.gym_options: unknown gym 'NoGym'"),

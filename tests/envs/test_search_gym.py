@@ -13,7 +13,24 @@ from gym_fixtures import PARQUET, needs_userrl
 from gym_judge_server import reply, served_judge
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, TaskDataError, Termination, read_gym_tasks
-from mimesis_pl.envs.gyms.search import BM25Backend, SearchGym, answers_match, normalize_answer, read_corpus
+from mimesis_pl.envs.gyms.search import (
+    BM25Backend,
+    BM25SearchSettings,
+    HttpSearchSettings,
+    SearchGym,
+    answers_match,
+    normalize_answer,
+    read_corpus,
+)
+from mimesis_pl.moved import RENAMED_KINDS
+
+HTTP = "mimesis_pl.envs.gyms.search.HttpSearchSettings"
+
+
+def bm25(corpus) -> dict:
+    """The ``search:`` option of a BM25 index over ``corpus``, as YAML gives it."""
+    return {"class_path": "BM25SearchSettings", "init_args": {"corpus_path": str(corpus)}}
+
 
 DOCS = [
     {"id": "d1", "title": "Citibank", "text": "Citibank was founded in 1812 as the City Bank of New York."},
@@ -73,7 +90,7 @@ def test_bm25_ranks_the_relevant_document_first_and_drops_unrelated(corpus):
 
 
 def test_search_then_answer_rule_grader(corpus):
-    gym = SearchGym(search={"kind": "bm25", "corpus_path": str(corpus)}, max_search_steps=1)
+    gym = SearchGym(search=bm25(corpus), max_search_steps=1)
     found, refused, wrong, right = asyncio.run(
         play(
             gym,
@@ -99,9 +116,9 @@ def test_served_judge_decides_when_exact_match_fails(corpus):
 
     async def go():
         async with served_judge(answer) as judge:
-            gym = SearchGym(search={"kind": "bm25", "corpus_path": str(corpus)}, judge=judge.settings())
+            gym = SearchGym(search=bm25(corpus), judge=judge.settings())
             (exact,) = await play(gym, [Action("answer", "james madison")])
-            gym2 = SearchGym(search={"kind": "bm25", "corpus_path": str(corpus)}, judge=judge.settings())
+            gym2 = SearchGym(search=bm25(corpus), judge=judge.settings())
             (partial,) = await play(gym2, [Action("answer", "President Madison")])
             return judge, exact, partial
 
@@ -140,7 +157,7 @@ async def search_api(status: int = 200):
 def test_http_search_backend():
     async def go():
         async with search_api() as (url, seen):
-            gym = SearchGym(search={"kind": "http", "url": url}, max_search_results=3)
+            gym = SearchGym(search=HttpSearchSettings(url=url), max_search_results=3)
             (result,) = await play(gym, [Action("search", "citibank")])
             return result, seen
 
@@ -152,7 +169,8 @@ def test_http_search_backend():
 def test_a_failing_search_backend_is_an_env_error_not_a_zero():
     async def go():
         async with search_api(status=503) as (url, seen):
-            options = {"SearchGym": {"search": {"kind": "http", "url": url, "max_retries": 1}}}
+            search = {"class_path": HTTP, "init_args": {"url": url, "max_retries": 1}}
+            options = {"SearchGym": {"search": search}}
             manager = EnvironmentManager(gym_options=options)
             episode = await manager.start(search_row(), "ep-s")
             call = {"name": "interact_with_env", "arguments": {"choice": "search", "content": "citibank"}}
@@ -172,19 +190,19 @@ def test_corpus_errors_name_file_and_line(tmp_path):
     plain = tmp_path / "plain.txt"
     plain.write_text("one document\n\nanother one\n")
     assert [d.snippet for d in read_corpus(plain)] == ["one document", "another one"]
-    with pytest.raises(ValueError, match="corpus_path"):
-        SearchGym(search={"kind": "bm25"})
+    with pytest.raises(ValueError, match="BM25SearchSettings needs corpus_path"):
+        SearchGym(search={"class_path": "BM25SearchSettings"})
     with pytest.raises(ValueError, match="SearchGym needs the option search"):
         SearchGym()
-    with pytest.raises(ValueError, match="unknown keys \\['corpus'\\]"):
-        SearchGym(search={"kind": "bm25", "corpus": "x"})
+    with pytest.raises(ValueError, match=r"search: unknown keys \['corpus'\] for BM25SearchSettings"):
+        SearchGym(search={"class_path": "BM25SearchSettings", "init_args": {"corpus": "x"}})
 
 
 @needs_userrl
 def test_real_bamboogle_rows_run(corpus):
     task = read_gym_tasks(PARQUET / "bamboogle_multiturn" / "test.parquet", limit=1)[0]
     assert task.env_name == "SearchGym"
-    gym = SearchGym(search={"kind": "bm25", "corpus_path": str(corpus)})
+    gym = SearchGym(search=bm25(corpus))
 
     async def go():
         await gym.reset(task, episode_id="b")
@@ -202,3 +220,28 @@ def test_answers_are_normalised_as_userrl_normalises_them(answer, gold):
         return "".join(ch.lower() for ch in text if ch.isalnum())
 
     assert answers_match(answer, gold) == (userrl_normalize(answer) == userrl_normalize(gold))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ({"kind": "bm25", "corpus_path": "c.jsonl"}, "mimesis_pl.envs.gyms.search.BM25SearchSettings"),
+        ({"kind": "http", "url": "http://127.0.0.1:9/search"}, HTTP),
+    ],
+)
+def test_the_old_kind_spelling_fails_naming_its_class_path(old, new):
+    assert RENAMED_KINDS["search backend"][old["kind"]] == new
+    with pytest.raises(ValueError, match=f"gym_options.SearchGym.search: 'kind: {old['kind']}' was replaced") as err:
+        SearchGym(search=old)
+    assert f"class_path: {new}" in str(err.value)
+
+
+@pytest.mark.parametrize("class_path", ["BM25SearchSettings", "mimesis_pl.envs.gyms.search.BM25SearchSettings"])
+def test_a_backend_is_named_by_its_bare_class_name_or_full_path(corpus, class_path):
+    gym = SearchGym(search={"class_path": class_path, "init_args": {"corpus_path": str(corpus)}})
+    assert isinstance(gym.backend, BM25Backend) and gym.backend.corpus_path == str(corpus)
+    http = SearchGym(search={"class_path": HTTP, "init_args": {"url": "http://127.0.0.1:9/search"}})
+    assert http.backend.settings == HttpSearchSettings(url="http://127.0.0.1:9/search")
+    assert BM25SearchSettings(corpus_path="c").build().corpus_path == "c"
+    with pytest.raises(ValueError, match="HttpSearchSettings needs url: http"):
+        HttpSearchSettings(url="127.0.0.1:9/search")

@@ -17,11 +17,12 @@ from gym_judge_server import reply, served_judge
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, Termination
 from mimesis_pl.envs.gyms.intention import IntentionGym, userrl_coverage_reward
-from mimesis_pl.envs.gyms.judging import RULE_GRADER, grader_label, judge_settings, parse_json_object
+from mimesis_pl.envs.gyms.judging import RULE_GRADER, grader_label, judge_settings
 from mimesis_pl.envs.gyms.persuade import PersuadeGym, stance_reward
 from mimesis_pl.envs.gyms.telepathy import TelepathyGym, guess_is_correct
 from mimesis_pl.envs.gyms.turtle import TurtleGym
 from mimesis_pl.failures import JudgeFailure
+from mimesis_pl.llm.replies import reply_json_object
 from mimesis_pl.users.scripted import ScriptedUser
 
 EINSTEIN = "Albert Einstein - the famous physicist known for the theory of relativity, Nobel Prize winner"
@@ -52,17 +53,23 @@ def play(gym, task, actions):
 # ------------------------------------------------------------------------------------------ plumbing
 def test_judge_settings_from_yaml_mapping_and_errors():
     assert judge_settings(None, where="x") is None
-    assert judge_settings({"kind": "scripted"}, where="x") is None  # scripted = the rule grader
-    s = judge_settings({"kind": "openai", "url": "http://h/v1", "model": "m", "max_tokens": 64}, where="x")
+    assert judge_settings({"class_path": "ScriptedChatSettings"}, where="x") is None  # scripted = the rule grader
+    s = judge_settings(
+        {"class_path": "ServedChatSettings", "init_args": {"url": "http://h/v1", "model": "m", "max_tokens": 64}},
+        where="x",
+    )
     assert (s.model, s.max_tokens) == ("m", 64)
-    with pytest.raises(ValueError, match="TelepathyGym option 'judge'.*unknown keys \\['modle'\\]"):
-        TelepathyGym(judge={"kind": "openai", "url": "http://h/v1", "modle": "m"})
+    with pytest.raises(ValueError, match="TelepathyGym.judge: unknown keys \\['modle'\\]"):
+        TelepathyGym(judge={"class_path": "ServedChatSettings", "init_args": {"url": "http://h/v1", "modle": "m"}})
     with pytest.raises(ValueError, match="needs url"):
-        judge_settings({"kind": "openai"}, where="x")
+        judge_settings({"class_path": "ServedChatSettings"}, where="x")
     assert grader_label(None) == RULE_GRADER and "judge-x" in grader_label(s.__class__(model="judge-x"))
 
 
-def test_parse_json_object_accepts_what_judges_write():
+def test_the_userrl_reading_accepts_what_judges_write():
+    def parse_json_object(text):
+        return reply_json_object(text, read="userrl")
+
     assert parse_json_object('```json\n{"a": 1}\n```') == {"a": 1}
     assert parse_json_object('<think>hm {"no": 1}</think>Sure: {"judgment": "Yes"} done') == {"judgment": "Yes"}
     assert parse_json_object("{'judgment': 'No', 'ok': True}") == {"judgment": "No", "ok": True}
@@ -192,7 +199,7 @@ def test_turtle_served_judge_scores_weighted_criteria(tmp_path):
 
 def test_turtle_judge_needs_the_criteria_file():
     with pytest.raises(ValueError, match="stories_path"):
-        TurtleGym(judge={"kind": "openai", "url": "http://127.0.0.1:9/v1"})
+        TurtleGym(judge={"class_path": "ServedChatSettings", "init_args": {"url": "http://127.0.0.1:9/v1"}})
 
 
 # ------------------------------------------------------------------------------------------ Intention
@@ -302,7 +309,11 @@ def test_reports_name_each_gyms_grader():
     from mimesis_pl.envs.gyms.function import FunctionGym
     from mimesis_pl.envs.gyms.judging import RULE_ONLY, gym_graders
 
-    options = {"TelepathyGym": {"judge": {"kind": "openai", "url": "http://h/v1", "model": "qwen-judge"}}}
+    options = {
+        "TelepathyGym": {
+            "judge": {"class_path": "ServedChatSettings", "init_args": {"url": "http://h/v1", "model": "qwen-judge"}}
+        }
+    }
     graders = gym_graders({"telepathy": TelepathyGym, "turtle": TurtleGym, "function": FunctionGym}, options)
     assert graders == {
         "telepathy": "LLM judge qwen-judge (UserRL's judging)",

@@ -16,9 +16,23 @@ from aiohttp import web
 from gym_fixtures import GYM_JSON, PARQUET, needs_userrl
 
 from mimesis_pl.envs import Action, EnvironmentManager, GymTask, TaskDataError, Termination, read_gym_tasks
-from mimesis_pl.envs.gyms.tau import RetailRuntime, TauBenchRuntime, TauGym, parse_task_id, parse_tool_call, retail
+from mimesis_pl.envs.gyms.judging import TAU_RULE_HTTP, TAU_RULE_OFFLINE, gym_graders
+from mimesis_pl.envs.gyms.tau import (
+    RetailRuntime,
+    RetailRuntimeSettings,
+    TauBenchRuntime,
+    TauGym,
+    TauHttpRuntimeSettings,
+    parse_task_id,
+    parse_tool_call,
+    retail,
+)
 from mimesis_pl.envs.gyms.tau.tool_runtime import ScriptedToolRuntime, make_runtime_app
+from mimesis_pl.moved import RENAMED_KINDS
 from mimesis_pl.users.scripted import ScriptedUser
+
+RETAIL = "mimesis_pl.envs.gyms.tau.RetailRuntimeSettings"
+HTTP = "mimesis_pl.envs.gyms.tau.TauHttpRuntimeSettings"
 
 
 def tau_row(task_id: str, opening: str = "Hi, I'd like to cancel an order I placed recently.") -> dict:
@@ -210,7 +224,7 @@ def test_shared_rows_with_their_instructions_against_a_served_tau_usi_runtime():
         async with tau_usi_runtime() as url:
             gym = TauGym(
                 user=Recording(),
-                runtime={"kind": "http", "url": url},
+                runtime={"class_path": "TauHttpRuntimeSettings", "init_args": {"url": url}},
                 instructions_paths=[GYM_JSON / "TauGym" / "taugym" / "data" / "tau_test.json"],
             )
             await gym.reset(task, episode_id="r0")
@@ -228,7 +242,7 @@ def test_shared_rows_with_their_instructions_against_a_served_tau_usi_runtime():
 def test_missing_instruction_names_the_row():
     async def go():
         async with tau_usi_runtime() as url:
-            gym = TauGym(user=ScriptedUser(), runtime={"kind": "http", "url": url})
+            gym = TauGym(user=ScriptedUser(), runtime=TauHttpRuntimeSettings(url=url))
             try:
                 await gym.reset(GymTask.from_row(tau_row("retail-000"), source="tau.parquet:row 0"), episode_id="x")
             finally:
@@ -240,7 +254,7 @@ def test_missing_instruction_names_the_row():
 
 def test_runtime_failure_is_an_env_error():
     manager = EnvironmentManager(
-        users=_Users(), gym_options={"TauGym": {"runtime": {"kind": "retail"}}}, step_timeout_s=30
+        users=_Users(), gym_options={"TauGym": {"runtime": {"class_path": RETAIL}}}, step_timeout_s=30
     )
 
     async def go():
@@ -339,3 +353,32 @@ def test_retail_runtime_refuses_unknown_tasks():
 
     with pytest.raises(EnvironmentFailure, match="retail 0..2, not airline 0"):
         asyncio.run(RetailRuntime().reset("airline", 0))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [({"kind": "retail"}, RETAIL), ({"kind": "http", "url": "http://127.0.0.1:8300"}, HTTP)]
+)
+def test_the_old_kind_spelling_fails_naming_its_class_path(old, new):
+    assert RENAMED_KINDS["tau runtime"][old["kind"]] == new
+    key = "gym_options.TauGym.runtime"
+    with pytest.raises(ValueError, match=f"{key}: 'kind: {old['kind']}' was replaced by a class_path") as err:
+        TauGym(user=ScriptedUser(), runtime=old)
+    assert f"class_path: {new}" in str(err.value)
+    with pytest.raises(ValueError, match=new):  # the report's grader label reads the same option
+        gym_graders({"tau": TauGym}, {"TauGym": {"runtime": old}})
+
+
+@pytest.mark.parametrize("bare", [True, False])
+def test_a_runtime_is_named_by_its_bare_class_name_or_full_path(bare):
+    def named(path, **init_args):
+        return {"class_path": path.rsplit(".", 1)[-1] if bare else path, "init_args": init_args}
+
+    assert TauGym(user=ScriptedUser()).runtime_settings == RetailRuntimeSettings()  # the offline default
+    assert TauGym(runtime=named(RETAIL, timeout_s=5.0)).runtime_settings == RetailRuntimeSettings(timeout_s=5.0)
+    served = TauGym(runtime=named(HTTP, url="http://127.0.0.1:8300")).runtime_settings
+    assert served == TauHttpRuntimeSettings(url="http://127.0.0.1:8300") and served.served
+    graders = gym_graders({"tau": TauGym}, {"TauGym": {"runtime": named(HTTP, url="http://127.0.0.1:8300")}})
+    assert graders == {"tau": TAU_RULE_HTTP}
+    assert gym_graders({"tau": TauGym}, {"TauGym": {"runtime": named(RETAIL)}}) == {"tau": TAU_RULE_OFFLINE}
+    with pytest.raises(ValueError, match="TauHttpRuntimeSettings needs url: http"):
+        TauGym(runtime=named(HTTP, url="127.0.0.1:8300"))

@@ -129,7 +129,7 @@ def test_reading_the_judges_verdicts():
 
 
 def test_a_served_judge_setting_needs_a_url():
-    with pytest.raises(ValueError, match="TravelGym option 'judge'.*needs url"):
-        TravelGym(judge={"kind": "openai", "model": "m"})
+    with pytest.raises(ValueError, match="TravelGym.judge: ServedChatSettings needs url"):
+        TravelGym(judge={"class_path": "ServedChatSettings", "init_args": {"model": "m"}})
     with pytest.raises(ValueError, match="unknown keys"):
-        TravelGym(judge={"kind": "openai", "url": "http://h/v1", "modle": "m"})
+        TravelGym(judge={"class_path": "ServedChatSettings", "init_args": {"url": "http://h/v1", "modle": "m"}})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mimesis_pl.eval.gym_notes import gym_notes
 
-JUDGE = {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "gpt-4o"}
+JUDGE = {"class_path": "ServedChatSettings", "init_args": {"url": "http://127.0.0.1:9/v1", "model": "gpt-4o"}}
 GYMS = ["function", "telepathy", "turtle", "intention", "persuade", "search", "tau", "travel22"]
 
 
@@ -23,7 +23,11 @@ def test_offline_defaults_name_the_reason_for_every_gym():
 def test_judges_and_userrl_options_make_the_judged_gyms_comparable():
     options = {name: {"judge": JUDGE} for name in ("TelepathyGym", "TurtleGym", "IntentionGym", "PersuadeGym")}
     options["SearchGym"] = {"judge": JUDGE}
-    options["TauGym"] = {"runtime": {"kind": "http", "url": "http://127.0.0.1:8300"}}
+    http = {
+        "class_path": "mimesis_pl.envs.gyms.tau.TauHttpRuntimeSettings",
+        "init_args": {"url": "http://127.0.0.1:8300"},
+    }
+    options["TauGym"] = {"runtime": http}
     notes = gym_notes(options, GYMS)
     assert notes["telepathy"] == "TelepathyGym graded by the LLM judge gpt-4o: comparable with UserRL's evaluation."
     assert "within 1 (A51)" in notes["intention"] and "comparable with" in notes["intention"]

@@ -17,12 +17,12 @@ import json
 import numpy as np
 import pytest
 
-from mimesis_pl.eval.simulator.models import ChatModelSettings
 from mimesis_pl.eval.simulator.realusersim.data import JudgePrompts, load_judge_prompts
 from mimesis_pl.eval.simulator.realusersim.protocol import judge_comparison, judge_fidelity
 from mimesis_pl.eval.simulator.realusersim.scoring import condition_summary
 from mimesis_pl.eval.simulator.text import FIDELITY_KEYS, parse_fidelity_verdict
 from mimesis_pl.failures import JudgeFailure
+from mimesis_pl.llm import ScriptedChatSettings
 from mimesis_pl.metrics.fidelity import cluster_bootstrap_ci
 
 VERDICT = json.dumps({k: {"is_matched": i % 2 == 0} for i, k in enumerate(FIDELITY_KEYS)})
@@ -52,7 +52,7 @@ class Recording:
 def test_the_formatting_call_is_system_prompt_then_the_judgment():
     judge = Recording(["free-text judgment", "not json", VERDICT])
     prompts = JudgePrompts(system="SYS", formatting="FMT")
-    hits, judgment = asyncio.run(judge_fidelity(["a"], ["b"], prompts, judge, ChatModelSettings(max_tokens=64)))
+    hits, judgment = asyncio.run(judge_fidelity(["a"], ["b"], prompts, judge, ScriptedChatSettings(max_tokens=64)))
     assert hits == (1, 0, 1, 0, 1) and judgment == "free-text judgment"
     assert judge.calls[0] == [
         {"role": "system", "content": "SYS"},

@@ -11,11 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
 
-from mimesis_pl.eval.simulator.models import ChatModelSettings, ServedChatModel
+from mimesis_pl.eval.simulator.models import ServedChatModel
 from mimesis_pl.eval.simulator.rows import DataFormatError
 from mimesis_pl.eval.simulator.soul.data import load_soul_validation
 from mimesis_pl.eval.simulator.turing.data import load_turing_rows
 from mimesis_pl.failures import JudgeFailure
+from mimesis_pl.llm import ServedChatSettings
 
 
 async def _with_server(replies: list[dict], body_log: list[dict], action):
@@ -41,8 +42,7 @@ def test_served_model_sends_sampling_and_reattaches_reasoning():
     bodies: list[dict] = []
 
     async def action(url):
-        settings = ChatModelSettings(
-            kind="openai",
+        settings = ServedChatSettings(
             base_url=url,
             model="judge-x",
             revision="r1",
@@ -73,9 +73,7 @@ def test_served_model_retries_empty_replies_then_raises_the_roles_failure():
     bodies: list[dict] = []
 
     async def action(url):
-        model = ServedChatModel(
-            ChatModelSettings(kind="openai", base_url=url, max_retries=1, retry_backoff_s=0.0), JudgeFailure
-        )
+        model = ServedChatModel(ServedChatSettings(base_url=url, max_retries=1, retry_backoff_s=0.0), JudgeFailure)
         try:
             return await model.complete([{"role": "user", "content": "x"}], temperature=0.0, max_tokens=8)
         finally:

@@ -15,12 +15,13 @@ from simulator_helpers import (
     scalars,
 )
 
-from mimesis_pl.eval.simulator.models import ChatModelSettings, ScriptedChatModel
+from mimesis_pl.eval.simulator.models import ScriptedChatModel
 from mimesis_pl.eval.simulator.realusersim import suite as realusersim
 from mimesis_pl.eval.simulator.realusersim.data import load_realusersim_cases, sattolo_derangement
 from mimesis_pl.eval.simulator.realusersim.protocol import converse, judged_turns
 from mimesis_pl.eval.simulator.text import parse_fidelity_verdict, strip_reasoning
 from mimesis_pl.failures import JudgeFailure, SimulatorFailure
+from mimesis_pl.llm import ScriptedChatSettings
 
 CONFIG = "configs/tiny/eval_realusersim.yaml"
 CASES, CONDITIONS = 6, 3
@@ -74,7 +75,7 @@ def test_conversation_stops_at_close_and_at_four_assistant_turns():
         return ScriptedChatModel("u", lambda m, seed, t: script[sum(x["role"] == "assistant" for x in m)])
 
     assistant = ScriptedChatModel("a", lambda m, seed, t: "<think>plan</think>try this")
-    settings = ChatModelSettings()
+    settings = ScriptedChatSettings()
     chat = asyncio.run(converse("sys", user(["hi", "more", "thanks /close"]), assistant, settings, settings, 0))
     assert chat.termination_reason == "close_token" and len(chat.user_turns) == 3
     assert chat.messages[1] == {"role": "assistant", "content": "try this"}  # reasoning never shown

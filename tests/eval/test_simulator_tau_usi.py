@@ -15,15 +15,17 @@ from simulator_helpers import (
     scalars,
 )
 
+from mimesis_pl.cli import MimesisCLI, main
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.simulator.base import SuiteContext
 from mimesis_pl.eval.simulator.rows import DataFormatError
-from mimesis_pl.eval.simulator.tau_usi import RuntimeSettings, TauUSISuite
+from mimesis_pl.eval.simulator.tau_usi import HttpRuntimeSettings, ScriptedHttpRuntimeSettings, TauUSISuite
 from mimesis_pl.eval.simulator.tau_usi import suite as tau_usi
 from mimesis_pl.eval.simulator.tau_usi.data import HumanEntry, load_human_batches, load_tau_tasks
 from mimesis_pl.eval.simulator.tau_usi.features import conversation_features
 from mimesis_pl.eval.simulator.tau_usi.scoring import RunTask, score_batch
 from mimesis_pl.eval.trials import TrialCache
+from mimesis_pl.moved import RENAMED_KINDS
 
 CONFIG = "configs/tiny/eval_tau_usi.yaml"
 ROLLOUTS = 6 * 2  # 6 tasks x 2 seeds
@@ -97,7 +99,7 @@ def test_unreachable_runtime_leaves_rollouts_unscored_and_counted(tmp_path):
     suite = TauUSISuite(
         human_file="assets/data/eval/tau_usi/tau_bench_tasks_unified.json",
         difficulty_file="assets/data/eval/tau_usi/tau_usi_difficulty.json",
-        runtime=RuntimeSettings(kind="http", url="http://127.0.0.1:9", timeout_s=2.0),
+        runtime=HttpRuntimeSettings(url="http://127.0.0.1:9", timeout_s=2.0),
     )
     suite.start()
     ctx = SuiteContext(TrialCache(tmp_path / "items.jsonl"), RetryPolicy(max_attempts=1, backoff_s=0), 2, tmp_path)
@@ -114,3 +116,41 @@ def test_unreachable_runtime_leaves_rollouts_unscored_and_counted(tmp_path):
     assert record["status"] == "unscored" and record["failure"] == "environment"
     with pytest.raises(RuntimeError, match=r"no rollout could be scored \(\{'environment': 1\}\)"):
         suite.report(ctx)
+
+
+RUNTIME = "--model.init_args.suite.init_args.runtime"
+
+
+@pytest.mark.parametrize("class_path", ["HttpRuntimeSettings", "mimesis_pl.eval.simulator.tau_usi.HttpRuntimeSettings"])
+def test_the_runtime_is_chosen_by_class_path_bare_or_full(class_path):
+    cli = MimesisCLI(args=["--config", CONFIG], run=False)
+    assert cli.model.suite.runtime_settings == ScriptedHttpRuntimeSettings()  # what the tiny config names
+    value = f"{{class_path: {class_path}, init_args: {{url: http://127.0.0.1:8005, timeout_s: 120.0}}}}"
+    cli = MimesisCLI(args=["--config", CONFIG, f"{RUNTIME}={value}"], run=False)
+    runtime = cli.model.suite.runtime_settings
+    assert runtime == HttpRuntimeSettings(url="http://127.0.0.1:8005", timeout_s=120.0)
+    # What results.json and the rollout cache key name for each runtime, as before issue #38
+    assert (runtime.label, runtime.identity()) == ("http", "http://127.0.0.1:8005")
+    scripted = ScriptedHttpRuntimeSettings()
+    assert (scripted.label, scripted.identity()) == ("scripted_http", "scripted")
+    assert TauUSISuite(human_file="h", difficulty_file="d").runtime_settings == scripted  # the default
+    with pytest.raises(ValueError, match="runtime.url is required"):
+        HttpRuntimeSettings()
+
+
+@pytest.mark.parametrize("kind", ["scripted_http", "http"])
+def test_the_old_runtime_kind_fails_naming_its_class_path(kind, capsys):
+    new = RENAMED_KINDS["tau-USI runtime"][kind]
+    assert new.endswith(("ScriptedHttpRuntimeSettings", ".HttpRuntimeSettings"))
+    old = f"{RUNTIME}={{kind: {kind}, url: http://127.0.0.1:8005}}"
+    assert main(["test", "--config", CONFIG, old, "--print_config"]) == 2
+    err = capsys.readouterr().err
+    assert f"runtime: 'kind: {kind}' was replaced by a class_path" in err and f"class_path: {new}" in err
+
+
+def test_the_new_runtime_spelling_prints_in_the_config(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["test", "--config", CONFIG, "--print_config"])
+    assert done.value.code in (0, None)
+    printed = capsys.readouterr().out
+    assert "runtime:\n          class_path: mimesis_pl.eval.simulator.tau_usi.ScriptedHttpRuntimeSettings" in printed

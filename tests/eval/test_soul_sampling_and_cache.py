@@ -20,8 +20,9 @@ from mimesis_pl.eval.simulator.soul import suite as soul
 from mimesis_pl.eval.simulator.soul.data import SoulDataModule, SoulRow, soul_sets
 from mimesis_pl.eval.simulator.soul.scoring import SOTOPIA_DIMENSIONS
 from mimesis_pl.eval.trials import TrialCache
+from mimesis_pl.llm import ServedChatSettings, reference_role
 from mimesis_pl.tasks.base import TaskResult
-from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
+from mimesis_pl.tasks.clients import RoleSettings
 
 TINY = "assets/tiny-qwen3"
 SOUL_DIR = Path("assets/data/eval/soul")
@@ -191,7 +192,7 @@ def test_cache_is_keyed_by_row_content_and_counterpart_endpoint(tmp_path, monkey
     assert (after_edit.ran, after_edit.reused) == (1, 1)  # same set and index, new content: run again
 
     def judge_at(url: str) -> RoleSettings:
-        return RoleSettings(judge=EndpointSettings(kind="openai", url=url, model="j"))
+        return RoleSettings(judge=reference_role(ServedChatSettings, url=url, model="j"))
 
     a = soul.SoulSuite(settings, roles=judge_at("http://a:1/v1"), seeds=[0])
     b = soul.SoulSuite(settings, roles=judge_at("http://b:1/v1"), seeds=[0])

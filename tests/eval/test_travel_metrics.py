@@ -126,7 +126,7 @@ def test_reports_name_travel_grader_and_scenarios_and_say_whether_comparable(tmp
     offline = travel_note({})  # no judge: the rule grader
     assert "rule grader" in offline and "generated" in offline and "not comparable" in offline
     assert "not comparable" in travel_note({"scenarios_path": "travelgym_data_22.json"})  # rule grader still
-    judge = {"kind": "openai", "url": "http://127.0.0.1:9/v1", "model": "j"}
+    judge = {"class_path": "ServedChatSettings", "init_args": {"url": "http://127.0.0.1:9/v1", "model": "j"}}
     eval_rewards = {"search_correct_reward": 0.2, "preference_correct_reward": 0.6}
     served = travel_note({"scenarios_path": "d.json", "judge": judge, **eval_rewards})
     assert "UserRL's scenario files" in served and "computed as UserRL" in served

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from mimesis_pl.eval.trials.context import gym_context, resource_digests, trial_context, users_identity
+from mimesis_pl.llm import ServedChatSettings, reference_role
 from mimesis_pl.llm.served import models_url, revision_in, role_revision, served_revision
 from mimesis_pl.rollout.services import OpenAIUserSettings, ScriptedHTTPUserSettings
 
@@ -90,7 +91,7 @@ def test_the_users_key_holds_their_sampling_address_and_served_revision(models_s
 def test_an_edited_resource_file_changes_the_key(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text('{"text": "a"}\n')
-    options = {"search": {"kind": "bm25", "corpus_path": str(corpus)}}
+    options = {"search": {"class_path": "BM25SearchSettings", "init_args": {"corpus_path": str(corpus)}}}
     before = gym_context(options)
     assert set(before["resources"]) == {str(corpus)}
     corpus.write_text('{"text": "b"}\n')
@@ -131,12 +132,12 @@ def test_soul_keys_on_every_request_field_and_the_served_revision_of_its_roles(m
     """Item 5 (E26): a role's enable_thinking and extra_body change SOUL's settings hash; a role's served revision
     joins its identity (its revision setting where the server reports none)."""
     from mimesis_pl.eval.simulator.soul import suite as soul
-    from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
+    from mimesis_pl.tasks.clients import RoleSettings
 
     simulator = soul.SoulSimulatorSettings(model_path="assets/tiny-qwen3", max_new_tokens=4)
 
     def settings_hash(**judge):
-        roles = RoleSettings(judge=EndpointSettings(kind="scripted", **judge))
+        roles = RoleSettings(judge=reference_role(**judge))
         return soul.SoulSuite(simulator, roles=roles, seeds=[0]).settings_hash()
 
     base = settings_hash()
@@ -145,7 +146,7 @@ def test_soul_keys_on_every_request_field_and_the_served_revision_of_its_roles(m
     assert settings_hash(timeout_s=3.0) == base
 
     server = models_server(_ours("sha256:aa"))
-    judge = EndpointSettings(kind="openai", url=server.url, model="sim", revision="v1")
+    judge = reference_role(ServedChatSettings, url=server.url, model="sim", revision="v1")
     assert soul.endpoint_identity(judge) == f"openai:sim@{server.url}#sha256:aa"
     server.listing = {"data": [{"id": "sim"}]}  # now a server that reports none: the setting
     assert soul.endpoint_identity(judge) == f"openai:sim@{server.url}#v1"

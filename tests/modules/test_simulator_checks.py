@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from mimesis_pl.llm import ServedChatSettings, reference_role
 from mimesis_pl.modules import SimulatorRL
 from mimesis_pl.modules.settings import ModelSettings
 from mimesis_pl.stages.simulator import SimRolloutSettings, SimValidationSettings
@@ -66,10 +67,10 @@ def test_the_task_options_table_matches_what_the_tasks_read():
 
 
 def test_a_served_judge_without_url_fails_before_the_model_loads():
-    from mimesis_pl.tasks.clients import EndpointSettings, RoleSettings
+    from mimesis_pl.tasks.clients import RoleSettings
 
-    with pytest.raises(ValueError, match="judge: kind 'openai' needs url"):
-        _sim_rl(roles=RoleSettings(judge=EndpointSettings(kind="openai")))
+    with pytest.raises(ValueError, match="judge: ServedChatSettings needs url"):
+        _sim_rl(roles=RoleSettings(judge=reference_role(ServedChatSettings)))
 
 
 @pytest.mark.parametrize(

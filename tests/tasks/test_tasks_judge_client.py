@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from aiohttp import web
 from task_fixtures import chat_server
 
+from mimesis_pl.llm import ServedChatSettings, reference_role
 from mimesis_pl.tasks.clients import (
-    EndpointSettings,
     JudgeRequest,
     OpenAIJudge,
     ScriptedJudge,
@@ -54,9 +54,9 @@ async def judge_server(replies):
         yield url, seen
 
 
-def settings(url: str, retries: int = 2) -> EndpointSettings:
-    return EndpointSettings(
-        kind="openai", url=url, model="judge-x", max_retries=retries, retry_backoff_s=0.0, reasoning_effort="low"
+def settings(url: str, retries: int = 2) -> ServedChatSettings:
+    return reference_role(
+        ServedChatSettings, url=url, model="judge-x", max_retries=retries, retry_backoff_s=0.0, reasoning_effort="low"
     )
 
 

@@ -10,8 +10,9 @@ import pytest
 from aiohttp import web
 from task_fixtures import chat_server, make_context
 
+from mimesis_pl.llm import ServedChatSettings, reference_role
 from mimesis_pl.tasks import get_task
-from mimesis_pl.tasks.clients import EndpointSettings, ScriptedJudge
+from mimesis_pl.tasks.clients import ScriptedJudge
 from mimesis_pl.tasks.runner import run_row, step_metrics, validation_metrics
 from mimesis_pl.tasks.usersim_behavior.abcd import AbcdData
 from mimesis_pl.tasks.usersim_behavior.behaviors import (
@@ -157,7 +158,7 @@ def test_a_failed_support_agent_call_is_a_task_error_not_a_short_scored_episode(
     async def run():
         async with http_500_server() as (url, hits):
             ctx = make_context(tiny_tokenizer, reply_with_thought)
-            settings = EndpointSettings(kind="openai", url=url, model="agent-x", max_retries=1, retry_backoff_s=0.0)
+            settings = reference_role(ServedChatSettings, url=url, model="agent-x", max_retries=1, retry_backoff_s=0.0)
             ctx.support_agent = OpenAISupportAgent(settings)
             result = await run_row(row(None, budget=3), ctx, "g", "g-0", None)
             await ctx.support_agent.aclose()

@@ -1,7 +1,7 @@
 """Served judges of the built-in gyms (docs/decisions.md A52).
 
 A judged gym (Turtle, Telepathy, Intention, Persuade, Search, Travel: its own grader, A43) takes ``judge=`` — an
-:class:`~mimesis_pl.llm.ChatModelSettings` (or its YAML mapping) of an OpenAI-compatible
+:class:`~mimesis_pl.llm.ServedChatSettings` (or its YAML ``class_path`` mapping) of an OpenAI-compatible
 endpoint — and then asks that model what UserRL asks its judge, seeing what UserRL's judge sees and
 nothing more. Without ``judge`` (the offline default) the gym's keyword rule grades; every report
 names which grader ran (:func:`grader_label`).
@@ -15,15 +15,14 @@ otherwise left unscored, never a 0 charged to the agent (UserRL falls back to a 
 
 from __future__ import annotations
 
-import ast
-import dataclasses
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+from mimesis_pl.checks import build_choice
 from mimesis_pl.failures import JudgeFailure
-from mimesis_pl.llm import ChatModelSettings, RetryableError, reference_role
+from mimesis_pl.llm import REFERENCE_ROLE, ChatModelSettings, RetryableError
+from mimesis_pl.llm.replies import reply_json_object
+from mimesis_pl.moved import RENAMED_KINDS
 
 T = TypeVar("T")
 # How a judge's label is read (A86): as UserRL (exact label; any other label is a verdict against the agent)
@@ -33,24 +32,21 @@ RULE_GRADER = "rule (offline default; not comparable with UserRL's LLM judge)"
 
 
 def judge_settings(value: ChatModelSettings | Mapping[str, Any] | None, *, where: str) -> ChatModelSettings | None:
-    """``judge:`` as given in YAML or code: ``None`` (rule grader), a mapping (on the reference's judge defaults,
-    :func:`~mimesis_pl.llm.reference_role`) or a :class:`~mimesis_pl.llm.ChatModelSettings`.
+    """``judge:`` as given in YAML or code: ``None`` (rule grader), ``{class_path: ServedChatSettings, init_args:
+    {...}}`` (on the reference's judge defaults, :data:`~mimesis_pl.llm.REFERENCE_ROLE`) or a
+    :class:`~mimesis_pl.llm.ChatModelSettings`.
 
-    A ``scripted`` kind means the rule grader too (``None``). Unknown keys are an error naming ``where``.
+    :class:`~mimesis_pl.llm.ScriptedChatSettings` means the rule grader too (``None``). Unknown keys, and the old
+    ``kind:`` spelling, are an error naming ``where`` (and the new spelling).
     """
     if value is None:
         return None
-    if isinstance(value, Mapping):
-        known = {f.name for f in dataclasses.fields(ChatModelSettings)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise ValueError(f"{where}: judge has unknown keys {unknown}; known: {sorted(known)}")
-        value = reference_role(**dict(value))
-    if not isinstance(value, ChatModelSettings):
-        raise TypeError(f"{where}: judge must be a mapping or ChatModelSettings, got {type(value).__name__}")
-    if value.kind == "scripted":
+    renamed = RENAMED_KINDS["chat model"]
+    key = f"{where}.judge"
+    value = build_choice(value, ChatModelSettings, key=key, renamed_kinds=renamed, defaults=REFERENCE_ROLE)
+    if not value.served:
         return None
-    value.served_url(f"{where}: judge")
+    value.served_url(key)
     return value
 
 
@@ -60,8 +56,10 @@ TAU_RULE_OFFLINE = "tau-bench's reward rule on our offline retail tasks (not Use
 
 
 def _runtime_kind(options: Mapping[str, Any]) -> str:
-    runtime = options.get("runtime") or {}
-    return str(runtime.get("kind", "retail") if isinstance(runtime, Mapping) else getattr(runtime, "kind", "retail"))
+    """``http`` when TauGym's ``runtime:`` is one the user serves, else ``retail`` (our offline environment)."""
+    from mimesis_pl.envs.gyms.tau.gym import runtime_settings
+
+    return "http" if runtime_settings(options.get("runtime")).served else "retail"
 
 
 def grader_label(settings: ChatModelSettings | None) -> str:
@@ -82,29 +80,6 @@ def gym_graders(gym_classes: Mapping[str, type], gym_options: Mapping[str, Mappi
             continue
         out[label] = grader_label(judge_settings(options.get("judge"), where=cls.env_name)) if judged else RULE_ONLY
     return out
-
-
-_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """A JSON object from a judge's reply: raw JSON, a fenced block, or the first ``{…}``; Python literals
-    (``True``/single quotes, as UserRL's ``literal_eval`` accepts) too. Raises :class:`RetryableError`."""
-    body = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL).strip()
-    candidates = [body, *(m.strip() for m in _FENCED.findall(body))]
-    found = _OBJECT.search(body)
-    if found:
-        candidates.append(found.group(0))
-    for candidate in candidates:
-        for loads in (json.loads, ast.literal_eval):
-            try:
-                data = loads(candidate)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(data, dict):
-                return data
-    raise RetryableError(f"judge reply is not a JSON object ({len(text)} chars)")
 
 
 def field_of(data: Mapping[str, Any], key: str, allowed: Sequence[str] | None = None) -> Any:
@@ -172,7 +147,9 @@ class GymJudge:
     async def ask(self, messages: Sequence[Mapping[str, str]], read: Callable[[dict[str, Any]], T]) -> T:
         body = self.model.body(messages)
         try:
-            return await self.model.request(body, lambda text: read(parse_json_object(text)))
+            return await self.model.request(
+                body, lambda text: read(reply_json_object(text, read="userrl", error=RetryableError))
+            )
         except JudgeFailure:
             self.failures += 1
             raise
@@ -182,7 +159,7 @@ class GymJudge:
 
 
 def make_judge(value: ChatModelSettings | Mapping[str, Any] | None, *, gym: str) -> GymJudge | None:
-    settings = judge_settings(value, where=f"{gym} option 'judge'")
+    settings = judge_settings(value, where=gym)
     return None if settings is None else GymJudge(settings, gym=gym)
 
 

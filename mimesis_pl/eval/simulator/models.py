@@ -114,7 +114,7 @@ def build_chat_model(
     settings.check(role)
     if settings.max_tokens is None:
         raise ValueError(f"{role}.max_tokens must be set: a suite sends it with every request")
-    if settings.kind == "openai":
+    if settings.served:
         return ServedChatModel(settings, failure)
     return ScriptedChatModel(settings.label, scripted, settings.revision)
 

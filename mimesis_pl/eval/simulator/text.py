@@ -6,14 +6,13 @@ never read as a default verdict (docs/decisions.md S1, S24).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from mimesis_pl.chat.think import ReasoningOnlyError
 from mimesis_pl.chat.think import strip_reasoning as chat_strip_reasoning
 from mimesis_pl.failures import JudgeFailure, SimulatorFailure
+from mimesis_pl.llm.replies import reply_json_object
 
 FIDELITY_KEYS = (
     "Persona_Affective_Traits_Match",
@@ -39,33 +38,13 @@ def strip_reasoning(text: str, *, strict: bool = False) -> str:
 
 def first_json_object(text: str, what: str) -> dict[str, Any]:
     """The first ``{…}`` block of ``text`` that parses as a JSON object, else :class:`JudgeFailure`."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    raise JudgeFailure(f"{what}: no JSON object in the judge reply: {text[:160]!r}")
+    return reply_json_object(text, read="first", error=JudgeFailure, what=what)
 
 
 def outer_json_object(text: str, what: str) -> dict[str, Any]:
     """The reference's strict read: code fences removed, then the span from the first ``{`` to the last ``}`` must
     be one JSON object; prose with braces around it, or two objects, is a :class:`JudgeFailure` (S88)."""
-    body = re.sub(r"^```(?:json)?|```$", "", (text or "").strip(), flags=re.MULTILINE).strip()
-    i, j = body.find("{"), body.rfind("}")
-    if i < 0 or j < 0:
-        raise JudgeFailure(f"{what}: no JSON object in the judge reply: {body[:160]!r}")
-    try:
-        value = json.loads(body[i : j + 1])
-    except json.JSONDecodeError as err:
-        raise JudgeFailure(f"{what}: the reply's outermost braces are not one JSON object ({err})") from None
-    if not isinstance(value, dict):
-        raise JudgeFailure(f"{what}: the judge reply is not a JSON object")
-    return value
+    return reply_json_object(text, read="outermost", error=JudgeFailure, what=what)
 
 
 def _as_bool(value: Any) -> bool | None:

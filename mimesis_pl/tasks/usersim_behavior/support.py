@@ -98,4 +98,4 @@ class OpenAISupportAgent:
 
 
 def build_support_agent(settings: ChatModelSettings) -> ScriptedSupportAgent | OpenAISupportAgent:
-    return OpenAISupportAgent(settings) if settings.kind == "openai" else ScriptedSupportAgent()
+    return OpenAISupportAgent(settings) if settings.served else ScriptedSupportAgent()

@@ -3,7 +3,9 @@ scripted expert)."""
 
 from mimesis_pl.envs.gyms.search.backends import (
     BM25Backend,
+    BM25SearchSettings,
     HttpSearchBackend,
+    HttpSearchSettings,
     SearchHit,
     SearchSettings,
     read_corpus,
@@ -15,7 +17,9 @@ SPEC = GymSpec(gym=SearchGym, userrl=UserRLPackage("searchgym", "SearchEnv", eva
 
 __all__ = [
     "BM25Backend",
+    "BM25SearchSettings",
     "HttpSearchBackend",
+    "HttpSearchSettings",
     "SPEC",
     "SearchGym",
     "SearchHit",

@@ -1,12 +1,15 @@
 """Search backends of SearchGym: a local BM25 index over a corpus file, or an HTTP search API.
 
 UserRL's SearchGym queries the Serper web API; neither is reachable offline, so the backend is
-pluggable (docs/decisions.md A53):
+pluggable (docs/decisions.md A53), chosen by the ``search:`` option's ``class_path`` (:class:`SearchSettings`)::
 
-- :class:`BM25Backend` — ``bm25s`` over a corpus file the user gives: JSONL with one document per line
-  (``{"title": …, "text": …}``; ``contents``/``body`` are read as the text, ``id`` is kept), or a plain
-  text file with one document per line. The index is built once per file and process.
-- :class:`HttpSearchBackend` — ``POST {url} {"query": q, "k": k}`` answered with
+    SearchGym: {search: {class_path: BM25SearchSettings, init_args: {corpus_path: CORPUS.jsonl}}}
+    SearchGym: {search: {class_path: HttpSearchSettings, init_args: {url: http://127.0.0.1:8400/search}}}
+
+- :class:`BM25Backend` (:class:`BM25SearchSettings`) — ``bm25s`` over a corpus file the user gives: JSONL with
+  one document per line (``{"title": …, "text": …}``; ``contents``/``body`` are read as the text, ``id`` is
+  kept), or a plain text file with one document per line. The index is built once per file and process.
+- :class:`HttpSearchBackend` (:class:`HttpSearchSettings`) — ``POST {url} {"query": q, "k": k}`` answered with
   ``{"results": [{"title", "snippet", "url"}]}`` (e.g. a small proxy in front of Serper or a local
   search service); transport failures are retried, then raise
   :class:`~mimesis_pl.failures.EnvironmentFailure`.
@@ -22,11 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from mimesis_pl.checks import build_choice
 from mimesis_pl.envs.base import TaskDataError
 from mimesis_pl.failures import EnvironmentFailure
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint, RetryableError
+from mimesis_pl.moved import RENAMED_KINDS
+
+SEARCH_KEY = "gym_options.SearchGym.search"
 
 
 @dataclass(frozen=True)
@@ -42,48 +49,61 @@ class SearchBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass
 class SearchSettings:
-    """Which backend SearchGym queries.
+    """Which backend SearchGym queries (``search:``, chosen by ``class_path``): :class:`BM25SearchSettings` or
+    :class:`HttpSearchSettings`."""
+
+    def build(self) -> SearchBackend:
+        raise NotImplementedError
+
+
+@dataclass
+class BM25SearchSettings(SearchSettings):
+    """A local BM25 index (:class:`BM25Backend`).
 
     Args:
-        kind: ``bm25`` (local index over ``corpus_path``) or ``http`` (a search API at ``url``).
-        corpus_path: the corpus file (``bm25``).
-        url: the search endpoint (``http``).
-        api_key_env: environment variable holding a key sent as ``Authorization: Bearer`` (``http``).
-        timeout_s / max_retries: per request (``http``).
+        corpus_path: the corpus file (JSONL or text).
     """
 
-    kind: Literal["bm25", "http"] = "bm25"
     corpus_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.corpus_path:
+            raise ValueError(f"{SEARCH_KEY}: BM25SearchSettings needs corpus_path (a JSONL or text corpus)")
+
+    def build(self) -> SearchBackend:
+        return BM25Backend(str(self.corpus_path))
+
+
+@dataclass
+class HttpSearchSettings(SearchSettings):
+    """A search API at ``url`` (:class:`HttpSearchBackend`).
+
+    Args:
+        url: the search endpoint, ``http(s)://…``.
+        api_key_env: environment variable holding a key sent as ``Authorization: Bearer``.
+        timeout_s / max_retries: per request.
+    """
+
     url: str | None = None
     api_key_env: str | None = None
     timeout_s: float = 30.0
     max_retries: int = 2
 
+    def __post_init__(self) -> None:
+        if not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError(f"{SEARCH_KEY}: HttpSearchSettings needs url: http(s)://…, got {self.url!r}")
+
+    def build(self) -> SearchBackend:
+        return HttpSearchBackend(self)
+
 
 def search_settings(value: SearchSettings | Mapping[str, Any] | None) -> SearchSettings | None:
-    if value is None or isinstance(value, SearchSettings):
-        return value
-    if not isinstance(value, Mapping):
-        raise TypeError(f"SearchGym option 'search' must be a mapping, got {type(value).__name__}")
-    known = set(SearchSettings.__dataclass_fields__)
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise ValueError(f"SearchGym option 'search' has unknown keys {unknown}; known: {sorted(known)}")
-    return SearchSettings(**dict(value))
-
-
-def make_backend(settings: SearchSettings) -> SearchBackend:
-    if settings.kind == "bm25":
-        if not settings.corpus_path:
-            raise ValueError("SearchGym option 'search': kind 'bm25' needs corpus_path (a JSONL or text corpus)")
-        return BM25Backend(settings.corpus_path)
-    if settings.kind == "http":
-        if not settings.url or not settings.url.startswith(("http://", "https://")):
-            raise ValueError(f"SearchGym option 'search': kind 'http' needs url: http(s)://…, got {settings.url!r}")
-        return HttpSearchBackend(settings)
-    raise ValueError(f"SearchGym option 'search': kind must be 'bm25' or 'http', got {settings.kind!r}")
+    """The ``search:`` option as settings (``None`` when not given); an old ``kind:`` mapping is an error naming
+    its ``class_path``."""
+    if value is None:
+        return None
+    return build_choice(value, SearchSettings, key=SEARCH_KEY, renamed_kinds=RENAMED_KINDS["search backend"])
 
 
 def read_corpus(path: str | Path) -> list[SearchHit]:
@@ -150,7 +170,7 @@ class BM25Backend:
 class HttpSearchBackend:
     """A search API over HTTP (see the module docstring for the request and response)."""
 
-    def __init__(self, settings: SearchSettings) -> None:
+    def __init__(self, settings: HttpSearchSettings) -> None:
         self.settings = settings
         self._client = ChatCompletionsClient(Endpoint.of(settings, str(settings.url)), EnvironmentFailure, path="")
 

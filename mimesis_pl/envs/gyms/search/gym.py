@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.gyms.judging import VerdictReading, chat, check_reading, make_judge, verdict_label
-from mimesis_pl.envs.gyms.search.backends import SearchHit, SearchSettings, make_backend, search_settings
+from mimesis_pl.envs.gyms.search.backends import SearchHit, SearchSettings, search_settings
 from mimesis_pl.envs.tasks import GymTask
 
 if TYPE_CHECKING:
@@ -113,14 +113,20 @@ class SearchGym(Gym):
         settings = search_settings(search)
         if settings is None:
             raise ValueError(
-                "SearchGym needs the option search: {kind: bm25, corpus_path: CORPUS.jsonl} or {kind: http, url: URL}"
+                "SearchGym needs the option search: {class_path: BM25SearchSettings, init_args: {corpus_path: "
+                "CORPUS.jsonl}} or {class_path: HttpSearchSettings, init_args: {url: URL}}"
             )
-        self.backend = make_backend(settings)
+        self.backend = settings.build()
         self.max_search_results = max_search_results
         self.max_search_steps = max_search_steps
         self.questions_path = Path(questions_path) if questions_path else None
         self.judge = make_judge(judge, gym=self.env_name)
         self.verdicts = check_reading(verdicts, where=self.env_name)
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Set-up check (E28): ``search:`` names a backend class (never the old ``kind:``)."""
+        search_settings(options.get("search"))
 
     async def aclose(self) -> None:
         await self.backend.aclose()

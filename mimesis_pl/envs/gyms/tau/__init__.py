@@ -3,7 +3,15 @@ declared by :data:`SPEC` (a scripted user rule; no scripted expert)."""
 
 from collections.abc import Mapping
 
-from mimesis_pl.envs.gyms.tau.gym import TauGym, TauRuntimeSettings, parse_task_id, parse_tool_call, scripted_reply
+from mimesis_pl.envs.gyms.tau.gym import (
+    RetailRuntimeSettings,
+    TauGym,
+    TauHttpRuntimeSettings,
+    TauRuntimeSettings,
+    parse_task_id,
+    parse_tool_call,
+    scripted_reply,
+)
 from mimesis_pl.envs.gyms.tau.runtime import RetailRuntime, TauBenchRuntime, TauHttpRuntime, make_tau_app, serve_runtime
 from mimesis_pl.envs.spec import GymSpec, UserRLPackage
 
@@ -25,10 +33,12 @@ SPEC = GymSpec(
 
 __all__ = [
     "RetailRuntime",
+    "RetailRuntimeSettings",
     "SPEC",
     "TauBenchRuntime",
     "TauGym",
     "TauHttpRuntime",
+    "TauHttpRuntimeSettings",
     "TauRuntimeSettings",
     "make_tau_app",
     "parse_task_id",

@@ -3,10 +3,13 @@
 The agent talks to the user (``action``), lists the tools or asks for help (``search`` with ``tools`` /
 ``help``) and calls tools (``answer`` with ``{"name": …, "arguments": {…}}``). The task id of the row
 (``retail-000``, ``retail-train-012``, ``airline-007``) names the runtime's domain, split and task index,
-as UserRL's TauGym derives them. The runtime (:mod:`.runtime`; ``runtime:`` option) is either served by
-the user at ``url`` (our :class:`~.runtime.TauBenchRuntime` proxy of a tau-bench installation, or any
-server of the same routes) or, offline (default ``kind: retail``), our own small retail environment
-(:mod:`.retail`) started on loopback for the episode and reached over the same HTTP routes.
+as UserRL's TauGym derives them. The runtime (:mod:`.runtime`; ``runtime:`` option, a ``class_path`` choice of
+:class:`TauRuntimeSettings`) is either served by the user at ``url`` (:class:`TauHttpRuntimeSettings`: our
+:class:`~.runtime.TauBenchRuntime` proxy of a tau-bench installation, or any server of the same routes) or,
+offline (the default, :class:`RetailRuntimeSettings`), our own small retail environment (:mod:`.retail`) started
+on loopback for the episode and reached over the same HTTP routes::
+
+    TauGym: {runtime: {class_path: TauHttpRuntimeSettings, init_args: {url: http://127.0.0.1:8300}}}
 
 The user simulator plays the task's instruction: the runtime's ``instruction`` from ``/reset``, else
 the row's instruction in ``instructions_paths`` (UserRL's ``tau_test.json`` / ``tau_train.json``).
@@ -27,13 +30,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from mimesis_pl.checks import build_choice
 from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError, require
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.gyms.tau.runtime import RetailRuntime, TauHttpRuntime, serve_runtime
 from mimesis_pl.envs.tasks import GymTask
 from mimesis_pl.envs.user_protocol import UserReply, UserSimulator
+from mimesis_pl.moved import RENAMED_KINDS
 
 STOP = "###STOP###"
 END_TOOL = "transfer_to_human_agents"
@@ -56,30 +61,67 @@ HELP = (
 )
 
 
-@dataclass
-class TauRuntimeSettings:
-    """Where TauGym's tools run: ``retail`` (our own environment on loopback) or ``http`` at ``url``."""
+RUNTIME_KEY = "gym_options.TauGym.runtime"
 
-    kind: Literal["retail", "http"] = "retail"
+
+class TauRuntimeSettings:
+    """Where TauGym's tools run (``runtime:``, chosen by ``class_path``): :class:`RetailRuntimeSettings` (the
+    offline default) or :class:`TauHttpRuntimeSettings`."""
+
+    #: The user serves the runtime (tau-bench's rule grades it when it is the tau-bench proxy, A54).
+    served: bool = False
+
+    async def build(self) -> tuple[TauHttpRuntime, Any]:
+        """The runtime's client and the loopback server started for it (``None`` when the user serves it)."""
+        raise NotImplementedError
+
+
+@dataclass
+class RetailRuntimeSettings(TauRuntimeSettings):
+    """Our own small retail environment (:mod:`.retail`), started on loopback for each episode.
+
+    Args:
+        timeout_s / max_retries: per request to it.
+    """
+
+    timeout_s: float = 60.0
+    max_retries: int = 2
+
+    async def build(self) -> tuple[TauHttpRuntime, Any]:
+        server, url = await serve_runtime(RetailRuntime())
+        return TauHttpRuntime(url, timeout_s=self.timeout_s, max_retries=self.max_retries), server
+
+
+@dataclass
+class TauHttpRuntimeSettings(TauRuntimeSettings):
+    """A runtime the user serves at ``url`` (``python -m mimesis_pl.envs.gyms.tau --kind tau_bench``: the
+    tau-bench proxy, or any server of the same routes).
+
+    Args:
+        url: its address, ``http(s)://…``.
+        timeout_s / max_retries: per request.
+    """
+
     url: str | None = None
     timeout_s: float = 60.0
     max_retries: int = 2
 
+    served = True
+
+    def __post_init__(self) -> None:
+        if not (self.url or "").startswith(("http://", "https://")):
+            raise ValueError(f"{RUNTIME_KEY}: TauHttpRuntimeSettings needs url: http(s)://…, got {self.url!r}")
+
+    async def build(self) -> tuple[TauHttpRuntime, Any]:
+        return TauHttpRuntime(str(self.url), timeout_s=self.timeout_s, max_retries=self.max_retries), None
+
 
 def runtime_settings(value: TauRuntimeSettings | Mapping[str, Any] | None) -> TauRuntimeSettings:
-    if value is None:
-        return TauRuntimeSettings()
-    if isinstance(value, TauRuntimeSettings):
-        return value
-    unknown = sorted(set(value) - set(TauRuntimeSettings.__dataclass_fields__))
-    if unknown:
-        raise ValueError(f"TauGym option 'runtime' has unknown keys {unknown}")
-    settings = TauRuntimeSettings(**dict(value))
-    if settings.kind not in ("retail", "http"):
-        raise ValueError(f"TauGym option 'runtime': kind must be 'retail' or 'http', got {settings.kind!r}")
-    if settings.kind == "http" and not (settings.url or "").startswith(("http://", "https://")):
-        raise ValueError(f"TauGym option 'runtime': kind 'http' needs url: http(s)://…, got {settings.url!r}")
-    return settings
+    """The ``runtime:`` option as settings: none (or ``{}``) is the offline retail runtime; an old ``kind:``
+    mapping is an error naming its ``class_path``."""
+    if value is None or (isinstance(value, Mapping) and not value):
+        return RetailRuntimeSettings()
+    return build_choice(value, TauRuntimeSettings, key=RUNTIME_KEY, renamed_kinds=RENAMED_KINDS["tau runtime"])
 
 
 def parse_task_id(task_id: str, *, where: str) -> tuple[str, str, int]:
@@ -146,15 +188,16 @@ class TauGym(Gym):
         self._runtime: TauHttpRuntime | None = None
         self._session: str | None = None
 
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> None:
+        """Set-up check (E28): ``runtime:`` names a runtime class (never the old ``kind:``)."""
+        runtime_settings(options.get("runtime"))
+
     async def _reset(self, task: GymTask) -> None:
         task_id = str(require(task.hidden, "id", where=task.source))
         domain, split, index = parse_task_id(task_id, where=task.source)
         await self.aclose()
-        s = self.runtime_settings
-        url = s.url
-        if s.kind == "retail":
-            self._server, url = await serve_runtime(RetailRuntime())
-        self._runtime = TauHttpRuntime(str(url), timeout_s=s.timeout_s, max_retries=s.max_retries)
+        self._runtime, self._server = await self.runtime_settings.build()
         info = await self._runtime.reset(domain, index, split)
         self._session = info["session_id"]
         self._tool_specs = info.get("tool_specs") or info.get("tools") or []

@@ -9,7 +9,7 @@ UserRL asks an LLM judge two things; :class:`RuleGrader` answers them by keyword
   the trip and every ground-truth argument value, ``"False"`` when it names several or misses a value,
   ``"N/A"`` when it names none of the trip's aspects.
 
-The served judge (:mod:`.judge`, selected by ``judge: {kind: openai, ...}``) implements the same
+The served judge (:mod:`.judge`, selected by ``judge: {class_path: ServedChatSettings, ...}``) implements the same
 :class:`TravelGrader` protocol (docs/decisions.md A43).
 """
 

@@ -23,8 +23,9 @@ its async step, used in training, forgot the latter: A44). Rewards are UserRL's:
 at 0, nothing is capped (preference and answer rewards add up, as in UserRL: A40, A83). Scenarios come from
 UserRL's files when ``scenarios_path`` is given, else they are generated from the row's id (A42).
 Training uses UserRL's training rewards (search 0.0, preference 0.8); evaluation sets 0.2 / 0.6.
-The grader is the keyword rule grader offline, or with ``judge: {kind: openai, url, model, ...}`` a served
-judge seeing what UserRL's judge sees (A43); a judge that keeps failing is ``judge_error``, never a 0 (A48).
+The grader is the keyword rule grader offline, or with ``judge: {class_path: ServedChatSettings, init_args: {url,
+model}}`` a served judge seeing what UserRL's judge sees (A43); a judge that keeps failing is ``judge_error``,
+never a 0 (A48).
 """
 
 from __future__ import annotations
@@ -319,8 +320,8 @@ def option_schema_for(aspect: str, scenario: TravelScenario) -> str:
 def grader_for(judge: Any) -> TravelGrader:
     """The grader a ``judge:`` setting names, read as every judged gym reads it
     (:func:`~mimesis_pl.envs.gyms.judging.judge_settings`): the rule grader offline (no judge, or
-    ``kind: scripted``), else the served judge asking what UserRL's judge is asked (A43)."""
-    settings = judge_settings(judge, where="TravelGym option 'judge'")
+    ``ScriptedChatSettings``), else the served judge asking what UserRL's judge is asked (A43)."""
+    settings = judge_settings(judge, where="TravelGym")
     return RuleGrader() if settings is None else ServedGrader(GymJudge(settings, gym=TravelGym.env_name))
 
 

@@ -54,6 +54,7 @@ from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import RunIdentity, TaskRef, TrialFn, TrialOutcome, config_hash, join_id
 from mimesis_pl.eval.values import thaw
 from mimesis_pl.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
+from mimesis_pl.llm import ScriptedChatSettings
 
 
 class RealUserSimSuite(FidelitySuite):
@@ -96,9 +97,9 @@ class RealUserSimSuite(FidelitySuite):
     ) -> None:
         self.judge_prompts_path, self.simulator_prompt = judge_prompts, simulator_prompt
         self.settings = {
-            "simulator": simulator or ChatModelSettings(model="rus-user", temperature=0.7, max_tokens=1024),
-            "assistant": assistant or ChatModelSettings(model="rus-assistant", temperature=0.7, max_tokens=8192),
-            "judge": judge or ChatModelSettings(model="rus-judge", temperature=0.001, max_tokens=4096),
+            "simulator": simulator or ScriptedChatSettings(model="rus-user", temperature=0.7, max_tokens=1024),
+            "assistant": assistant or ScriptedChatSettings(model="rus-assistant", temperature=0.7, max_tokens=8192),
+            "judge": judge or ScriptedChatSettings(model="rus-judge", temperature=0.001, max_tokens=4096),
         }
         self.conditions = list(conditions or CONDITIONS)
         unknown = sorted(set(self.conditions) - set(CONDITIONS))

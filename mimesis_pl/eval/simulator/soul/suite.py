@@ -90,7 +90,7 @@ def endpoint_identity(settings: ChatModelSettings, revision: str | None = None) 
     """What determines a role's answers, for the cache key (S75): kind and model, and for a served role the
     endpoint URL and its revision: ``revision`` when given (``role_revisions``), else what the server reports
     it serves, else the role's ``revision`` setting (E25; a scripted role: its failure rate)."""
-    if settings.kind == "scripted":
+    if not settings.served:
         return f"scripted:{settings.model}" + (f"@fail{settings.failure_rate:g}" if settings.failure_rate else "")
     revision = revision or role_revision(
         settings.revision, settings.url, settings.model, key_for_listing(settings.api_key_env)

@@ -7,6 +7,20 @@ and user). The tool runtime stays shared in :mod:`mimesis_pl.envs.gyms.tau.tool_
 too). The old ``tau_usi`` module's names are re-exported here (YAML ``class_path`` keeps working).
 """
 
-from mimesis_pl.eval.simulator.tau_usi.suite import GREETING, SIM_RULES, RuntimeSettings, TauUSISuite
+from mimesis_pl.eval.simulator.tau_usi.suite import (
+    GREETING,
+    SIM_RULES,
+    HttpRuntimeSettings,
+    RuntimeSettings,
+    ScriptedHttpRuntimeSettings,
+    TauUSISuite,
+)
 
-__all__ = ["GREETING", "RuntimeSettings", "SIM_RULES", "TauUSISuite"]
+__all__ = [
+    "GREETING",
+    "HttpRuntimeSettings",
+    "RuntimeSettings",
+    "SIM_RULES",
+    "ScriptedHttpRuntimeSettings",
+    "TauUSISuite",
+]

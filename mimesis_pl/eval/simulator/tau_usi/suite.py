@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
 from mimesis_pl.envs.gyms.tau.tool_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
@@ -36,6 +36,7 @@ from mimesis_pl.eval.simulator.text import first_json_object, strip_reasoning
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash
 from mimesis_pl.eval.values import thaw
 from mimesis_pl.failures import AgentTransportFailure, JudgeFailure, SimulatorFailure
+from mimesis_pl.llm import ScriptedChatSettings
 
 GREETING = "Hi! How can I help you today?"
 SIM_RULES = (
@@ -46,14 +47,65 @@ SIM_RULES = (
 )
 
 
-@dataclass
 class RuntimeSettings:
-    """The tool runtime: ``http`` (a tau-bench-compatible service at ``url``) or ``scripted_http`` (our
-    scripted runtime served on loopback)."""
+    """The tool runtime (``runtime:``, chosen by ``class_path``): :class:`ScriptedHttpRuntimeSettings` (the
+    default) or :class:`HttpRuntimeSettings`."""
 
-    kind: Literal["http", "scripted_http"] = "scripted_http"
+    #: The runtime's name in ``results.json`` (``runtime``).
+    label: str = ""
+
+    def identity(self) -> str:
+        """What the rollout cache key names for this runtime."""
+        raise NotImplementedError
+
+    async def build(self) -> tuple[ToolRuntime, Any]:
+        """The runtime's client and the loopback server started for it (``None`` when the user serves it)."""
+        raise NotImplementedError
+
+
+@dataclass
+class ScriptedHttpRuntimeSettings(RuntimeSettings):
+    """Our scripted runtime, served on loopback.
+
+    Args:
+        timeout_s: per request.
+    """
+
+    timeout_s: float = 60.0
+
+    label = "scripted_http"
+
+    def identity(self) -> str:
+        return "scripted"
+
+    async def build(self) -> tuple[ToolRuntime, Any]:
+        server, url = await serve_scripted_runtime()
+        return HttpToolRuntime(url, timeout_s=self.timeout_s), server
+
+
+@dataclass
+class HttpRuntimeSettings(RuntimeSettings):
+    """A tau-bench-compatible service at ``url``.
+
+    Args:
+        url: its address (part of every rollout's cache key).
+        timeout_s: per request.
+    """
+
     url: str | None = None
     timeout_s: float = 60.0
+
+    label = "http"
+
+    def __post_init__(self) -> None:
+        if not self.url:
+            raise ValueError("runtime.url is required for HttpRuntimeSettings")
+
+    def identity(self) -> str:
+        return str(self.url)
+
+    async def build(self) -> tuple[ToolRuntime, Any]:
+        return HttpToolRuntime(str(self.url), timeout_s=self.timeout_s), None
 
 
 class TauUSISuite(FidelitySuite):
@@ -67,7 +119,7 @@ class TauUSISuite(FidelitySuite):
             (against the human answers) gives USI₆ beside USI₅ (S71: the reference reads the model's
             answers from a separate file; a fresh run of the paper reports USI₅ only).
         simulator, agent: the simulator under test and the fixed agent.
-        runtime: the tool runtime.
+        runtime: the tool runtime (default :class:`ScriptedHttpRuntimeSettings`).
         seeds: one run per seed (the model row averages the runs).
         max_user_turns, max_tool_rounds: per conversation and per user turn.
     """
@@ -89,12 +141,10 @@ class TauUSISuite(FidelitySuite):
     ) -> None:
         self.human_file, self.difficulty_file, self.survey = human_file, difficulty_file, survey
         self.settings = {
-            "simulator": simulator or ChatModelSettings(model="tau-user", temperature=0.7, max_tokens=2048),
-            "agent": agent or ChatModelSettings(model="tau-agent", temperature=0.0, max_tokens=8192),
+            "simulator": simulator or ScriptedChatSettings(model="tau-user", temperature=0.7, max_tokens=2048),
+            "agent": agent or ScriptedChatSettings(model="tau-agent", temperature=0.0, max_tokens=8192),
         }
-        self.runtime_settings = runtime or RuntimeSettings()
-        if self.runtime_settings.kind == "http" and not self.runtime_settings.url:
-            raise ValueError("runtime.url is required for runtime kind 'http'")
+        self.runtime_settings = runtime or ScriptedHttpRuntimeSettings()
         self.seeds = [0] if seeds is None else list(seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
@@ -118,10 +168,7 @@ class TauUSISuite(FidelitySuite):
 
     async def _ensure_runtime(self) -> ToolRuntime:
         if self._runtime is None:
-            url = self.runtime_settings.url
-            if self.runtime_settings.kind == "scripted_http":
-                self._server, url = await serve_scripted_runtime()
-            self._runtime = HttpToolRuntime(url, timeout_s=self.runtime_settings.timeout_s)
+            self._runtime, self._server = await self.runtime_settings.build()
         return self._runtime
 
     async def rollout(self, task: TauTask, seed: int) -> TrialOutcome:
@@ -221,7 +268,7 @@ class TauUSISuite(FidelitySuite):
                 "limits": [self.max_user_turns, self.max_tool_rounds],
             }
         )
-        runtime_label = self.runtime_settings.url if self.runtime_settings.kind == "http" else "scripted"
+        runtime_label = self.runtime_settings.identity()
         identity = suite_identity(
             self.name, self.version, m["simulator"], {"agent": m["agent"], "runtime": _Named(runtime_label)}
         )
@@ -267,7 +314,7 @@ class TauUSISuite(FidelitySuite):
             "suite": self.name,
             "version": self.version,
             "models": {role: {"name": mm.name, "revision": mm.revision} for role, mm in self._models.items()},
-            "runtime": self.runtime_settings.kind,
+            "runtime": self.runtime_settings.label,
             "seeds": self.seeds,
             "tasks": self._tasks,
             "rollouts_scored": sum(len(r) for r in self._results.values()),

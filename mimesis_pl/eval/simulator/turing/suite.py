@@ -29,6 +29,7 @@ from mimesis_pl.eval.simulator.turing.scoring import PENALTIES, clean_generation
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import TaskRef, TrialOutcome, config_hash, join_id
 from mimesis_pl.failures import JudgeFailure, SimulatorFailure
+from mimesis_pl.llm import ScriptedChatSettings
 from mimesis_pl.metrics.turing import canonical_rating, turing_reward
 
 JUDGE_SYSTEM = (
@@ -69,8 +70,10 @@ class TuringSuite(FidelitySuite):
         seeds: list[int] | None = None,
         comparable_tolerance: float = 0.05,
     ) -> None:
-        self.simulator_settings = simulator or ChatModelSettings(model="turing-user", temperature=1.0, max_tokens=16384)
-        self.judge_settings = judge or ChatModelSettings(model="turing-judge", temperature=0.0, max_tokens=64)
+        self.simulator_settings = simulator or ScriptedChatSettings(
+            model="turing-user", temperature=1.0, max_tokens=16384
+        )
+        self.judge_settings = judge or ScriptedChatSettings(model="turing-judge", temperature=0.0, max_tokens=64)
         self.seeds = [0, 1, 2] if seeds is None else list(seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
