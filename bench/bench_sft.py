@@ -66,7 +66,7 @@ def step_fn(variant: str, model, args):
     import torch
 
     from mimesis_pl.modules import CausalLMSFT
-    from mimesis_pl.modules.token_ops import model_token_logprobs
+    from mimesis_pl.rl.token_ops import model_token_logprobs
 
     variant = variant.removesuffix("_gc")  # the suffix only switches gradient checkpointing on
     if variant == "hf":

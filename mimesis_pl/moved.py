@@ -11,6 +11,21 @@ import importlib.abc
 
 # old module -> {object name: the module that defines it now}
 MOVED: dict[str, dict[str, str]] = {
+    "mimesis_pl.modules.token_ops": {
+        "HeadLogprobs": "mimesis_pl.rl.token_ops",
+        "TokenLogprobs": "mimesis_pl.rl.token_ops",
+        "chunked_token_entropy": "mimesis_pl.rl.token_ops",
+        "chunked_token_logprobs": "mimesis_pl.rl.token_ops",
+        "model_token_logprobs": "mimesis_pl.rl.token_ops",
+        "model_weighted_logprob_sum": "mimesis_pl.rl.token_ops",
+    },
+    "mimesis_pl.modules.fused_head": {
+        "LinearTokenLogprobs": "mimesis_pl.rl.fused_head",
+        "LinearWeightedLogprobSum": "mimesis_pl.rl.fused_head",
+        "auto_chunk_size": "mimesis_pl.rl.fused_head",
+        "linear_token_logprobs": "mimesis_pl.rl.fused_head",
+        "linear_weighted_logprob_sum": "mimesis_pl.rl.fused_head",
+    },
     "mimesis_pl.eval.simulator.tau_runtime": {
         "ToolRuntime": "mimesis_pl.envs.gyms.tau.tool_runtime",
         "HttpToolRuntime": "mimesis_pl.envs.gyms.tau.tool_runtime",

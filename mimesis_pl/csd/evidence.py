@@ -34,6 +34,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mimesis_pl.chat.think import split_think
+from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
+
+#: What an agent turn's first tool call can do (its ``choice``); ``none`` when it made no usable move.
+MOVES = ("answer", "action", "search", "none")
+
 
 @dataclass(frozen=True)
 class UserTurn:
@@ -232,12 +238,26 @@ def lapse_turns(messages: Sequence[Mapping[str, Any]]) -> set[int]:
     A lapse wastes the turn (a lapsing expert's habit, `mimesis_pl.envs.expert.LapsingExpert`); the learning
     study splits the CSD teacher gap and gate by it.
     """
-    from mimesis_pl.csd.scripted_coach import _action
-
     turns = [messages[i] for i in assistant_turns(messages)]
     if not turns:
         return set()
-    opening = " ".join(_action(turns[0])[1].split())
+    opening = " ".join(first_action(turns[0])[1].split())
     if not opening:
         return set()
-    return {t for t in range(1, len(turns)) if " ".join(_action(turns[t])[1].split()) == opening}
+    return {t for t in range(1, len(turns)) if " ".join(first_action(turns[t])[1].split()) == opening}
+
+
+def first_action(message: Mapping[str, Any] | None) -> tuple[str, str]:
+    """``(choice, content)`` of an assistant message's first tool call (``choice`` one of :data:`MOVES`);
+    ``("none", "")`` without one."""
+    if message is None:
+        return "none", ""
+    _, public = split_think(str(message.get("content") or ""))
+    try:
+        calls, _ = parse_tool_calls(public)
+    except ToolCallParseError:
+        return "none", ""
+    if not calls:
+        return "none", ""
+    choice, content = calls[0].arguments.get("choice"), calls[0].arguments.get("content")
+    return (choice if choice in MOVES else "none"), str(content or "")

@@ -23,9 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mimesis_pl.chat.think import split_think
-from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
 from mimesis_pl.csd.coach import DEFAULT_MAX_NOTE_CHARS, CoachResult, finish_note
+from mimesis_pl.csd.evidence import first_action
 from mimesis_pl.csd.leaks import is_specific, tokens, value_tokens
 from mimesis_pl.csd.prompts import CoachRequest
 from mimesis_pl.envs.text import QUESTION_FILLER, stem
@@ -76,7 +75,7 @@ NEXT = {
     "open": "Their next reply will still name a concern, so address it head on.",
     "statement": "A direct question about one open detail will get a concrete answer from them.",
 }
-DID = {
+DID = {  # one line per move of evidence.MOVES
     "answer": "At this turn the agent gave an answer",
     "action": "At this turn the agent asked or said something",
     "search": "At this turn the agent ran a search",
@@ -124,21 +123,6 @@ def classify_reply(text: str) -> str:
         if pattern.search(text):
             return label
     return "statement"
-
-
-def _action(message: Mapping[str, Any] | None) -> tuple[str, str]:
-    """``(choice, content)`` of an assistant message's first tool call; ``("none", "")`` without one."""
-    if message is None:
-        return "none", ""
-    _, public = split_think(str(message.get("content") or ""))
-    try:
-        calls, _ = parse_tool_calls(public)
-    except ToolCallParseError:
-        return "none", ""
-    if not calls:
-        return "none", ""
-    choice, content = calls[0].arguments.get("choice"), calls[0].arguments.get("content")
-    return (choice if choice in DID else "none"), str(content or "")
 
 
 def _last(public: Sequence[Mapping[str, Any]], role: str) -> Mapping[str, Any] | None:
@@ -240,13 +224,13 @@ class ScriptedCoach:
         previous = _last(public, "assistant")
         seen = _last(public, "tool") if previous is not None else None
         state = classify_reply(str(seen.get("content") or "")) if seen is not None else "statement"
-        _, move = _action(previous)
+        _, move = first_action(previous)
         about_words = anchors(move, request.reasoning, request.avoid)
         about = f"the point about {_listing(about_words)}" if about_words else "what was asked"
         holding = unvoiced(request.reasoning, public) > 0
         first = STATE[state].format(about=about)
         if request.style == "corrective":
-            did, _ = _action(request.turn_message)
+            did, _ = first_action(request.turn_message)
             reaction = classify_reply(request.next_reply)
             advice = CORRECTIVE_ADVICE[corrective_advice(did, state, reaction, holding)]
             return " ".join([first, f"{DID[did]}, {REACTION[reaction]}", advice])

@@ -31,7 +31,7 @@ import torch
 from ..chat import pad_id_of
 from ..chat.render import ChatRenderer, RenderError
 from ..models import eval_mode  # noqa: F401 - also this module's public name (mimesis_pl.eval.probe.eval_mode)
-from ..modules.token_ops import model_token_logprobs
+from ..rl.token_ops import model_token_logprobs
 
 
 class ProbeContextError(ValueError):

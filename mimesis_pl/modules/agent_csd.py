@@ -25,6 +25,7 @@ from ..rl.losses import csd_estimator_reads_topk, csd_loss, gap_gate_by_group
 from ..rl.placebo import and_mask_placebo
 from ..rl.policy_batch import LossInputs, PolicyBatch
 from ..rl.teacher import pack_teacher_rows
+from ..rl.token_ops import HeadLogprobs
 from ..rollout.coaching import CoachingSettings, CoachStage
 from ..rollout.settings import AdvantageSettings, RolloutSettings
 from ..rollout.step import RLStep, TeacherBatch
@@ -39,7 +40,6 @@ from .teacher_forward import (
     teacher_scores,
     teacher_scores_prefix_cached,
 )
-from .token_ops import HeadLogprobs
 
 DEFAULT_CSD, DEFAULT_COACHING = CSDSettings(), CoachingSettings()
 

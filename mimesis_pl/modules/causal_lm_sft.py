@@ -8,9 +8,9 @@ from typing import Any
 import torch
 
 from ..metrics.lm import TokenPerplexity
+from ..rl.token_ops import model_weighted_logprob_sum
 from .base import HFCausalLMModule
 from .settings import LoraSettings, ModelSettings, OptimSettings
-from .token_ops import model_weighted_logprob_sum
 
 DEFAULT_OPTIM = OptimSettings()
 

@@ -7,8 +7,8 @@
 
 Works with the agent RL modules (``AgentGRPO``, ``AgentCSD``): the contexts are rendered as the rollouts render
 them (the module's tokenizer and the rollout's ``enable_thinking``) and scored on the module's model as it
-trains (a LoRA policy: with its adapters). Not re-exported by ``mimesis_pl.modules``: ``eval.probe`` imports
-``modules.token_ops``, so the package importing this module would make ``import mimesis_pl.eval.probe`` circular.
+trains (a LoRA policy: with its adapters). Not re-exported by ``mimesis_pl.modules`` (a callback, named by its
+path).
 """
 
 from __future__ import annotations

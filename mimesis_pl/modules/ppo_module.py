@@ -28,13 +28,13 @@ from ..chat import load_tokenizer, pad_id_of
 from ..rl.behaviour import apply_behaviour_weights
 from ..rl.losses import policy_loss
 from ..rl.policy_batch import LossInputs, PolicyBatch, PolicyUpdate, UpdateResult
+from ..rl.token_ops import HeadLogprobs, model_token_logprobs
 from ..rollout.step import RLStep
 from ..rollout.trajectory import Trajectory
 from ..scale import per_rank_share, plan_minibatches
 from ..stages.base import CollectStage, Stage
 from .base import HFCausalLMModule
 from .settings import ModelSettings, OptimSettings, PPOSettings
-from .token_ops import HeadLogprobs, model_token_logprobs
 
 
 class ExtraLoss(Protocol):

@@ -30,7 +30,7 @@ class ModelSettings:
         chat_template: the template rollouts render with and the export carries: a name shipped in
             ``mimesis_pl/chat/templates/`` or a ``.jinja`` path; ``None`` keeps the tokenizer's own.
         loss_chunk_size: positions projected to the vocabulary at once (bounds logits memory); ``None``
-            sizes it from the vocabulary (see :mod:`~mimesis_pl.modules.fused_head`).
+            sizes it from the vocabulary (see :mod:`~mimesis_pl.rl.fused_head`).
     """
 
     model_path: str

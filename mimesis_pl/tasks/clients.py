@@ -23,17 +23,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ..llm import ChatCompletionsClient, ChatModelSettings, RetryableError, reference_role
+from ..llm import ChatModelSettings, RetryableError, reference_role
 from ..llm.replies import reply_json_object
+from ..llm.role_client import RoleClient, request_log
 
 V = TypeVar("V")
 Messages = Sequence[Mapping[str, str]]
-#: Requests each client keeps for inspection (leak scans, debugging); older ones are dropped.
-KEEP_REQUESTS = 512
-
-
-def request_log() -> deque[list[dict[str, str]]]:
-    return deque(maxlen=KEEP_REQUESTS)
 
 
 @dataclass
@@ -160,63 +155,13 @@ class _ClientError(RuntimeError):
     pass
 
 
-def reply_text(payload: Mapping[str, Any], who: str, keep_reasoning: bool = False) -> str:
-    """The text of a chat-completion payload; with ``keep_reasoning`` a ``reasoning_content``/``reasoning``
-    field is re-attached as a leading ``<think>`` block. No message, or an empty reply, is a
-    :class:`RetryableError` (an empty reply is an error, never a silent empty turn)."""
-    try:
-        message = payload["choices"][0]["message"]
-        content = message.get("content") or ""
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise RetryableError(f"{who}: response has no choices[0].message") from None
-    if keep_reasoning:
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        if reasoning and "<think>" not in content:
-            content = f"<think>\n{reasoning}\n</think>\n\n{content}"
-    if not content.strip():
-        raise RetryableError(f"{who}: empty completion")
-    return content
-
-
-class OpenAIChatModel:
-    """A role served behind ``{url}/chat/completions``: the served chat client of the judges, partners and
-    support agents of simulator RL and of the gyms' judges (the fidelity suites' ``ServedChatModel`` posts
-    through the same :class:`~mimesis_pl.llm.ChatCompletionsClient` and :func:`reply_text`).
-
-    :meth:`request` sends a body and raises ``error`` once retries are spent; :meth:`complete` and
-    :meth:`complete_json` return ``None`` instead (and count the failure), as the tasks expect.
-    """
+class OpenAIChatModel(RoleClient):
+    """A simulator-RL role served behind ``{url}/chat/completions`` (judge, partner, support agent): the package's
+    one role client (:class:`~mimesis_pl.llm.RoleClient`) whose :meth:`complete` and :meth:`complete_json` return
+    ``None`` after the last attempt (and count the failure), as the tasks expect; :meth:`request` raises."""
 
     def __init__(self, settings: ChatModelSettings, role: str, error: type[Exception] = _ClientError) -> None:
-        self.settings = settings
-        self.role = role
-        self.failures = 0
-        self.requests = request_log()
-        self._error = error
-        self._client = ChatCompletionsClient(settings.endpoint(role), error)
-
-    def body(self, messages: Messages, json_mode: bool = False) -> dict[str, Any]:
-        s = self.settings
-        body: dict[str, Any] = {
-            "model": s.model,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "temperature": s.temperature,
-        }
-        if s.max_tokens is not None:
-            body["max_completion_tokens"] = s.max_tokens
-        body |= {**s.extra_body, **s.optional_body()}
-        if json_mode:
-            body["response_format"] = {"type": "json_object"}
-        return body
-
-    async def request(
-        self, body: dict[str, Any], read: Callable[[str], Any] = lambda text: text, keep_reasoning: bool = False
-    ) -> Any:
-        """``read(reply text)`` of ``body`` with bounded retries (``read`` may raise :class:`RetryableError`);
-        raises the client's ``error`` after the last attempt."""
-        self.requests.append(list(body["messages"]))
-        who = f"{self.role} ({self.settings.model})"
-        return await self._client.call(body, lambda payload: read(reply_text(payload, who, keep_reasoning)), what=who)
+        super().__init__(settings, role, error)
 
     async def _call(self, body: dict[str, Any], read: Callable[[str], Any]) -> Any:
         try:
@@ -238,9 +183,6 @@ class OpenAIChatModel:
                 ) from None
 
         return await self._call(self.body(messages, json_mode=True), read)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
 
 # -- the judge -----------------------------------------------------------------------------------

@@ -372,7 +372,7 @@ def test_distill_two_positions_k2_value_and_gradient_by_hand():
 def test_distill_raises_an_unsampled_token_the_teacher_prefers_and_sdar_cannot():
     """The point of ``distill``: the student samples token 0, the coached teacher prefers token 2. One gradient step
     of distill on the student's head raises log p(2); the sdar step on the sampled token lowers it."""
-    from mimesis_pl.modules.token_ops import HeadLogprobs
+    from mimesis_pl.rl.token_ops import HeadLogprobs
 
     def step(estimator):
         head = torch.nn.Linear(4, 4, bias=False)

@@ -13,10 +13,10 @@ from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.envs import EnvironmentManager
 from mimesis_pl.modules.settings import CSDSettings
 from mimesis_pl.modules.teacher_forward import check_no_dropout, teacher_logprobs
-from mimesis_pl.modules.token_ops import model_token_logprobs
 from mimesis_pl.rl.losses import csd_loss
 from mimesis_pl.rl.placebo import PlaceboPool
 from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+from mimesis_pl.rl.token_ops import model_token_logprobs
 from mimesis_pl.rollout.engines import SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
 from mimesis_pl.users.scripted import ScriptedUser

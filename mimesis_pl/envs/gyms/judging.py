@@ -6,7 +6,7 @@ endpoint — and then asks that model what UserRL asks its judge, seeing what Us
 nothing more. Without ``judge`` (the offline default) the gym's keyword rule grades; every report
 names which grader ran (:func:`grader_label`).
 
-Calls go through the package's one served client (:class:`~mimesis_pl.tasks.clients.OpenAIChatModel`:
+Calls go through the package's one served role client (:class:`~mimesis_pl.llm.role_client.RoleClient`:
 bounded retries with backoff). A reply that does not parse or validate is retried like a transport
 error; once retries are spent the gym raises :class:`~mimesis_pl.failures.JudgeFailure`, which the
 episode manager records as ``judge_error`` — an infrastructure failure, retried by the evaluator and
@@ -22,6 +22,7 @@ from mimesis_pl.checks import build_choice
 from mimesis_pl.failures import JudgeFailure
 from mimesis_pl.llm import REFERENCE_ROLE, ChatModelSettings, RetryableError
 from mimesis_pl.llm.replies import reply_json_object
+from mimesis_pl.llm.role_client import RoleClient
 from mimesis_pl.moved import RENAMED_KINDS
 
 T = TypeVar("T")
@@ -133,11 +134,9 @@ class GymJudge:
     """
 
     def __init__(self, settings: ChatModelSettings, *, gym: str) -> None:
-        from mimesis_pl.tasks.clients import OpenAIChatModel
-
         self.settings = settings
         self.gym = gym
-        self.model = OpenAIChatModel(settings, f"{gym} judge", error=JudgeFailure)
+        self.model = RoleClient(settings, f"{gym} judge", error=JudgeFailure)
         self.failures = 0
 
     @property

@@ -19,9 +19,9 @@ from typing import Any, ClassVar, Literal
 
 from mimesis_pl.failures import SimulatorFailure
 from mimesis_pl.llm import ChatCompletionsClient, Endpoint, http_url
+from mimesis_pl.llm.role_client import reply_text
 from mimesis_pl.rollout.engines.base import GenerationResult, SamplingParams, check_prompt
 from mimesis_pl.rollout.engines.settings import EngineSettings, EngineTarget
-from mimesis_pl.tasks.clients import reply_text
 
 _TURN = re.compile(r"<\|im_start\|>(system|user|assistant|tool)\n(.*?)<\|im_end\|>", re.DOTALL)
 _OPEN = re.compile(r"<\|im_start\|>assistant\n(?P<prefill>.*)\Z", re.DOTALL)

@@ -4,7 +4,7 @@ Every role a suite talks to — the simulator under test, the fixed assistant/ag
 :class:`ChatModel`. The served implementation posts through the package's one chat-completions client
 (:class:`mimesis_pl.llm.ChatCompletionsClient`, built from the role's :class:`~mimesis_pl.llm.Endpoint`:
 retries, API key) and reads replies as the simulator-RL judge/partner client does
-(:func:`mimesis_pl.tasks.clients.reply_text`); it adds only the suites' per-call sampling fields and raises
+(:func:`mimesis_pl.llm.role_client.reply_text`); it adds only the suites' per-call sampling fields and raises
 the role's failure instead of returning ``None``. The scripted one answers from a deterministic Python
 function, so the tiny configs run offline.
 """
@@ -18,8 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from mimesis_pl.failures import InfrastructureFailure
 from mimesis_pl.llm import ChatCompletionsClient, ChatModelSettings
+from mimesis_pl.llm.role_client import reply_text
 from mimesis_pl.llm.served import key_for_listing, role_revision
-from mimesis_pl.tasks.clients import reply_text
 
 Message = Mapping[str, str]
 

@@ -14,16 +14,9 @@ from .base import FinishReason, GenerationResult, RolloutEngine, SamplingParams
 from .batching import MicroBatcher
 from .hf import HFEngine
 from .openai import OpenAIEngine, OpenAIEngineError
-from .settings import (
-    EngineSettings,
-    EngineTarget,
-    HFEngineSettings,
-    OpenAIEngineSettings,
-    SGLangEngineSettings,
-    VLLMEngineSettings,
-)
-from .sglang import SGLangEngine
-from .vllm import VLLMEngine
+from .settings import EngineSettings, EngineTarget, HFEngineSettings, OpenAIEngineSettings
+from .sglang import SGLangEngine, SGLangEngineSettings
+from .vllm import VLLMEngine, VLLMEngineSettings
 
 __all__ = [
     "EngineSettings",

@@ -14,7 +14,7 @@ An engine that loads weights takes ``model_path: null`` to mean the policy's (tr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .base import RolloutEngine
 
@@ -75,85 +75,6 @@ class HFEngineSettings(EngineSettings):
         return HFEngine(
             target.model, target.tokenizer, max_batch_size=self.max_batch_size, batch_wait_ms=self.batch_wait_ms
         )
-
-
-@dataclass
-class VLLMEngineSettings(EngineSettings):
-    """An in-process vLLM engine; receives the policy's weights after each optimiser step.
-
-    Args:
-        model_path: the weights to start from; ``None`` takes the policy's (or the agent's) model path.
-        dtype: ``auto`` (the checkpoint's), ``bfloat16``, ``float16`` or ``float32`` (rollouts whose
-            log-probs must match the trainer's exactly).
-        max_model_len: longest prompt + completion; ``None`` takes the model's.
-        gpu_memory_utilization: share of the GPU's memory vLLM may take (split between the ranks on it).
-        kv_cache_memory_bytes: KV-cache size; overrides ``gpu_memory_utilization`` and, on CPU, vLLM's default.
-        enforce_eager: skip CUDA-graph capture (faster start, slower decode).
-        seed: engine seed (requests without one draw theirs from torch's global RNG).
-        enable_sleep_mode: let the engine free accelerator memory between rollouts (CUDA only).
-        sleep_level: ``1`` offloads weights and drops the KV cache; ``2`` drops both.
-        tensor_parallel_size: GPUs per engine.
-        lora_sync: how a LoRA policy reaches the engine: ``merged`` sends every adapted layer's base + B·A·scaling
-            (any engine, full-weight bytes; docs/decisions.md A93); ``adapter`` writes only the adapter, under a
-            new versioned name per optimiser step (``policy-v<N>``, vLLM's ``LoRARequest``), so requests carry
-            their version and the prefix cache never mixes versions (A102). Ignored for a full-weight policy.
-        engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
-    """
-
-    model_path: str | None = None
-    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.5
-    kv_cache_memory_bytes: int | None = None
-    enforce_eager: bool = False
-    seed: int = 0
-    enable_sleep_mode: bool = False
-    sleep_level: Literal[1, 2] = 1
-    tensor_parallel_size: int = 1
-    lora_sync: Literal["merged", "adapter"] = "merged"
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def build(self, target: EngineTarget) -> RolloutEngine:
-        from .vllm import VLLMEngine
-
-        lora_rank = target.lora_rank if self.lora_sync == "adapter" else None
-        return VLLMEngine(self.weights_path(target.model_path), self, target.ranks_per_device, lora_rank=lora_rank)
-
-
-@dataclass
-class SGLangEngineSettings(EngineSettings):
-    """An in-process SGLang engine (GPU only); receives the policy's weights after each optimiser step.
-
-    Args:
-        model_path: the weights to start from; ``None`` takes the policy's (or the agent's) model path.
-        dtype: ``auto``, ``bfloat16``, ``float16`` or ``float32``.
-        mem_fraction_static: share of the GPU's memory for weights and KV cache (split between the ranks on it).
-        context_length: longest prompt + completion; ``None`` takes the model's.
-        random_seed: engine seed (requests without one draw theirs from torch's global RNG).
-        tp_size: GPUs per engine.
-        enable_memory_saver: release weights and KV cache between rollouts.
-        max_batch_size: most requests sent to SGLang in one call.
-        batch_wait_ms: how long a request arriving at an idle engine waits for others.
-        weight_chunk_bytes: weight updates are sent in chunks of about this size.
-        engine_kwargs: further ``sglang.Engine`` arguments, passed as given.
-    """
-
-    model_path: str | None = None
-    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    mem_fraction_static: float = 0.5
-    context_length: int | None = None
-    random_seed: int = 0
-    tp_size: int = 1
-    enable_memory_saver: bool = False
-    max_batch_size: int = 256
-    batch_wait_ms: float = 2.0
-    weight_chunk_bytes: int = 1 << 30
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def build(self, target: EngineTarget) -> RolloutEngine:
-        from .sglang import SGLangEngine
-
-        return SGLangEngine(self.weights_path(target.model_path), self, target.ranks_per_device)
 
 
 @dataclass

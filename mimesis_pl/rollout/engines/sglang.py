@@ -18,18 +18,53 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
 from .batching import MicroBatcher
-from .settings import SGLangEngineSettings
+from .settings import EngineSettings, EngineTarget
 from .weights import hf_state_dict
 
 INSTALL_HINT = "pip install 'mimesis-pl[sglang]' on a CUDA machine (SGLang has no CPU build)"
 
 T = TypeVar("T")
+
+
+@dataclass
+class SGLangEngineSettings(EngineSettings):
+    """An in-process SGLang engine (GPU only); receives the policy's weights after each optimiser step.
+
+    Args:
+        model_path: the weights to start from; ``None`` takes the policy's (or the agent's) model path.
+        dtype: ``auto``, ``bfloat16``, ``float16`` or ``float32``.
+        mem_fraction_static: share of the GPU's memory for weights and KV cache (split between the ranks on it).
+        context_length: longest prompt + completion; ``None`` takes the model's.
+        random_seed: engine seed (requests without one draw theirs from torch's global RNG).
+        tp_size: GPUs per engine.
+        enable_memory_saver: release weights and KV cache between rollouts.
+        max_batch_size: most requests sent to SGLang in one call.
+        batch_wait_ms: how long a request arriving at an idle engine waits for others.
+        weight_chunk_bytes: weight updates are sent in chunks of about this size.
+        engine_kwargs: further ``sglang.Engine`` arguments, passed as given.
+    """
+
+    model_path: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    mem_fraction_static: float = 0.5
+    context_length: int | None = None
+    random_seed: int = 0
+    tp_size: int = 1
+    enable_memory_saver: bool = False
+    max_batch_size: int = 256
+    batch_wait_ms: float = 2.0
+    weight_chunk_bytes: int = 1 << 30
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, target: EngineTarget) -> SGLangEngine:
+        return SGLangEngine(self.weights_path(target.model_path), self, target.ranks_per_device)
 
 
 def sglang_mem_fraction(mem_fraction_static: float, ranks_per_device: int = 1) -> float:

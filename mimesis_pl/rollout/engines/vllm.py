@@ -20,13 +20,13 @@ import shutil
 import tempfile
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ...checks import check_choice
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
-from .settings import VLLMEngineSettings
+from .settings import EngineSettings, EngineTarget
 from .weights import hf_state_dict
 
 INSTALL_HINT = (
@@ -42,6 +42,47 @@ CPU_KV_CACHE_BYTES = 2 << 30
 
 #: LoRA ranks vLLM accepts as ``max_lora_rank``; an adapter's rank is rounded up to the next one.
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+@dataclass
+class VLLMEngineSettings(EngineSettings):
+    """An in-process vLLM engine; receives the policy's weights after each optimiser step.
+
+    Args:
+        model_path: the weights to start from; ``None`` takes the policy's (or the agent's) model path.
+        dtype: ``auto`` (the checkpoint's), ``bfloat16``, ``float16`` or ``float32`` (rollouts whose
+            log-probs must match the trainer's exactly).
+        max_model_len: longest prompt + completion; ``None`` takes the model's.
+        gpu_memory_utilization: share of the GPU's memory vLLM may take (split between the ranks on it).
+        kv_cache_memory_bytes: KV-cache size; overrides ``gpu_memory_utilization`` and, on CPU, vLLM's default.
+        enforce_eager: skip CUDA-graph capture (faster start, slower decode).
+        seed: engine seed (requests without one draw theirs from torch's global RNG).
+        enable_sleep_mode: let the engine free accelerator memory between rollouts (CUDA only).
+        sleep_level: ``1`` offloads weights and drops the KV cache; ``2`` drops both.
+        tensor_parallel_size: GPUs per engine.
+        lora_sync: how a LoRA policy reaches the engine: ``merged`` sends every adapted layer's base + B·A·scaling
+            (any engine, full-weight bytes; docs/decisions.md A93); ``adapter`` writes only the adapter, under a
+            new versioned name per optimiser step (``policy-v<N>``, vLLM's ``LoRARequest``), so requests carry
+            their version and the prefix cache never mixes versions (A102). Ignored for a full-weight policy.
+        engine_kwargs: further ``vllm.LLM`` arguments, passed as given.
+    """
+
+    model_path: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.5
+    kv_cache_memory_bytes: int | None = None
+    enforce_eager: bool = False
+    seed: int = 0
+    enable_sleep_mode: bool = False
+    sleep_level: Literal[1, 2] = 1
+    tensor_parallel_size: int = 1
+    lora_sync: Literal["merged", "adapter"] = "merged"
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, target: EngineTarget) -> VLLMEngine:
+        lora_rank = target.lora_rank if self.lora_sync == "adapter" else None
+        return VLLMEngine(self.weights_path(target.model_path), self, target.ranks_per_device, lora_rank=lora_rank)
 
 
 def vllm_lora_rank(rank: int) -> int:

@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass, field
 
 from ...llm import ChatModelSettings
+from ...llm.role_client import request_log
 from ..base import PartnerUnavailable
-from ..clients import OpenAIChatModel, request_log
+from ..clients import OpenAIChatModel
 from .abcd import FIELD_PHRASES
 from .behaviors import Public, mentions
 

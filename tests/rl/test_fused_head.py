@@ -5,12 +5,12 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM
 
-from mimesis_pl.modules.fused_head import (
+from mimesis_pl.rl.fused_head import (
     auto_chunk_size,
     linear_token_logprobs,
     linear_weighted_logprob_sum,
 )
-from mimesis_pl.modules.token_ops import (
+from mimesis_pl.rl.token_ops import (
     _sharded_token_logprobs,
     model_token_logprobs,
     model_weighted_logprob_sum,
