@@ -286,9 +286,9 @@ def csd_teacher_step(model_dir: Path, length: int, gpu: bool) -> dict:
     import torch
 
     from mimesis_pl.models import load_causal_lm
-    from mimesis_pl.modules.teacher_forward import teacher_logprobs, teacher_logprobs_prefix_cached
     from mimesis_pl.rl.losses import csd_loss
     from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+    from mimesis_pl.rl.teacher_forward import teacher_logprobs, teacher_logprobs_prefix_cached
     from mimesis_pl.rl.token_ops import model_token_logprobs
     from mimesis_pl.spans import TurnSpan
 

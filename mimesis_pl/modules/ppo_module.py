@@ -177,7 +177,7 @@ class PPOModule(HFCausalLMModule):
 
     def _has_dropout(self) -> bool:
         """Train-mode forwards are stochastic with dropout: then old log-probs need their own eval pass."""
-        from .teacher_forward import check_no_dropout
+        from ..rl.teacher_forward import check_no_dropout
 
         try:
             check_no_dropout(self.model.config)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mimesis_pl.models import LoraSettings, OptimSettings
+from mimesis_pl.rl.csd_term import CSDSettings
 
 __all__ = ["CSDSettings", "LoraSettings", "ModelSettings", "OptimSettings", "PPOSettings"]
 
@@ -103,66 +104,3 @@ class PPOSettings:
                 f"{max_staleness}: stale rollouts need the off-policy correction (set it to decoupled or null)"
             )
         return self.behaviour_correction
-
-
-@dataclass
-class CSDSettings:
-    """Coached self-distillation: the weight and shape of the CSD term and how the teacher forward runs.
-
-    Args:
-        coef: α, the weight of the CSD loss (reference 0.01).
-        estimator: the CSD loss (:func:`mimesis_pl.rl.losses.csd_loss`; the reference's ``SDPO_ESTIMATOR``):
-            ``sdar`` (σ(β·Δ)-gated imitation of the sampled token; the default, as in the reference's launcher),
-            ``ref`` (``−Δ·log π`` per-sequence mean, signed; the reference yaml's default), ``k3`` (Schulman's k3
-            of the sampled token, clamped to ±10) or ``distill`` (reverse KL(student ‖ teacher) over the
-            teacher's top-k tokens plus a tail bucket, the reference's ``full_distillation``: it can move
-            probability onto tokens the policy did not sample; docs/decisions.md A100). ``sdar``, ``ref`` and
-            ``k3`` read only the sampled token; a placebo corrects their teacher. ``distill`` distils the raw
-            teacher: a placebo changes only its mask (``placebo_missing``) and the gap metrics, as in the
-            reference (A100). Your own: ``package.module:function`` (a function with
-            :func:`~mimesis_pl.rl.losses.register_csd_estimator`'s keyword inputs, imported and registered under
-            that path; one that asks for the top-k inputs gets them, as ``distill``; docs/extending.md).
-        distill_top_k: K, the teacher's most likely tokens per coached position that ``distill`` matches
-            (reference ``SDPO_TOPK`` 20); the student's log-probs are taken at these ids, not renormalised.
-        beta: gate sharpness of ``sdar`` (reference 5.0).
-        warmup_steps: optimiser steps with the CSD term off.
-        adv_gate: keep only coached tokens with ``|advantage| <= adv_gate`` (``None``: off).
-        teacher_chunk_rows: teacher rows per forward (``packed`` mode).
-        teacher_mode: ``prefix_cache`` forwards each coached trajectory's prefix once and reuses its KV cache
-            for every teacher row (real and placebo); ``packed`` forwards whole left-padded rows in chunks.
-        placebo_missing: a coached token without a placebo inside a trajectory that has placebos is
-            ``drop``-ped (the reference's AND mask) or scored on the ``raw`` gap (docs/decisions.md A62).
-        weighting: how each micro-batch's CSD token-mean enters the gradient: ``micro_batch`` (the
-            reference's loss aggregation: 1 / the number of micro-batches of the mini-batch) or
-            ``pg_token_share`` (the micro-batch's share of the mini-batch's policy-gradient tokens, as the
-            PG term; docs/decisions.md A63).
-    """
-
-    coef: float = 0.01
-    estimator: str = "sdar"
-    distill_top_k: int = 20
-    beta: float = 5.0
-    warmup_steps: int = 0
-    adv_gate: float | None = None
-    teacher_chunk_rows: int = 4
-    teacher_mode: Literal["prefix_cache", "packed"] = "prefix_cache"
-    placebo_missing: Literal["drop", "raw"] = "drop"
-    weighting: Literal["micro_batch", "pg_token_share"] = "micro_batch"
-
-    def __post_init__(self) -> None:
-        where = "model.init_args.csd"
-        from ..rl.losses import resolve_csd_estimator
-
-        resolve_csd_estimator(self.estimator, key=f"{where}.estimator")
-        choices = {
-            "teacher_mode": ("prefix_cache", "packed"),
-            "placebo_missing": ("drop", "raw"),
-            "weighting": ("micro_batch", "pg_token_share"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{where}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if isinstance(self.distill_top_k, bool) or not isinstance(self.distill_top_k, int) or self.distill_top_k < 1:
-            raise ValueError(
-                f"{where}.distill_top_k must be an integer >= 1 (reference 20), got {self.distill_top_k!r}"
-            )

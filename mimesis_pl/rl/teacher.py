@@ -19,7 +19,8 @@ left-padded row).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -297,3 +298,20 @@ def gather_teacher_logprobs(token_logprobs: Tensor, packed: PackedTeacherRows, f
         )
     out[b_idx, i_idx] = token_logprobs[rows, columns]
     return out
+
+
+@dataclass
+class TeacherBatch:
+    """CSD teacher rows of one step, aligned with ``experience.trained`` (the tensor rows' order).
+
+    Args:
+        real: per trained trajectory, its teacher rows (one per coached turn).
+        placebo: per trained trajectory, its placebo rows (``None``: placebo off).
+        metrics: the coach's counters (``coach/*``) and ``csd/coached_token_fraction``; logged with the update.
+        spans: each trained trajectory's ``TurnSpan`` list (for the prefix-cached teacher forward).
+    """
+
+    real: list[TeacherRows]
+    placebo: list[TeacherRows] | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    spans: list[list[Any]] = field(default_factory=list)

@@ -10,27 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..rl.teacher import TeacherBatch
+
 if TYPE_CHECKING:
-    from ..rl.teacher import TeacherRows
     from .experience import Experience
     from .trajectory import Trajectory
-
-
-@dataclass
-class TeacherBatch:
-    """CSD teacher rows of one step, aligned with ``experience.trained`` (the tensor rows' order).
-
-    Args:
-        real: per trained trajectory, its teacher rows (one per coached turn).
-        placebo: per trained trajectory, its placebo rows (``None``: placebo off).
-        metrics: the coach's counters (``coach/*``) and ``csd/coached_token_fraction``; logged with the update.
-        spans: each trained trajectory's ``TurnSpan`` list (for the prefix-cached teacher forward).
-    """
-
-    real: list[TeacherRows]
-    placebo: list[TeacherRows] | None
-    metrics: dict[str, float] = field(default_factory=dict)
-    spans: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -24,8 +24,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-import lightning.pytorch as pl
-
 from ..chat import pad_id_of
 from ..envs.success import SuccessRule
 from ..rollout.engines import SamplingParams
@@ -39,6 +37,7 @@ from ..rollout.step import RLStep
 from ..rollout.validation import EpisodeRecord, ValidationSettings, report_validation, shard_rows
 from .ahead import check_ahead_settings, check_shim_capacity
 from .base import EngineStage
+from .policy_module import PolicyModule
 
 
 class RolloutStage(EngineStage):
@@ -68,7 +67,7 @@ class RolloutStage(EngineStage):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def setup(self, module: pl.LightningModule) -> None:
+    def setup(self, module: PolicyModule) -> None:
         """Start the simulated users (and their shim) and the episode manager; the engine comes at the first step."""
         if self.services is not None:
             return
@@ -120,7 +119,7 @@ class RolloutStage(EngineStage):
     def user_shim_url(self) -> str | None:
         return self.services.shim_url if self.services is not None else None
 
-    def _ensure_engine(self, module: pl.LightningModule) -> None:
+    def _ensure_engine(self, module: PolicyModule) -> None:
         if self.rollout is not None:
             return
         s = self.settings
@@ -153,7 +152,7 @@ class RolloutStage(EngineStage):
 
     # -- per step --------------------------------------------------------------------------------
 
-    def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
+    def collect(self, module: PolicyModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         """Sync the engine's weights, validate first when the schedule says so, run and score the episodes."""
         trainer = module.trainer
         self._ensure_engine(module)
@@ -195,7 +194,7 @@ class RolloutStage(EngineStage):
             services=self.services.describe() if self.services is not None else "the user simulator",
         )
 
-    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+    def validate_after(self, module: PolicyModule, steps_done: int) -> None:
         if self._ahead is not None:
             self._ahead.drain()
         self.sync_weights(module)
@@ -203,7 +202,7 @@ class RolloutStage(EngineStage):
 
     # -- rollouts ahead of the update (rollout.max_staleness >= 1; the schedule: stages/ahead.py) ---------
 
-    def ahead_job(self, module: pl.LightningModule, pos: BatchPos, rows: list[dict[str, Any]]):
+    def ahead_job(self, module: PolicyModule, pos: BatchPos, rows: list[dict[str, Any]]):
         """Batch ``pos``'s background work: its episodes, their scores, then the coach's notes when a coach asked."""
         first = module.trainer.global_rank * len(rows)
         group_ids = [f"e{pos.epoch}-b{pos.index}-p{first + i}" for i in range(len(rows))]
@@ -223,7 +222,7 @@ class RolloutStage(EngineStage):
 
         return job()
 
-    def finish_ahead(self, module: pl.LightningModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
+    def finish_ahead(self, module: PolicyModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
         experience, rt, notes, reward_s = result
         self._check_failures(experience.trajectories, f"step {module.trainer.global_step}")  # A76, as at k = 0
         metrics = {
@@ -238,7 +237,7 @@ class RolloutStage(EngineStage):
 
     # -- weights and validation --------------------------------------------------------------------
 
-    def _validate(self, module: pl.LightningModule, steps_done: int) -> None:
+    def _validate(self, module: PolicyModule, steps_done: int) -> None:
         """Greedy episodes on this rank's share of the val prompts; ``val/*`` over all ranks; best checkpoint."""
         trainer = module.trainer
         v = self.validation

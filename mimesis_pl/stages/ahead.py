@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..rl.behaviour import staleness
 from ..rollout.pipeline import BatchPos, Job, ResumeInflight, RolloutPipeline
 from ..rollout.step import RLStep
+from .policy_module import PolicyModule
 
 if TYPE_CHECKING:
-    import lightning.pytorch as pl
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -43,19 +44,19 @@ SHIM_MAX_EPISODES = 4096
 class AheadStage(Protocol):
     """What :class:`AheadRollouts` needs from the rollout stage that owns it."""
 
-    def sync_weights(self, module: pl.LightningModule) -> None:
+    def sync_weights(self, module: PolicyModule) -> None:
         """Bring the engine to the module's current weights (a collective under FSDP)."""
 
-    def validates_first(self, module: pl.LightningModule) -> bool:
+    def validates_first(self, module: PolicyModule) -> bool:
         """Whether a fresh run validates before its first step."""
 
-    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+    def validate_after(self, module: PolicyModule, steps_done: int) -> None:
         """Validate on the current weights (draining the jobs in flight first)."""
 
-    def ahead_job(self, module: pl.LightningModule, pos: BatchPos, rows: list[dict[str, Any]]) -> Coroutine:
+    def ahead_job(self, module: PolicyModule, pos: BatchPos, rows: list[dict[str, Any]]) -> Coroutine:
         """The coroutine that rolls out (and may score) the batch at ``pos`` on the pipeline's loop."""
 
-    def finish_ahead(self, module: pl.LightningModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
+    def finish_ahead(self, module: PolicyModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
         """The step of a finished job, on the trainer's thread (failure checks, foreground scoring, metrics)."""
 
 
@@ -100,7 +101,7 @@ class AheadRollouts:
 
     # -- the step ------------------------------------------------------------------------------
 
-    def collect(self, stage: AheadStage, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int):
+    def collect(self, stage: AheadStage, module: PolicyModule, batch: list[dict[str, Any]], batch_idx: int):
         trainer = module.trainer
         pos = BatchPos(trainer.current_epoch, batch_idx)
         version = trainer.fit_loop.total_batch_idx  # RL steps done: the weights this step's update starts from
@@ -133,7 +134,7 @@ class AheadRollouts:
         """Wait for the jobs in flight (before validation: no episode races it for the engine)."""
         self.pipeline.drain()
 
-    def _start(self, stage: AheadStage, module: pl.LightningModule, pos: BatchPos, version: int) -> None:
+    def _start(self, stage: AheadStage, module: PolicyModule, pos: BatchPos, version: int) -> None:
         stage.sync_weights(module)
         if stage.validates_first(module):
             stage.validate_after(module, steps_done=0)
@@ -152,12 +153,12 @@ class AheadRollouts:
                 self._submit(stage, module, p, version)
         self._started = True
 
-    def _submit_ahead(self, stage: AheadStage, module: pl.LightningModule, pos: BatchPos, version: int) -> None:
+    def _submit_ahead(self, stage: AheadStage, module: PolicyModule, pos: BatchPos, version: int) -> None:
         for p in self._ahead_of(module, pos):
             if p not in self.pipeline.jobs:
                 self._submit(stage, module, p, version)
 
-    def _ahead_of(self, module: pl.LightningModule, pos: BatchPos) -> list[BatchPos]:
+    def _ahead_of(self, module: PolicyModule, pos: BatchPos) -> list[BatchPos]:
         """The k positions after ``pos`` that this run will train (across an epoch's end, within max_epochs)."""
         trainer = module.trainer
         dm = trainer.datamodule
@@ -173,7 +174,7 @@ class AheadRollouts:
             out.append(BatchPos(epoch, index))
         return out
 
-    def _submit(self, stage: AheadStage, module: pl.LightningModule, pos: BatchPos, version: int) -> None:
+    def _submit(self, stage: AheadStage, module: PolicyModule, pos: BatchPos, version: int) -> None:
         rows = module.trainer.datamodule.batch_rows(pos.epoch, pos.index)
         self.pipeline.submit(pos, rows, version, stage.ahead_job(module, pos, rows))
 

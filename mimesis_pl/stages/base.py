@@ -20,6 +20,7 @@ from ..rollout.event_loop import shutdown_loop
 from ..rollout.pipeline import ResumeInflight
 from ..rollout.validation import BestCheckpoint, ValidationSettings, is_last_step, validation_due
 from .ahead import AheadRollouts
+from .policy_module import PolicyModule
 
 if TYPE_CHECKING:
     import lightning.pytorch as pl
@@ -50,13 +51,13 @@ class CollectStage(Stage, Protocol):
     :meth:`after_batch` at the end of each batch (before checkpoint callbacks save).
     """
 
-    def setup(self, module: pl.LightningModule) -> None:
+    def setup(self, module: PolicyModule) -> None:
         """Start what the stage's rollouts need (the engine may wait for the first step: weights load later)."""
 
-    def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
+    def collect(self, module: PolicyModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         """Run and score the batch's rows (validating first when a fresh run's schedule says so)."""
 
-    def after_batch(self, module: pl.LightningModule, batch_idx: int) -> None:
+    def after_batch(self, module: PolicyModule, batch_idx: int) -> None:
         """End-of-batch work: validation when the schedule says so."""
 
 
@@ -84,12 +85,12 @@ class ValidatingStage:
         if self.best is not None and "best" in state_dict:
             self.best.load_state_dict(state_dict["best"])
 
-    def validates_first(self, module: pl.LightningModule) -> bool:
+    def validates_first(self, module: PolicyModule) -> bool:
         """Whether to validate before this step: a fresh run's first step, with ``val_before_train`` on (D13)."""
         v = self.validation
         return v is not None and module.trainer.fit_loop.total_batch_idx == 0 and validation_due(0, v)
 
-    def after_batch(self, module: pl.LightningModule, batch_idx: int) -> None:
+    def after_batch(self, module: PolicyModule, batch_idx: int) -> None:
         """Validate when the schedule says so (after every N steps and/or the last)."""
         v = self.validation
         if v is None:
@@ -99,7 +100,7 @@ class ValidatingStage:
         if validation_due(steps_done, v, is_last=is_last_step(trainer, batch_idx)):
             self.validate_after(module, steps_done)
 
-    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+    def validate_after(self, module: PolicyModule, steps_done: int) -> None:
         """Validate on the current weights after ``steps_done`` training steps."""
         raise NotImplementedError
 
@@ -123,7 +124,7 @@ class EngineStage(ValidatingStage):
 
     # -- the engine ------------------------------------------------------------------------------
 
-    def build_engine(self, module: pl.LightningModule, engine: EngineSettings, *, max_staleness: int) -> Any:
+    def build_engine(self, module: PolicyModule, engine: EngineSettings, *, max_staleness: int) -> Any:
         """Build the rollout engine for ``module``. The HF engine generates on the training weights themselves in
         one process at ``max_staleness`` 0; with several processes (sharded forwards would have to run in
         lockstep) or rollouts ahead of the update (the update must not change the weights under a generation) it
@@ -144,7 +145,7 @@ class EngineStage(ValidatingStage):
         self.engine = engine.build(target)
         return self.engine
 
-    def sync_weights(self, module: pl.LightningModule) -> None:
+    def sync_weights(self, module: PolicyModule) -> None:
         """Load the module's weights into the engine when they changed (a collective under FSDP: ranks reach it
         together, with equal versions)."""
         version = module.weights_version
@@ -161,7 +162,7 @@ class EngineStage(ValidatingStage):
 
     def start_loop(
         self,
-        module: pl.LightningModule,
+        module: PolicyModule,
         *,
         max_staleness: int,
         wait_timeout_s: float | None,
@@ -206,7 +207,7 @@ class EngineStage(ValidatingStage):
             self._ahead.load_state_dict(self._ahead_state)
 
 
-def check_lookahead(module: pl.LightningModule, k: int) -> None:
+def check_lookahead(module: PolicyModule, k: int) -> None:
     """Rollouts ahead of the loader need a data module that gives a future batch's rows."""
     trainer = module.trainer
     dm = trainer.datamodule if trainer is not None else None
@@ -217,7 +218,7 @@ def check_lookahead(module: pl.LightningModule, k: int) -> None:
         )
 
 
-def generation_copy(module: pl.LightningModule) -> torch.nn.Module:
+def generation_copy(module: PolicyModule) -> torch.nn.Module:
     """A full, unsharded copy of the policy for this rank's generation (weights synced before use; a LoRA policy
     syncs its merged weights into it: docs/decisions.md A93)."""
     from ..models import load_causal_lm

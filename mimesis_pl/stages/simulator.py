@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-import lightning.pytorch as pl
 import torch
 
 from ..chat import pad_id_of
@@ -42,6 +41,7 @@ from ..tasks.runner import run_rows, step_metrics, validation_metrics, with_eval
 from ..tasks.transcripts import write_transcript
 from .ahead import check_ahead_settings
 from .base import EngineStage
+from .policy_module import PolicyModule
 from .simulator_checks import check_best_metric, has_val_rows
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class TaskRolloutStage(EngineStage):
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def setup(self, module: pl.LightningModule) -> None:
+    def setup(self, module: PolicyModule) -> None:
         """Check that validation has rows to run on (off, with a warning, without val files); the engine and
         the task context come at the first step, once the weights have loaded."""
         if self.validation is not None and not has_val_rows(module.trainer.datamodule):
@@ -175,7 +175,7 @@ class TaskRolloutStage(EngineStage):
             module, max_staleness=s.max_staleness, wait_timeout_s=s.wait_timeout_s, resume_inflight=s.resume_inflight
         )
 
-    def _context(self, module: pl.LightningModule) -> TaskContext:
+    def _context(self, module: PolicyModule) -> TaskContext:
         if self._ctx is not None:
             return self._ctx
         s = self.settings
@@ -229,7 +229,7 @@ class TaskRolloutStage(EngineStage):
 
     # -- per step --------------------------------------------------------------------------------
 
-    def collect(self, module: pl.LightningModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
+    def collect(self, module: PolicyModule, batch: list[dict[str, Any]], batch_idx: int) -> RLStep:
         """Validate first when due before training, then run and score the batch's rows."""
         ctx = self._context(module)
         if self._ahead is not None:
@@ -243,7 +243,7 @@ class TaskRolloutStage(EngineStage):
         results = self._run(batch, self.settings.n_samples, ctx, prefix)
         return self._score(module, results, rollout_s=time.perf_counter() - started)
 
-    def _score(self, module: pl.LightningModule, results: list[TaskResult], *, rollout_s: float) -> RLStep:
+    def _score(self, module: PolicyModule, results: list[TaskResult], *, rollout_s: float) -> RLStep:
         """The step of a batch's results: failure check, metrics, FoldGRPO experience (or an empty step)."""
         self._check_failures(results, f"step {module.global_step}")
         metrics = step_metrics(results)
@@ -272,7 +272,7 @@ class TaskRolloutStage(EngineStage):
 
     # -- rollouts ahead of the update (rollout.max_staleness >= 1; the schedule: stages/ahead.py) ---------
 
-    def ahead_job(self, module: pl.LightningModule, pos: BatchPos, rows: list[dict[str, Any]]):
+    def ahead_job(self, module: PolicyModule, pos: BatchPos, rows: list[dict[str, Any]]):
         """Batch ``pos``'s rows through their tasks on the pipeline's loop (the shared context is not mutated)."""
         prefix = f"e{pos.epoch}-b{pos.index}-r{module.trainer.global_rank}"
         group_ids = [f"{prefix}-p{i}" for i in range(len(rows))]
@@ -285,11 +285,11 @@ class TaskRolloutStage(EngineStage):
 
         return job()
 
-    def finish_ahead(self, module: pl.LightningModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
+    def finish_ahead(self, module: PolicyModule, batch: list[dict[str, Any]], job: Job, result: Any) -> RLStep:
         results, rollout_s = result
         return self._score(module, results, rollout_s=rollout_s)
 
-    def validate_after(self, module: pl.LightningModule, steps_done: int) -> None:
+    def validate_after(self, module: PolicyModule, steps_done: int) -> None:
         if self._ahead is not None:
             self._ahead.drain()
         self.validate(module)
@@ -306,7 +306,7 @@ class TaskRolloutStage(EngineStage):
 
     # -- validation --------------------------------------------------------------------------------
 
-    def validate(self, module: pl.LightningModule) -> dict[str, float]:
+    def validate(self, module: PolicyModule) -> dict[str, float]:
         """Run the val rows once each without the format gate; log and return the metrics."""
         trainer = module.trainer
         v = self.validation

@@ -18,12 +18,12 @@ from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.envs import EnvironmentManager
 from mimesis_pl.models import load_causal_lm
 from mimesis_pl.modules.settings import LoraSettings
-from mimesis_pl.modules.teacher_forward import (
+from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+from mimesis_pl.rl.teacher_forward import (
     prefix_cache_off_checkpointing,
     teacher_logprobs,
     teacher_logprobs_prefix_cached,
 )
-from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
 from mimesis_pl.rollout.engines import SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
 from mimesis_pl.users.scripted import ScriptedUser

@@ -12,10 +12,10 @@ from transformers import AutoModelForCausalLM
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.envs import EnvironmentManager
 from mimesis_pl.modules.settings import CSDSettings
-from mimesis_pl.modules.teacher_forward import check_no_dropout, teacher_logprobs
 from mimesis_pl.rl.losses import csd_loss
 from mimesis_pl.rl.placebo import PlaceboPool
 from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
+from mimesis_pl.rl.teacher_forward import check_no_dropout, teacher_logprobs
 from mimesis_pl.rl.token_ops import model_token_logprobs
 from mimesis_pl.rollout.engines import SamplingParams
 from mimesis_pl.rollout.loop import MultiTurnRollout
@@ -127,7 +127,7 @@ def test_estimator_choice_is_checked():
 def test_teacher_topk_is_the_full_rows_topk_at_each_coached_token(tiny_tokenizer, model, mode):
     """Both teacher modes return, at each coached token, the teacher row's K most likely ids and their log-probs
     (normalised over the whole vocabulary), read from the logit before the token, as the full row's forward gives."""
-    from mimesis_pl.modules.teacher_forward import teacher_scores, teacher_scores_prefix_cached
+    from mimesis_pl.rl.teacher_forward import teacher_scores, teacher_scores_prefix_cached
 
     tok, k = tiny_tokenizer, 3
     traj = episodes(tok, 1)[0]
@@ -175,7 +175,7 @@ def test_placebo_pool_draws_from_other_groups_and_tasks_and_round_trips():
 
 
 def test_prefix_cached_teacher_equals_the_packed_rows(tiny_tokenizer, model):
-    from mimesis_pl.modules.teacher_forward import teacher_logprobs_prefix_cached
+    from mimesis_pl.rl.teacher_forward import teacher_logprobs_prefix_cached
 
     tok = tiny_tokenizer
     trajs = episodes(tok, 2)

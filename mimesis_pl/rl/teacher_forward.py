@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..rl.teacher import (
+from .teacher import (
     PackedTeacherRows,
     gather_teacher_logprobs,
     teacher_logits_to_keep,
