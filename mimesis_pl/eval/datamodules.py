@@ -11,30 +11,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-import lightning.pytorch as pl
 from torch.utils.data import DataLoader
 
 from mimesis_pl.data.prompts import read_prompt_rows
 from mimesis_pl.envs import GymTask
 from mimesis_pl.eval.episodes.executor import gym_label, task_content
+from mimesis_pl.eval.host_batches import HostBatches, as_list
 from mimesis_pl.eval.replay import ExecutionPlan, load_cases, project
 
 log = logging.getLogger(__name__)
 
 
-def _as_list(batch: list[Any]) -> list[Any]:
-    return batch
-
-
-class _HostBatches(pl.LightningDataModule):
-    """Batches stay on the host: rows and plans are Python objects (frozen dataclasses, which
-    Lightning's device transfer cannot rebuild); only the engine touches the device."""
-
-    def transfer_batch_to_device(self, batch: Any, device: Any, dataloader_idx: int) -> Any:
-        return batch
-
-
-class GymTaskDataModule(_HostBatches):
+class GymTaskDataModule(HostBatches):
     """Batches of gym task rows (UserRL parquet rows) for :class:`~mimesis_pl.modules.AgentEvalModule`.
 
     Args:
@@ -105,10 +93,10 @@ class GymTaskDataModule(_HostBatches):
         return True
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self.rows, batch_size=self.batch_size, shuffle=False, collate_fn=_as_list)
+        return DataLoader(self.rows, batch_size=self.batch_size, shuffle=False, collate_fn=as_list)
 
 
-class ReplayCaseDataModule(_HostBatches):
+class ReplayCaseDataModule(HostBatches):
     """Batches of replay :class:`~mimesis_pl.eval.replay.ExecutionPlan` for
     :class:`~mimesis_pl.modules.ReplayEvalModule`.
 
@@ -135,4 +123,4 @@ class ReplayCaseDataModule(_HostBatches):
                 raise ValueError(f"no replay cases under {self.paths}")
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self.plans, batch_size=self.batch_size, shuffle=False, collate_fn=_as_list)
+        return DataLoader(self.plans, batch_size=self.batch_size, shuffle=False, collate_fn=as_list)

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 from torch.utils.data import DataLoader
 
-from mimesis_pl.eval.datamodules import _as_list, _HostBatches
 from mimesis_pl.eval.failures import RetryPolicy
+from mimesis_pl.eval.host_batches import HostBatches, as_list
 from mimesis_pl.eval.trials import TrialCache
 
 
@@ -67,7 +67,7 @@ class FidelitySuite(ABC):
             await model.aclose()
 
 
-class ItemDataModule(_HostBatches):
+class ItemDataModule(HostBatches):
     """A suite's items from ``files`` (its ``load``), the first ``limit`` kept, ``batch_size`` per ``test_step``."""
 
     def __init__(self, files: list[str], limit: int | None, batch_size: int) -> None:
@@ -87,4 +87,4 @@ class ItemDataModule(_HostBatches):
             self.items = self.load()[: self.limit]
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self.items, batch_size=self.batch_size, shuffle=False, collate_fn=_as_list)
+        return DataLoader(self.items, batch_size=self.batch_size, shuffle=False, collate_fn=as_list)
