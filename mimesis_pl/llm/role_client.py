@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .chat_model import RoleCallFailed
 from .http import ChatCompletionsClient, RetryableError
 from .settings import ChatModelSettings
 
@@ -43,7 +44,7 @@ class RoleClient:
     caller's failure type) once retries are spent; ``failures`` and ``requests`` are for the caller's counts and
     leak scans."""
 
-    def __init__(self, settings: ChatModelSettings, role: str, error: type[Exception]) -> None:
+    def __init__(self, settings: ChatModelSettings, role: str, error: type[Exception] = RoleCallFailed) -> None:
         self.settings = settings
         self.role = role
         self.failures = 0
@@ -51,15 +52,27 @@ class RoleClient:
         self._error = error
         self._client = ChatCompletionsClient(settings.endpoint(role), error)
 
-    def body(self, messages: Messages, json_mode: bool = False) -> dict[str, Any]:
+    def body(
+        self,
+        messages: Messages,
+        json_mode: bool = False,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """The request body: the settings' sampling fields unless given here."""
         s = self.settings
         body: dict[str, Any] = {
             "model": s.model,
             "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "temperature": s.temperature,
+            "temperature": s.temperature if temperature is None else temperature,
         }
-        if s.max_tokens is not None:
-            body["max_completion_tokens"] = s.max_tokens
+        cap = s.max_tokens if max_tokens is None else max_tokens
+        if cap is not None:
+            body["max_completion_tokens"] = cap
+        if seed is not None:
+            body["seed"] = seed
         body |= {**s.extra_body, **s.optional_body()}
         if json_mode:
             body["response_format"] = {"type": "json_object"}

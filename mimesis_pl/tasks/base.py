@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..rollout.trajectory import Trajectory
-from .clients import ChatModel, Judge
+from .clients import Judge, Partner
 from .conversation import BudgetExhausted, Policy, PolicyConversation
 from .think_format import GeneratedTurn
 
@@ -44,7 +44,7 @@ class TaskContext:
 
     policy: Policy
     judge: Judge
-    partner: ChatModel
+    partner: Partner
     support_agent: Any
     is_train: bool = True
     global_step: int = 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ..llm import ChatModelSettings, RetryableError, reference_role
+from ..llm.chat_model import ChatModel
 from ..llm.replies import reply_json_object
 from ..llm.role_client import RoleClient, request_log
 
@@ -40,13 +41,12 @@ class RoleSettings:
     support_agent: ChatModelSettings = field(default_factory=reference_role)
 
 
-class ChatModel(Protocol):
-    """What a task needs from a partner: text for messages, or ``None`` after bounded retries."""
+class Partner(ChatModel, Protocol):
+    """A task's conversation partner: a :class:`~mimesis_pl.llm.ChatModel` (its ``complete`` raises once retries
+    are spent) that counts its failures and keeps its requests (for the run's counts and leak scans)."""
 
     failures: int
     requests: deque[list[dict[str, str]]]
-
-    async def complete(self, messages: Messages) -> str | None: ...
 
 
 # -- verdict parsing (pure) --------------------------------------------------------------------
@@ -151,17 +151,11 @@ def schema_hint(schema: type) -> str:
 # -- HTTP clients ----------------------------------------------------------------------------
 
 
-class _ClientError(RuntimeError):
-    pass
-
-
 class OpenAIChatModel(RoleClient):
     """A simulator-RL role served behind ``{url}/chat/completions`` (judge, partner, support agent): the package's
-    one role client (:class:`~mimesis_pl.llm.RoleClient`) whose :meth:`complete` and :meth:`complete_json` return
-    ``None`` after the last attempt (and count the failure), as the tasks expect; :meth:`request` raises."""
-
-    def __init__(self, settings: ChatModelSettings, role: str, error: type[Exception] = _ClientError) -> None:
-        super().__init__(settings, role, error)
+    one role client (:class:`~mimesis_pl.llm.RoleClient`). :meth:`complete` is the :class:`~mimesis_pl.llm.ChatModel`
+    call (it raises the client's error once retries are spent, after counting the failure); the judge's
+    :meth:`complete_json` returns ``None`` instead, as the judged tasks expect (a ``judge_failed`` row)."""
 
     async def _call(self, body: dict[str, Any], read: Callable[[str], Any]) -> Any:
         try:
@@ -170,8 +164,20 @@ class OpenAIChatModel(RoleClient):
             self.failures += 1
             return None
 
-    async def complete(self, messages: Messages) -> str | None:
-        return await self._call(self.body(messages), lambda text: text.strip())
+    async def complete(
+        self,
+        messages: Messages,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> str:
+        body = self.body(messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        try:
+            return await self.request(body, lambda text: text.strip())
+        except self._error:
+            self.failures += 1
+            raise
 
     async def complete_json(self, messages: Messages, schema: type[V]) -> V | None:
         def read(text: str) -> V:
@@ -268,9 +274,19 @@ class ScriptedPartner:
         self.failures = 0
         self.requests = request_log()
 
-    async def complete(self, messages: Messages) -> str | None:
+    async def complete(
+        self,
+        messages: Messages,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> str:
         self.requests.append([dict(m) for m in messages])
         return self.reply
+
+    async def aclose(self) -> None:
+        pass
 
 
 def build_judge(settings: ChatModelSettings) -> Judge:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..llm.chat_model import RoleCallFailed
 from .base import PartnerUnavailable, Rollout, Status, TaskContext, TaskResult
 from .conversation import PolicyConversation
 from .think_format import FormatCheck, GeneratedTurn, check_think_format, clean_response, gated_reward
@@ -38,7 +39,10 @@ async def partner_reply(ctx: TaskContext, messages: Sequence[Mapping[str, str]],
     """The partner's reply. A call that failed after the client's bounded retries (or an empty reply) raises
     :class:`PartnerUnavailable`: the rollout is a ``task_error``, never a short dialogue that gets scored
     (docs/decisions.md S40)."""
-    reply = await ctx.partner.complete(list(messages))
+    try:
+        reply = await ctx.partner.complete(list(messages))
+    except RoleCallFailed as err:
+        raise PartnerUnavailable(f"{what} call failed after retries ({err})") from None
     if not reply or not reply.strip():
         raise PartnerUnavailable(f"{what} call failed after retries (no reply)")
     return reply.strip()

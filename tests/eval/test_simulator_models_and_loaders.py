@@ -1,4 +1,4 @@
-"""The served ChatModel against a loopback endpoint (sampling sent, empty replies retried, failures typed),
+"""The served SuiteModel against a loopback endpoint (sampling sent, empty replies retried, failures typed),
 and the Turing / SOUL loaders' errors."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 
 from mimesis_pl.eval.failures import RetryPolicy
 from mimesis_pl.eval.io import write_json_atomic, write_text_atomic
-from mimesis_pl.eval.simulator.models import ChatModel
+from mimesis_pl.eval.simulator.models import SuiteModel
 from mimesis_pl.eval.tables import markdown_table
 from mimesis_pl.eval.trials import (
     RunIdentity,
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 table = markdown_table
 
 
-def suite_identity(suite: str, version: str, simulator: ChatModel, partners: Mapping[str, ChatModel]) -> RunIdentity:
+def suite_identity(suite: str, version: str, simulator: SuiteModel, partners: Mapping[str, SuiteModel]) -> RunIdentity:
     """The identity of one suite run: the simulator under test, its partners by role, the suite version."""
     partner = ";".join(f"{role}={m.name}@{m.revision}" for role, m in sorted(partners.items())) or "none"
     return RunIdentity(

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...llm import ChatModelSettings
+from ...llm.chat_model import RoleCallFailed
 from ...llm.role_client import request_log
 from ..base import PartnerUnavailable
 from ..clients import OpenAIChatModel
@@ -91,8 +92,11 @@ class OpenAISupportAgent:
         return self.model.requests
 
     async def respond(self, procedure: Procedure, public: Public) -> str | None:
-        text = await self.model.complete(public_messages(procedure.system_prompt, public))
-        return None if text is None else (clean_reply(text) or None)
+        try:
+            text = await self.model.complete(public_messages(procedure.system_prompt, public))
+        except RoleCallFailed:  # counted by the client; the caller reports the agent unavailable
+            return None
+        return clean_reply(text) or None
 
     async def aclose(self) -> None:
         await self.model.aclose()

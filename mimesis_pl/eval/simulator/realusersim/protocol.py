@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings
+from mimesis_pl.eval.simulator.models import ChatModelSettings, SuiteModel
 from mimesis_pl.eval.simulator.realusersim.data import JudgePrompts, RealUserSimCase
 from mimesis_pl.eval.simulator.text import parse_fidelity_verdict, strip_reasoning
 from mimesis_pl.failures import JudgeFailure
@@ -58,8 +58,8 @@ class Conversation:
 
 async def converse(
     system_prompt: str,
-    simulator: ChatModel,
-    assistant: ChatModel,
+    simulator: SuiteModel,
+    assistant: SuiteModel,
     sim: ChatModelSettings,
     helper: ChatModelSettings,
     seed: int,
@@ -123,7 +123,7 @@ async def judge_fidelity(
     real: Sequence[str],
     synthetic: Sequence[str],
     prompts: JudgePrompts,
-    judge: ChatModel,
+    judge: SuiteModel,
     settings: ChatModelSettings,
     format_max_tokens: int = 1024,
     format_attempts: int = 2,

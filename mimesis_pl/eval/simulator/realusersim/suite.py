@@ -16,7 +16,7 @@ from pathlib import Path
 from mimesis_pl.eval.io import write_json_atomic
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
+from mimesis_pl.eval.simulator.models import ChatModelSettings, SuiteModel, build_chat_model, sampling_identity
 from mimesis_pl.eval.simulator.realusersim.data import (
     REALUSERSIM,
     REALUSERSIM_CARD,
@@ -113,7 +113,7 @@ class RealUserSimSuite(FidelitySuite):
         self.max_assistant_turns, self.judge_max_messages = max_assistant_turns, judge_max_messages
         self.format_max_tokens, self.format_attempts = format_max_tokens, format_attempts
         self.n_boot, self.bootstrap_seed = n_boot, bootstrap_seed
-        self._models: dict[str, ChatModel] = {}
+        self._models: dict[str, SuiteModel] = {}
         self._prompts: JudgePrompts | None = None
         self._template: PromptTemplate | None = None
         self._rows: list[dict] = []

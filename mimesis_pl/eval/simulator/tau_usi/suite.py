@@ -18,7 +18,7 @@ from mimesis_pl.chat.tool_calls import ToolCallParseError, parse_tool_calls
 from mimesis_pl.envs.gyms.tau.tool_runtime import HttpToolRuntime, ToolRuntime, serve_scripted_runtime
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
-from mimesis_pl.eval.simulator.models import ChatModel, ChatModelSettings, build_chat_model, sampling_identity
+from mimesis_pl.eval.simulator.models import ChatModelSettings, SuiteModel, build_chat_model, sampling_identity
 from mimesis_pl.eval.simulator.suite import item_ref, run_items, suite_identity
 from mimesis_pl.eval.simulator.tau_usi.data import (
     SURVEY_SCALES,
@@ -149,7 +149,7 @@ class TauUSISuite(FidelitySuite):
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
         self.max_user_turns, self.max_tool_rounds = max_user_turns, max_tool_rounds
-        self._models: dict[str, ChatModel] = {}
+        self._models: dict[str, SuiteModel] = {}
         self._runtime: ToolRuntime | None = None
         self._server = None
         self._results: dict[int, dict[str, RunTask]] = {}

@@ -15,8 +15,8 @@ from pathlib import Path
 from mimesis_pl.eval.simulator.base import FidelitySuite, SuiteContext, SuiteReport
 from mimesis_pl.eval.simulator.charts import bar_chart
 from mimesis_pl.eval.simulator.models import (
-    ChatModel,
     ChatModelSettings,
+    SuiteModel,
     build_chat_model,
     sampling_identity,
     stable_hash,
@@ -78,7 +78,7 @@ class TuringSuite(FidelitySuite):
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct ints, got {self.seeds}")
         self.comparable_tolerance = comparable_tolerance
-        self._models: dict[str, ChatModel] = {}
+        self._models: dict[str, SuiteModel] = {}
         self._rows: list[TuringRow] = []
         self._scores: dict[str, object] = {}
         self._gen_failed: dict[int, int] = {}
