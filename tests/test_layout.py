@@ -323,3 +323,13 @@ def test_the_readme_layout_names_every_package_folder_and_top_level_module():
     missing = [f"{name}/" for name in folders if f"{name}/" not in layout]
     missing += [name for name in modules if name not in layout]
     assert missing == [], f"README's Layout does not name: {missing}"
+
+
+def test_no_two_classes_of_the_package_share_a_name():
+    """One meaning per class name (issue #38 found six names defined twice with different meanings)."""
+    homes: dict[str, list[str]] = {}
+    for module, path in _sources().items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                homes.setdefault(node.name, []).append(module)
+    assert {name: where for name, where in homes.items() if len(where) > 1} == {}

@@ -8,7 +8,7 @@ that every RL stage uses them (both rollout stages take the schedule and the bes
 
 - :class:`ValidationSettings` — when to validate and what to keep (YAML keys);
 - :func:`validation_due` — whether a step validates;
-- :class:`EpisodeRecord`, :func:`summarize`, :func:`merge_summaries`, :func:`validation_metrics` —
+- :class:`ValidationEpisode`, :func:`summarize`, :func:`merge_summaries`, :func:`validation_metrics` —
   per-rank sums, merged over ranks, into ``val/*`` scalars;
 - :func:`gather_summaries` — the merge across processes;
 - :class:`BestCheckpoint` — saves ``best-step=N.ckpt`` when the named metric improves;
@@ -100,7 +100,7 @@ def validation_due(steps_done: int, settings: ValidationSettings, is_last: bool 
 
 
 @dataclass
-class EpisodeRecord:
+class ValidationEpisode:
     """What validation needs of one episode."""
 
     data_source: str
@@ -111,7 +111,7 @@ class EpisodeRecord:
     scored: bool = True
 
 
-def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
+def summarize(records: list[ValidationEpisode]) -> dict[str, Any]:
     """Sums over this rank's episodes (mergeable across ranks with :func:`merge_summaries`).
 
     Unscored episodes (an infrastructure failure: ``scored=False``) are counted under ``statuses`` and
@@ -263,7 +263,7 @@ def is_last_step(trainer: Any, batch_idx: int) -> bool:
 def report_validation(
     trainer: Any,
     pl_module: Any,
-    records: list[EpisodeRecord],
+    records: list[ValidationEpisode],
     steps_done: int,
     best: BestCheckpoint | None,
     extra: dict[str, float] | None = None,

@@ -34,7 +34,7 @@ from ..rollout.pipeline import BatchPos, Job
 from ..rollout.services import SimulatorServices, TimedUsers
 from ..rollout.settings import AdvantageSettings, RolloutSettings
 from ..rollout.step import RLStep
-from ..rollout.validation import EpisodeRecord, ValidationSettings, report_validation, shard_rows
+from ..rollout.validation import ValidationEpisode, ValidationSettings, report_validation, shard_rows
 from .ahead import check_ahead_settings, check_shim_capacity
 from .base import EngineStage
 from .policy_module import PolicyModule
@@ -255,7 +255,7 @@ class RolloutStage(EngineStage):
         self._check_failures(trajectories, f"the validation after {steps_done} steps")
         rule = SuccessRule(threshold=self.advantage.success_threshold)  # the evaluation's rule too
         records = [
-            EpisodeRecord(
+            ValidationEpisode(
                 data_source=str(mine[k // v.n_samples].get("data_source", "unknown")),
                 reward=sum(t.turn_rewards),
                 success=not t.failed and rule.success(sum(t.turn_rewards)),

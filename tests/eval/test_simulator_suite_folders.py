@@ -39,7 +39,7 @@ OLD_PATHS: dict[str, dict[str, str]] = {
         "demographic_block render_prompt prompt_source prompt_note"
     },
     "realusersim_protocol": {
-        "realusersim.protocol": "Condition CONDITIONS CLOSE PRIMER build_user_prompt Conversation converse "
+        "realusersim.protocol": "Condition CONDITIONS CLOSE PRIMER build_user_prompt RealUserSimConversation converse "
         "judged_turns judge_fidelity"
     },
     "tau_usi_scoring": {

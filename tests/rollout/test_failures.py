@@ -12,7 +12,7 @@ from mimesis_pl.rollout.failures import (
     check_failure_share,
     failure_message,
 )
-from mimesis_pl.rollout.validation import EpisodeRecord, merge_summaries, summarize, validation_metrics
+from mimesis_pl.rollout.validation import ValidationEpisode, merge_summaries, summarize, validation_metrics
 
 
 def message(statuses, errors=None, share=0.5):
@@ -51,7 +51,9 @@ def test_check_raises_the_message():
 
 
 def record(reward, status="finished", source="a", scored=True):
-    return EpisodeRecord(data_source=source, reward=reward, success=reward >= 1, turns=2, status=status, scored=scored)
+    return ValidationEpisode(
+        data_source=source, reward=reward, success=reward >= 1, turns=2, status=status, scored=scored
+    )
 
 
 def test_validation_leaves_unscored_episodes_out_of_the_means():

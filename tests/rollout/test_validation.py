@@ -11,7 +11,7 @@ from mimesis_pl.rollout.engines.sglang import sglang_mem_fraction
 from mimesis_pl.rollout.engines.vllm import CPU_KV_CACHE_BYTES, vllm_llm_kwargs
 from mimesis_pl.rollout.validation import (
     BestCheckpoint,
-    EpisodeRecord,
+    ValidationEpisode,
     ValidationSettings,
     merge_summaries,
     summarize,
@@ -40,14 +40,14 @@ def test_validation_schedule():
 def test_metrics_merge_ranks_and_average_sources_equally():
     rank0 = summarize(
         [
-            EpisodeRecord("travel", 1.0, True, 3, "finished"),
-            EpisodeRecord("travel", 0.0, False, 16, "max_turns"),
+            ValidationEpisode("travel", 1.0, True, 3, "finished"),
+            ValidationEpisode("travel", 0.0, False, 16, "max_turns"),
         ]
     )
     rank1 = summarize(
         [
-            EpisodeRecord("travel", 0.5, False, 4, "finished"),
-            EpisodeRecord("turtle", 0.0, False, 2, "env_error"),
+            ValidationEpisode("travel", 0.5, False, 4, "finished"),
+            ValidationEpisode("turtle", 0.0, False, 2, "env_error"),
         ]
     )
     m = validation_metrics(merge_summaries([rank0, rank1]))

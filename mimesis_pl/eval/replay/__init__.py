@@ -30,7 +30,7 @@ from mimesis_pl.eval.replay.records import (
     summarize_replay,
     write_replay_records,
 )
-from mimesis_pl.eval.replay.scorer import Judge, OracleResult, ReplayScorer, RequestScore
+from mimesis_pl.eval.replay.scorer import OracleResult, ReplayJudge, ReplayScorer, RequestScore
 from mimesis_pl.eval.replay.validate import CaseFormatError, parse_case
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
     "Expectation",
     "FinalExpectation",
     "HistoryEntry",
-    "Judge",
+    "ReplayJudge",
     "Observation",
     "OpenAIChatAgent",
     "Oracle",

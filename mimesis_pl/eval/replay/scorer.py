@@ -21,7 +21,7 @@ from mimesis_pl.failures import JudgeFailure
 
 
 @runtime_checkable
-class Judge(Protocol):
+class ReplayJudge(Protocol):
     """Grades a final reply against rubrics; called once per request with every pending rubric.
 
     Returns one verdict per rubric (same order). The rubrics are alternatives: the caller counts the
@@ -99,7 +99,7 @@ class ReplayScorer:
         judge_retry: retry policy for judge calls (:class:`JudgeFailure` and timeouts are retried).
     """
 
-    def __init__(self, judge: Judge | None = None, judge_retry: RetryPolicy | None = None) -> None:
+    def __init__(self, judge: ReplayJudge | None = None, judge_retry: RetryPolicy | None = None) -> None:
         self.judge = judge
         self.judge_retry = judge_retry or RetryPolicy(max_attempts=2, backoff_s=0.5)
 

@@ -115,7 +115,7 @@ def read_behavior_row(row: Mapping[str, Any], load: Callable[[], AbcdData]) -> B
 
 
 @dataclass
-class Episode:
+class SupportEpisode:
     """The played episode: the public transcript (seeded turns first), the policy's private thought per user turn
     (``""`` for seeded ones) and how many of each were seeded."""
 
@@ -137,11 +137,11 @@ class Episode:
         return self.n_sim == 0 and bool(self.conv.turns)
 
 
-async def play_behavior(task: BehaviorRow, conv: PolicyConversation, ctx: TaskContext, name: str) -> Episode:
+async def play_behavior(task: BehaviorRow, conv: PolicyConversation, ctx: TaskContext, name: str) -> SupportEpisode:
     """The seeded verification turns replayed as context (no gradient), then up to ``budget`` policy turns, each
     answered by the support agent from the public transcript. Ends early on an empty turn or the length budget; a
     support-agent outage raises :class:`SupportAgentUnavailable` (never judged or trained, S62)."""
-    episode, enable = Episode(conv), bool(conv.enable_think)
+    episode, enable = SupportEpisode(conv), bool(conv.enable_think)
     scene = task.scene
     for role, text in scene.data.verification_prefix(scene.scenario, scene.flow, scene.subflow):
         episode.public.append((role, text))
@@ -175,7 +175,7 @@ async def play_behavior(task: BehaviorRow, conv: PolicyConversation, ctx: TaskCo
 
 
 async def judge_behavior(
-    task: BehaviorRow, episode: Episode, judge: Judge, name: str
+    task: BehaviorRow, episode: SupportEpisode, judge: Judge, name: str
 ) -> tuple[BehaviorVerdict | ControlVerdict | None, float | None]:
     """The judge's verdict on the generated span (seeded turns are context only) and the behaviour's rule value
     (a diagnostic: ``None`` without a rule, or when the rule fails)."""
@@ -232,7 +232,7 @@ def behavior_score(
 
 
 def behavior_metrics(
-    behavior: Behavior | None, score: float, fmt: FormatCheck, episode: Episode, sub: Mapping[str, float]
+    behavior: Behavior | None, score: float, fmt: FormatCheck, episode: SupportEpisode, sub: Mapping[str, float]
 ) -> dict[str, float]:
     """The flat metrics: the family's, per behaviour (``usersim_behavior/<name>/…``, ``control`` for none) and the
     headlines."""

@@ -102,7 +102,7 @@ def search_alignment(request: str, scenario: TravelScenario) -> tuple[SearchVerd
 
 
 @dataclass(frozen=True)
-class HistoryEntry:
+class TravelTurn:
     """One line of the episode as UserRL's utterance judge reads it: who spoke (``agent``, ``user`` or
     ``database``), what was said, and for agent turns the judge-side note on how the turn was taken."""
 
@@ -121,7 +121,7 @@ class TravelGrader(Protocol):
         utterance: str,
         scenario: TravelScenario,
         remaining: Sequence[TravelPreference],
-        history: Sequence[HistoryEntry] = (),
+        history: Sequence[TravelTurn] = (),
     ) -> tuple[UtteranceType, TravelPreference | None]: ...
 
     async def search(self, request: str, scenario: TravelScenario) -> tuple[SearchVerdict, str | None]: ...
@@ -140,7 +140,7 @@ class RuleGrader:
         utterance: str,
         scenario: TravelScenario,
         remaining: Sequence[TravelPreference],
-        history: Sequence[HistoryEntry] = (),
+        history: Sequence[TravelTurn] = (),
     ) -> tuple[UtteranceType, TravelPreference | None]:
         return utterance_type(utterance, remaining, scenario.preferences)
 

@@ -40,7 +40,7 @@ from mimesis_pl.envs.base import Action, Gym, StepResult, TaskDataError
 from mimesis_pl.envs.gyms.judging import GymJudge, judge_settings
 from mimesis_pl.envs.gyms.rules import persona_field
 from mimesis_pl.envs.gyms.travel.generator import generate_scenario
-from mimesis_pl.envs.gyms.travel.grader import HistoryEntry, RuleGrader, TravelGrader, answer_kind
+from mimesis_pl.envs.gyms.travel.grader import RuleGrader, TravelGrader, TravelTurn, answer_kind
 from mimesis_pl.envs.gyms.travel.judge import ServedGrader
 from mimesis_pl.envs.gyms.travel.scenarios import (
     TravelPreference,
@@ -179,14 +179,14 @@ class TravelGym(Gym):
         self._best_left = set(self.scenario.best_ids.values())
         self._reveal: tuple[str, TravelPreference | None] = ("chat", None)
         self._rng = random.Random(f"{self.seed}:{self.scenario.scenario_id}:{self.episode_id}")
-        self._history: list[HistoryEntry] = []
+        self._history: list[TravelTurn] = []
 
     async def aclose(self) -> None:
         await self.grader.aclose()
 
     def _log(self, said: str, heard: str, *, role: Literal["user", "database"] = "user", note: str = "") -> None:
         """One exchange in the history the utterance judge reads (answers are not in it, as UserRL's)."""
-        self._history += [HistoryEntry("agent", said, note), HistoryEntry(role, heard)]
+        self._history += [TravelTurn("agent", said, note), TravelTurn(role, heard)]
 
     def _scenario_for(self, task: GymTask) -> TravelScenario:
         task_id = task.key

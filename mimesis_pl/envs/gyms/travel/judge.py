@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mimesis_pl.envs.gyms.judging import GymJudge, chat, field_of
-from mimesis_pl.envs.gyms.travel.grader import HistoryEntry, SearchVerdict, UtteranceType
+from mimesis_pl.envs.gyms.travel.grader import SearchVerdict, TravelTurn, UtteranceType
 from mimesis_pl.envs.gyms.travel.scenarios import TravelPreference, TravelScenario
 from mimesis_pl.llm import RetryableError
 
@@ -62,7 +62,7 @@ def search_messages(request: str, scenario: TravelScenario) -> list[dict[str, st
     return chat(SEARCH_SYSTEM, f"Ground-truth search arguments:\n{arguments}\n\nThe agent's search request:\n{request}")
 
 
-def history_text(history: Sequence[HistoryEntry]) -> str:
+def history_text(history: Sequence[TravelTurn]) -> str:
     """The episode so far as the utterance judge reads it (notes on the agent's turns included)."""
     lines = []
     for entry in history:
@@ -73,7 +73,7 @@ def history_text(history: Sequence[HistoryEntry]) -> str:
 
 
 def utterance_messages(
-    utterance: str, scenario: TravelScenario, remaining: Sequence[TravelPreference], history: Sequence[HistoryEntry]
+    utterance: str, scenario: TravelScenario, remaining: Sequence[TravelPreference], history: Sequence[TravelTurn]
 ) -> list[dict[str, str]]:
     """What UserRL's utterance judge sees: scenario, history, latest utterance, unrevealed preferences."""
     prefs = "\n".join(f"{p.pid} (aspect: {p.aspect}): {p.preference}" for p in remaining) or "(none left)"
@@ -126,7 +126,7 @@ class ServedGrader:
         utterance: str,
         scenario: TravelScenario,
         remaining: Sequence[TravelPreference],
-        history: Sequence[HistoryEntry] = (),
+        history: Sequence[TravelTurn] = (),
     ) -> tuple[UtteranceType, TravelPreference | None]:
         messages = utterance_messages(utterance, scenario, remaining, history)
         return await self.judge.ask(messages, lambda data: read_type(data, remaining))

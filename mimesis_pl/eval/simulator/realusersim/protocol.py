@@ -47,7 +47,7 @@ def build_user_prompt(case: RealUserSimCase, profile_from: RealUserSimCase | Non
 
 
 @dataclass(frozen=True)
-class Conversation:
+class RealUserSimConversation:
     messages: tuple[dict[str, str], ...]  # user = simulator, assistant = the fixed assistant
     termination_reason: Literal["max_turns", "close_token"]
 
@@ -65,7 +65,7 @@ async def converse(
     seed: int,
     max_assistant_turns: int = 4,
     primer: str = PRIMER,
-) -> Conversation:
+) -> RealUserSimConversation:
     """Simulator opens; then up to ``max_assistant_turns`` assistant/simulator exchanges, stopping at ``/close``.
 
     The simulator never sees the original conversation. Its turns pass ``strip_reasoning(strict=True)``:
@@ -84,7 +84,7 @@ async def converse(
         return text
 
     if CLOSE in await user_turn():
-        return Conversation(tuple(transcript), "close_token")
+        return RealUserSimConversation(tuple(transcript), "close_token")
     for _ in range(max_assistant_turns):
         reply = strip_reasoning(
             await assistant.complete(
@@ -94,8 +94,8 @@ async def converse(
         transcript.append({"role": "assistant", "content": reply})
         sim_view.append({"role": "user", "content": reply})
         if CLOSE in await user_turn():
-            return Conversation(tuple(transcript), "close_token")
-    return Conversation(tuple(transcript), "max_turns")
+            return RealUserSimConversation(tuple(transcript), "close_token")
+    return RealUserSimConversation(tuple(transcript), "max_turns")
 
 
 def judged_turns(messages: Sequence[dict[str, str]], max_messages: int, synthetic: bool) -> list[str]:
