@@ -36,7 +36,7 @@ import aiohttp
 import torch
 from rounds import Rounds
 
-from mimesis_pl.models import load_causal_lm
+from mimesis_pl.causal_lm import load_causal_lm
 from mimesis_pl.rollout.engines import HFEngine, SamplingParams
 from mimesis_pl.serve import ServedModel, ServeSettings, parse_request
 

@@ -22,11 +22,11 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+from mimesis_pl.causal_lm import load_causal_lm
 from mimesis_pl.chat import load_tokenizer
 from mimesis_pl.chat.render import ChatRenderer
 from mimesis_pl.csd.prompts import frame_note
 from mimesis_pl.eval.probe import probe_decisions, read_probe_contexts
-from mimesis_pl.models import load_causal_lm
 
 
 def mean(values: list[float]) -> float:

@@ -285,7 +285,7 @@ def csd_teacher_step(model_dir: Path, length: int, gpu: bool) -> dict:
     """One CSD step under gradient checkpointing; the prefix-cache teacher vs the packed teacher."""
     import torch
 
-    from mimesis_pl.models import load_causal_lm
+    from mimesis_pl.causal_lm import load_causal_lm
     from mimesis_pl.rl.losses import csd_loss
     from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
     from mimesis_pl.rl.teacher_forward import teacher_logprobs, teacher_logprobs_prefix_cached

@@ -11,6 +11,16 @@ import importlib.abc
 
 # old module -> {object name: the module that defines it now}
 MOVED: dict[str, dict[str, str]] = {
+    "mimesis_pl.models": {
+        "LoraSettings": "mimesis_pl.causal_lm",
+        "OptimSettings": "mimesis_pl.causal_lm",
+        "build_optimizer": "mimesis_pl.causal_lm",
+        "decoder_layers": "mimesis_pl.causal_lm",
+        "eval_mode": "mimesis_pl.causal_lm",
+        "load_causal_lm": "mimesis_pl.causal_lm",
+        "lr_multiplier": "mimesis_pl.causal_lm",
+        "shard_fsdp2": "mimesis_pl.causal_lm",
+    },
     "mimesis_pl.modules.token_ops": {
         "HeadLogprobs": "mimesis_pl.rl.token_ops",
         "TokenLogprobs": "mimesis_pl.rl.token_ops",

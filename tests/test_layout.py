@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         + ("scale", "metrics", "assets", "llm", "chat"),
     ),
     # model math and loading (no Lightning), the privileged shim, the saved run config
-    ("math", ("rl", "models", "shim", "config_save")),
+    ("math", ("rl", "causal_lm", "shim", "config_save")),
     # what a rollout runs on: the engines, the gyms; the CLI classes (cli_base) a data command reuses
     ("engines and gyms", ("rollout.engines", "envs", "cli_base")),
     # the simulated users, serving a checkpoint, the CSD coach

@@ -194,7 +194,7 @@ class AgentBackend:
 
             self.tokenizer = load_tokenizer(s.model_path, s.chat_template)
             if s.engine.generates_on_policy_weights and model is None:
-                from mimesis_pl.models import load_causal_lm
+                from mimesis_pl.causal_lm import load_causal_lm
 
                 model = load_causal_lm(s.model_path, dtype=s.dtype).eval()
             model = model if s.engine.generates_on_policy_weights else None

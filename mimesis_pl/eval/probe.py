@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
+from ..causal_lm import eval_mode  # noqa: F401 - also this module's public name (mimesis_pl.eval.probe.eval_mode)
 from ..chat import pad_id_of
 from ..chat.render import ChatRenderer, RenderError
-from ..models import eval_mode  # noqa: F401 - also this module's public name (mimesis_pl.eval.probe.eval_mode)
 from ..rl.token_ops import model_token_logprobs
 
 

@@ -42,9 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
+    from ..causal_lm import load_causal_lm
     from ..chat import load_tokenizer
     from ..chat.render import ChatRenderer
-    from ..models import load_causal_lm
     from .probe import ProbeContextError, probe_decisions, read_probe_contexts
 
     if args.batch_size < 1:

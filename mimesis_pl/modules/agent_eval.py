@@ -64,7 +64,7 @@ class _EvalModule(pl.LightningModule):
         # The HF engine generates with this submodule, so the Trainer places it on the device.
         agent = self.agent
         if isinstance(agent, EngineAgentSettings) and agent.engine.generates_on_policy_weights and self.model is None:
-            from ..models import load_causal_lm
+            from ..causal_lm import load_causal_lm
 
             self.model = load_causal_lm(agent.model_path, dtype=agent.dtype).eval().requires_grad_(False)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import lightning.pytorch as pl
 import torch
 
+from ..causal_lm import build_optimizer, load_causal_lm, shard_fsdp2
 from ..model_paths import check_model_path
-from ..models import build_optimizer, load_causal_lm, shard_fsdp2
 from .settings import ModelSettings, OptimSettings
 
 

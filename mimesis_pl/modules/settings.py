@@ -1,7 +1,7 @@
 """Typed settings shared by the LightningModules (each field is a YAML key).
 
 :class:`LoraSettings` and :class:`OptimSettings` live beside the loading code that reads them
-(:mod:`mimesis_pl.models`, below every module) and are re-exported here, their name in configs and tests.
+(:mod:`mimesis_pl.causal_lm`, below every module) and are re-exported here, their name in configs and tests.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from mimesis_pl.models import LoraSettings, OptimSettings
+from mimesis_pl.causal_lm import LoraSettings, OptimSettings
 from mimesis_pl.rl.csd_term import CSDSettings
 
 __all__ = ["CSDSettings", "LoraSettings", "ModelSettings", "OptimSettings", "PPOSettings"]

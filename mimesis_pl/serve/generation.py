@@ -178,7 +178,7 @@ def build_engine(settings: ServeSettings, tokenizer: Any) -> Any:
     """The export loaded on ``settings.device`` in ``settings.dtype``, behind an :class:`HFEngine`."""
     import torch
 
-    from ..models import load_causal_lm
+    from ..causal_lm import load_causal_lm
     from ..rollout.engines.hf import HFEngine
 
     cuda = torch.cuda.is_available()

@@ -221,7 +221,7 @@ def check_lookahead(module: PolicyModule, k: int) -> None:
 def generation_copy(module: PolicyModule) -> torch.nn.Module:
     """A full, unsharded copy of the policy for this rank's generation (weights synced before use; a LoRA policy
     syncs its merged weights into it: docs/decisions.md A93)."""
-    from ..models import load_causal_lm
+    from ..causal_lm import load_causal_lm
 
     copy = load_causal_lm(module.model_path, dtype=module.dtype_name)
     return copy.to(module.device).eval().requires_grad_(False)

@@ -14,9 +14,9 @@ import pytest
 import torch
 from rollout_fixtures import ScriptedEngine, say, telepathy_row
 
+from mimesis_pl.causal_lm import load_causal_lm
 from mimesis_pl.chat import ChatRenderer
 from mimesis_pl.envs import EnvironmentManager
-from mimesis_pl.models import load_causal_lm
 from mimesis_pl.modules.settings import LoraSettings
 from mimesis_pl.rl.teacher import build_teacher_rows, pack_teacher_rows
 from mimesis_pl.rl.teacher_forward import (

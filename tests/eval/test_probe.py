@@ -176,7 +176,7 @@ def test_p_correct_norm_is_the_softmax_over_the_candidates_at_the_correct_one():
 
 
 def test_a_lora_policy_is_probed_with_its_adapters(tmp_path, agent):
-    from mimesis_pl.models import LoraSettings, load_causal_lm
+    from mimesis_pl.causal_lm import LoraSettings, load_causal_lm
 
     _, tok = agent
     renderer = ChatRenderer(tok, enable_thinking=True)

@@ -5,8 +5,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from mimesis_pl.causal_lm import lr_multiplier
 from mimesis_pl.data import JsonlChatSFTDataModule
-from mimesis_pl.models import lr_multiplier
 from mimesis_pl.modules import CausalLMSFT, LoraSettings, OptimSettings, export_hf
 from mimesis_pl.rl.token_ops import chunked_token_logprobs, model_token_logprobs
 

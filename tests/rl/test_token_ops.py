@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from transformers import AutoModelForCausalLM
 
-from mimesis_pl.models import shard_fsdp2
+from mimesis_pl.causal_lm import shard_fsdp2
 from mimesis_pl.rl.token_ops import TokenLogprobs, _is_sharded, _sharded_token_logprobs, model_token_logprobs
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}

@@ -182,7 +182,7 @@ def _trainer_logprobs(model, prompt: list[int], completion: list[int]) -> list[f
 def test_a_lora_policy_syncs_only_its_adapter_and_the_engine_logprobs_equal_the_trainers(
     vllm_env, tiny_model_path, tiny_tokenizer, prompts
 ):
-    from mimesis_pl.models import LoraSettings, load_causal_lm
+    from mimesis_pl.causal_lm import LoraSettings, load_causal_lm
     from mimesis_pl.rollout.engines import VLLMEngineSettings
     from mimesis_pl.rollout.engines.settings import EngineTarget
 

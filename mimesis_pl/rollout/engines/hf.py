@@ -14,8 +14,8 @@ import torch
 from torch import nn
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
+from ...causal_lm import eval_mode
 from ...chat import pad_id_of
-from ...models import eval_mode
 from .base import GenerationResult, SamplingParams, check_prompt, cut_at_stop, with_drawn_seed
 from .batching import MicroBatcher
 from .hf_rows import RowSampler, RowStops
