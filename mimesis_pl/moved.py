@@ -102,7 +102,7 @@ MOVED: dict[str, dict[str, str]] = {
         "CONDITIONS": "mimesis_pl.eval.simulator.realusersim.protocol",
         "PRIMER": "mimesis_pl.eval.simulator.realusersim.protocol",
         "Condition": "mimesis_pl.eval.simulator.realusersim.protocol",
-        "Conversation": "mimesis_pl.eval.simulator.realusersim.protocol",
+        "RealUserSimConversation": "mimesis_pl.eval.simulator.realusersim.protocol",
         "build_user_prompt": "mimesis_pl.eval.simulator.realusersim.protocol",
         "converse": "mimesis_pl.eval.simulator.realusersim.protocol",
         "judge_fidelity": "mimesis_pl.eval.simulator.realusersim.protocol",
