@@ -14,9 +14,9 @@ from lightning.pytorch.cli import LightningCLI
 from .config_save import RunConfigCallback
 from .lifecycle import RunGuard
 
-# A ``class_path`` mapping inside an ``Any``-typed value (``episode.gym_options``: a TauGym runtime, a SearchGym
-# backend, a gym's judge) stays a mapping, as written: the gym builds it (``checks.build_choice``) and the trial
-# keys hash the options as written (E25). jsonargparse 5's default; 4.x instantiated any class a config named.
+# A ``class_path`` mapping inside an ``Any``-typed value stays a mapping, as written (jsonargparse 5's default;
+# 4.x instantiated any class a config named there). ``episode.gym_options`` is typed ``dict[str, dict]`` so that
+# jsonargparse does not fill a class's defaults into its runtimes, backends and judges either (D32).
 set_parsing_settings(instantiate_subclass_spec_in_any=False)
 
 TRAINER_DEFAULTS = {

@@ -239,9 +239,9 @@ def renamed_kinds_at(path: str) -> dict[str, str]:
     """The :data:`RENAMED_KINDS` table for a ``kind:`` mapping found at the dotted config ``path``."""
     last = path.rsplit(".", 1)[-1]
     if last == "search":
-        return RENAMED_KINDS.get("search backend", {})
+        return RENAMED_KINDS["search backend"]
     if last == "runtime":
-        return RENAMED_KINDS.get("tau runtime" if "TauGym" in path else "tau-USI runtime", {})
+        return RENAMED_KINDS["tau runtime" if "TauGym" in path else "tau-USI runtime"]
     return RENAMED_KINDS["chat model"]
 
 

@@ -164,9 +164,9 @@ REFERENCE_ROLE: dict[str, Any] = {
 }
 
 
-def reference_role(cls: type[ChatModelFields] = ScriptedChatSettings, **overrides: Any) -> ChatModelSettings:
+def reference_role(
+    cls: type[ServedChatSettings | ScriptedChatSettings] = ScriptedChatSettings, **overrides: Any
+) -> ServedChatSettings | ScriptedChatSettings:
     """A ``cls`` (:class:`ScriptedChatSettings` unless given) on :data:`REFERENCE_ROLE`, with ``overrides`` (any
     field) on top."""
-    settings = cls(**{**REFERENCE_ROLE, **overrides})
-    assert isinstance(settings, ChatModelSettings), cls
-    return settings
+    return cls(**{**REFERENCE_ROLE, **overrides})
