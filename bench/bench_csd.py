@@ -1,6 +1,6 @@
 """CSD vs GRPO on the identical tiny workload, and teacher-row memory vs the reference's fixed layout.
 
-    python bench/bench_csd.py [--episodes 16] [--steps 3] [--rounds 4]
+    python bench/bench_csd.py [--episodes 16] [--steps 3] [--rounds 4] [--seed 0] [--draws 4]
 
 One set of real rollouts (tiny agent, built-in gyms, scripted users) and one set of scripted-coach
 notes are made once; then AgentGRPO, AgentCSD (``prefix_cache``) and AgentCSD (``packed``) each run
@@ -8,6 +8,10 @@ notes are made once; then AgentGRPO, AgentCSD (``prefix_cache``) and AgentCSD (`
 rounds (``rounds.py``). Printed: each variant's per-round median step time, the per-round ratios
 CSD / GRPO as min / median / max (goal <= 1.25), and the bytes of teacher rows per trajectory
 (real + placebo, packed) against the reference's 2 × 32 × 10368 int32 block.
+
+Sampling is seeded (``--seed``). An untrained toy policy calls the user tool only by chance, so a draw
+can leave no turn to coach; the rollout is then drawn again with the next seed, ``--draws`` times at most,
+and the seed used is printed.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 from pathlib import Path
 
 import lightning.pytorch as pl
+import torch
 from rounds import Rounds
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -101,7 +106,8 @@ class StepTimer(pl.Callback):
         self.times.append(time.perf_counter() - self._t0)
 
 
-def make_experience(model_path: str, n_episodes: int):
+def make_experience(model_path: str, n_episodes: int, seed: int = 0):
+    torch.manual_seed(seed)
     tok = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path)
     rows = read_prompt_rows(["assets/data/gyms/train/*.parquet"], seed=0)[: n_episodes // 2]
@@ -165,20 +171,31 @@ def run(module, step: RLStep, steps: int) -> list[float]:
     return timer.times[1:]  # the first step includes optimiser state allocation
 
 
+def draw_experience(args: argparse.Namespace):
+    """The first draw from ``--seed`` on whose trajectories are trained and have notes; exits when none does."""
+    for seed in range(args.seed, args.seed + args.draws):
+        step, counts, tok = make_experience(args.model, args.episodes, seed)
+        if step.experience.trained and any(r.rows for r in step.teacher.real):
+            return step, counts, tok, seed
+        n = len(step.experience.trained)
+        print(f"seed {seed}: {n} trained trajectories, {counts['made']} notes; drawing again")
+    raise SystemExit(
+        f"--episodes {args.episodes}: no draw of seeds {args.seed}..{args.seed + args.draws - 1} gave a trained "
+        "trajectory with a note; nothing to compare (raise --episodes or --draws)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="assets/tiny-agent")
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per variant and round (after one warm-up)")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed of the first draw")
+    parser.add_argument("--draws", type=int, default=4, help="rollout draws (seed, seed + 1, ...) to find notes")
     args = parser.parse_args(argv)
-    step, counts, tok = make_experience(args.model, args.episodes)
+    step, counts, tok, seed = draw_experience(args)
     exp = step.experience
-    if not exp.trained or not any(r.rows for r in step.teacher.real):
-        raise SystemExit(
-            f"--episodes {args.episodes} gave {len(exp.trained)} trained trajectories and "
-            f"{counts.get('made', 0)} notes: nothing to compare; use --episodes 4 or more"
-        )
     kwargs = {
         "policy": ModelSettings(model_path=args.model),
         "ppo": PPOSettings(mini_batch_size=len(exp.trajectories), micro_batch_size=4, log_entropy=False),
@@ -196,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     plac = pack_teacher_rows(step.teacher.placebo, exp.tensors["input_ids"].shape[1], tok.pad_token_id)
     row_bytes = sum(p.input_ids.numel() * 8 * 3 for p in (real, plac))  # ids, attention mask, positions (int64)
     print(
-        f"trajectories {n}, notes {counts['made']}, "
+        f"seed {seed}, trajectories {n}, notes {counts['made']}, "
         f"teacher rows {real.input_ids.shape[0]} real + {plac.input_ids.shape[0]} placebo"
     )
     rounds.print_table("step_ms", "{:.1f}")

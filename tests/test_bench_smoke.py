@@ -114,3 +114,26 @@ def test_cue_study_run_at_toy_size(tmp_path):
     saved = json.loads((out / "results.json").read_text())
     assert sorted(saved) == ["cue/csd/seed0", "cue/grpo/seed0"]
     assert [step for step, _ in saved["cue/csd/seed0"]["probe"]] == [0, 4]
+
+
+def test_bench_csd_draws_again_with_the_next_seed_when_a_draw_has_no_note(monkeypatch, capsys):
+    """An untrained policy calls the user tool only by chance: a draw without notes must not fail the bench."""
+    import argparse
+    import importlib
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    bench_csd = importlib.import_module("bench_csd")
+    with_note = {3}
+
+    def fake(model_path, n_episodes, seed):
+        real = [SimpleNamespace(rows=[1] if seed in with_note else [])]
+        step = SimpleNamespace(experience=SimpleNamespace(trained=[0]), teacher=SimpleNamespace(real=real))
+        return step, {"made": int(seed in with_note)}, "tok"
+
+    monkeypatch.setattr(bench_csd, "make_experience", fake)
+    args = argparse.Namespace(model="m", episodes=4, seed=1, draws=3)
+    assert bench_csd.draw_experience(args)[3] == 3
+    assert capsys.readouterr().out.count("drawing again") == 2
+    with pytest.raises(SystemExit, match="seeds 1..2"):
+        bench_csd.draw_experience(argparse.Namespace(model="m", episodes=4, seed=1, draws=2))
